@@ -1,0 +1,51 @@
+// Command depctrl-webhook decides DELETE admission requests for protected
+// objects: it keeps a registry of DependencyRules and refuses a deletion
+// while a dependent in the consumer workspace still references the object.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
+)
+
+var version = "dev"
+
+func main() {
+	// An own flag set: controller-runtime registers --kubeconfig on the
+	// global one, with a different meaning.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	o := webhook.Options{}
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig whose server is the dep-ctrl workspace through the kcp front-proxy (https://<front-proxy>/clusters/<path>); the front-proxy base is derived from it")
+	fs.StringVar(&o.Context, "context", "", "kubeconfig context (default: the current context)")
+	fs.StringVar(&o.ExportName, "apiexport-name", v1alpha1.DefaultAPIExportName, "name of the dep-ctrl APIExport (and of its APIExportEndpointSlice)")
+	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "directory with tls.crt and tls.key; reloaded when they change")
+	fs.StringVar(&o.Addr, "bind-address", ":9443", "address the admission endpoint (HTTPS, "+webhook.ValidatePath+") listens on")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every rule is registered")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
+	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+
+	if *showVersion {
+		fmt.Println(version)
+		return
+	}
+	log := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(log)
+	log.Info("depctrl-webhook", "version", version)
+	if err := webhook.Run(ctrl.SetupSignalHandler(), o, log); err != nil {
+		log.Error(err, "webhook failed")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,7 @@
+data "depctrl_dependency_rules" "compute" {
+  workspace_path = "root:org:compute"
+}
+
+output "rules_not_enforced" {
+  value = [for r in data.depctrl_dependency_rules.compute.rules : r.name if !r.ready]
+}

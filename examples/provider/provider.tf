@@ -1,0 +1,19 @@
+# Reach kcp through its front-proxy with a kubeconfig. The server may name
+# a workspace (…/clusters/root): the provider addresses each workspace
+# itself.
+provider "depctrl" {
+  kubeconfig_path = "~/.kube/kcp-admin.kubeconfig"
+}
+
+# Or with a host and credentials, for example from a secret store.
+provider "depctrl" {
+  alias                  = "token"
+  host                   = "https://kcp.example.com:6443"
+  token                  = var.kcp_token
+  cluster_ca_certificate = file("kcp-ca.crt")
+}
+
+variable "kcp_token" {
+  type      = string
+  sensitive = true
+}

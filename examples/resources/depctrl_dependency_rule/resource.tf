@@ -1,0 +1,36 @@
+# VirtualMachines (exported from root:org:compute) name their VPC (exported
+# from root:org:network) in .spec.vpcRef.name: a VPC cannot be deleted while
+# a VM in the same consumer workspace still names it.
+resource "depctrl_dependency_rule" "vm_needs_vpc" {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = "vm-needs-vpc"
+
+  dependent {
+    api_export_name = "compute.example.io"
+    group           = "compute.example.io"
+    version         = "v1"
+    kind            = "VirtualMachine"
+    resource        = "virtualmachines"
+  }
+
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.example.io" }
+    group          = "network.example.io"
+    version        = "v1"
+    resource       = "vpcs"
+    field_ref      = { path = ".spec.vpcRef.name" }
+  }
+
+  # A list of references: any element that names the subnet counts.
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.example.io" }
+    group          = "network.example.io"
+    version        = "v1"
+    resource       = "subnets"
+    field_ref      = { path = ".spec.interfaces[*].subnet" }
+  }
+
+  timeouts {
+    create = "5m"
+  }
+}

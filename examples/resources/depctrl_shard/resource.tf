@@ -1,0 +1,20 @@
+# One resource per shard: adding a shard to the installation is adding one
+# of these. Each talks to its shard directly with that shard's credentials.
+resource "depctrl_shard" "root" {
+  name            = "root"
+  kubeconfig_path = "secrets/shard-root-admin.kubeconfig"
+  webhook_users   = ["depctrl-webhook"]
+}
+
+resource "depctrl_shard" "shard_1" {
+  name                    = "shard-1"
+  url                     = "https://shard-1.kcp.example.com:6443"
+  client_certificate_path = "secrets/shard-1-admin.crt"
+  client_key_path         = "secrets/shard-1-admin.key"
+  ca_certificate          = file("secrets/kcp-ca.crt")
+  webhook_users           = ["depctrl-webhook"]
+
+  # Only the dependent types rules name, instead of everything (secrets
+  # included).
+  read_resources = ["virtualmachines.compute.example.io", "manageddatabases.compute.example.io"]
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Writes the provider's schema, as `terraform providers schema -json` prints
+# it, to $1. tfplugindocs takes it through --providers-schema because its own
+# build step expects the provider's main package at the repository root.
+set -euo pipefail
+out=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/bin/terraform-provider-depctrl" "$root/cmd/terraform-provider-depctrl"
+cat > "$tmp/dev.tfrc" <<EOT
+provider_installation {
+  dev_overrides {
+    "depctrl/depctrl" = "$tmp/bin"
+  }
+  direct {}
+}
+EOT
+mkdir "$tmp/cfg"
+cat > "$tmp/cfg/main.tf" <<'EOT'
+terraform {
+  required_providers {
+    depctrl = { source = "depctrl/depctrl" }
+  }
+}
+EOT
+# tfplugindocs looks the schema up under the hashicorp namespace.
+(cd "$tmp/cfg" && TF_CLI_CONFIG_FILE="$tmp/dev.tfrc" CHECKPOINT_DISABLE=1 terraform providers schema -json) \
+  | sed 's#/depctrl/depctrl"#/hashicorp/depctrl"#' > "$out"

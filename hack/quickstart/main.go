@@ -1,0 +1,511 @@
+// Command quickstart runs the depctrl quickstart on this machine: a local
+// two-shard kcp, the quickstart topology applied with Terraform through a
+// development override of the provider built here, the runtime started from
+// the binaries built here, and a blocked delete.
+//
+//	go run ./hack/quickstart up     # everything, then leaves kcp and the runtime running
+//	go run ./hack/quickstart down   # stops everything and removes the state
+//
+// `make quickstart` and `make quickstart-down` build what it needs first.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+)
+
+const (
+	depCtrlPath = "root:depctrl"
+	networkPath = "root:org:network"
+	computePath = "root:compute"
+)
+
+func main() {
+	if len(os.Args) != 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
+		fmt.Fprintln(os.Stderr, "usage: quickstart up|down")
+		os.Exit(2)
+	}
+	root, err := env.RepoRoot()
+	if err != nil {
+		fail(err)
+	}
+	q := &quickstart{root: root, dir: filepath.Join(root, ".quickstart"), bin: filepath.Join(root, "bin")}
+	if os.Args[1] == "down" {
+		if err := q.down(); err != nil {
+			fail(err)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := q.up(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "\nLogs are in %s; `make quickstart-down` stops everything.\n", q.dir)
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "\nquickstart failed: %v\n", err)
+	os.Exit(1)
+}
+
+type quickstart struct {
+	root, dir, bin string
+	step           int
+	e              *env.Env
+}
+
+func (q *quickstart) say(format string, args ...interface{}) {
+	q.step++
+	fmt.Printf("\n==> %d. %s\n", q.step, fmt.Sprintf(format, args...))
+}
+
+func (q *quickstart) up(ctx context.Context) error {
+	start := time.Now()
+	if _, err := os.Stat(filepath.Join(q.dir, "kcp.pid")); err == nil {
+		return errors.New("a quickstart is already running: run `make quickstart-down` first")
+	}
+	if err := os.MkdirAll(q.dir, 0o755); err != nil {
+		return err
+	}
+
+	q.say("Starting a local kcp with two shards, a cache server and a front-proxy (30-90s)")
+	if err := q.startKCP(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("    kcp front-proxy: %s\n    admin kubeconfig: %s\n", q.e.FrontProxyURL, q.e.AdminKubeconfig)
+
+	q.say("Applying the kcp topology with Terraform: workspaces, the dep-ctrl export, bindings, RBAC in root and on every shard")
+	if err := q.terraform(ctx, false); err != nil {
+		return err
+	}
+
+	q.say("The API providers export their types (VPCs, VirtualMachines, ...) and the consumers on each shard bind them")
+	if err := q.fixtures(ctx); err != nil {
+		return err
+	}
+
+	q.say("Starting the depctrl webhook and controller, each under its own non-admin identity")
+	if err := q.startRuntime(ctx); err != nil {
+		return err
+	}
+
+	q.say("Applying the DependencyRules; Terraform waits until the webhook enforces them")
+	if err := q.terraform(ctx, true); err != nil {
+		return err
+	}
+
+	if err := q.demo(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("\nDone in %s. kcp and the runtime keep running:\n", time.Since(start).Round(time.Second))
+	fmt.Printf("    export KUBECONFIG=%s\n", q.e.AdminKubeconfig)
+	fmt.Printf("    kubectl --server %s/clusters/root:tenant-root get vpcs,virtualmachines -A\n", q.e.FrontProxyURL)
+	fmt.Printf("    terraform -chdir=%s plan   (with TF_CLI_CONFIG_FILE=%s)\n", filepath.Join(q.dir, "terraform"), filepath.Join(q.dir, "dev.tfrc"))
+	fmt.Println("Stop everything and remove the state with: make quickstart-down")
+	return nil
+}
+
+// startKCP runs depctrl-testenv in its own session so that kcp outlives
+// this command.
+func (q *quickstart) startKCP(ctx context.Context) error {
+	dir := filepath.Join(q.dir, "kcp")
+	if err := startDetached(filepath.Join(q.bin, "depctrl-testenv"), []string{"-topology", string(env.TwoShards), "-dir", dir},
+		filepath.Join(q.dir, "kcp.log"), filepath.Join(q.dir, "kcp.pid")); err != nil {
+		return err
+	}
+	descriptor := filepath.Join(dir, "env.json")
+	err := waitFor(ctx, 6*time.Minute, "kcp to become ready", func() error {
+		if !alive(filepath.Join(q.dir, "kcp.pid")) {
+			log, _ := os.ReadFile(filepath.Join(q.dir, "kcp.log"))
+			return errStop{fmt.Errorf("kcp exited:\n%s", log)}
+		}
+		_, err := os.Stat(descriptor)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	q.e, err = env.Attach(descriptor)
+	return err
+}
+
+// terraform applies examples/quickstart through a development override of
+// the provider built into bin/, so no registry is involved (and no
+// terraform init, which dev overrides do not need).
+func (q *quickstart) terraform(ctx context.Context, rules bool) error {
+	tfDir := filepath.Join(q.dir, "terraform")
+	if err := os.MkdirAll(tfDir, 0o755); err != nil {
+		return err
+	}
+	src := filepath.Join(q.root, "examples", "quickstart")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".tf") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tfDir, e.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	shards := map[string]string{}
+	for _, s := range q.e.Shards {
+		shards[s.Name] = s.AdminKubeconfig
+	}
+	vars, err := json.MarshalIndent(map[string]interface{}{
+		"kcp_kubeconfig":  q.e.AdminKubeconfig,
+		"shards":          shards,
+		"controller_user": env.ControllerUser,
+		"webhook_user":    env.WebhookUser,
+		"install_rules":   rules,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tfDir, "terraform.tfvars.json"), vars, 0o644); err != nil {
+		return err
+	}
+	tfrc := filepath.Join(q.dir, "dev.tfrc")
+	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n  }\n  direct {}\n}\n", q.bin)
+	if err := os.WriteFile(tfrc, []byte(rc), 0o644); err != nil {
+		return err
+	}
+	args := []string{"apply", "-auto-approve", "-input=false", "-compact-warnings"}
+	if fi, err := os.Stdout.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		args = append(args, "-no-color") // a log, not a terminal
+	}
+	cmd := exec.CommandContext(ctx, "terraform", args...)
+	cmd.Dir = tfDir
+	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+tfrc, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	cmd.Stdout, cmd.Stderr = indent(os.Stdout), indent(os.Stderr)
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("terraform apply in %s: %w", tfDir, err)
+	}
+	return nil
+}
+
+func (q *quickstart) fixtures(ctx context.Context) error {
+	apply := func(path, docs string) error {
+		cfg, err := q.e.AdminConfig(path)
+		if err != nil {
+			return err
+		}
+		if err := fixtures.ApplyYAML(ctx, cfg, docs); err != nil {
+			return fmt.Errorf("in %s: %w", path, err)
+		}
+		return nil
+	}
+	if err := apply(networkPath, fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)); err != nil {
+		return err
+	}
+	if err := apply(computePath, fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)); err != nil {
+		return err
+	}
+	for _, s := range q.e.Shards {
+		consumer := "root:tenant-" + s.Name
+		if err := apply(consumer, fixtures.BindingYAML("network", networkPath, fixtures.VPCs.Group)+"---\n"+
+			fixtures.BindingYAML("compute", computePath, fixtures.VirtualMachines.Group)+"---\n"+
+			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"); err != nil {
+			return err
+		}
+		fmt.Printf("    %s (shard %s) binds network.test.io and compute.test.io\n", consumer, s.Name)
+	}
+	return nil
+}
+
+// startRuntime starts the webhook and the controller detached, with
+// kubeconfigs for their own identities pointing at the dep-ctrl workspace
+// and a serving certificate for the webhook.
+func (q *quickstart) startRuntime(ctx context.Context) error {
+	dir := filepath.Join(q.dir, "runtime")
+	certDir := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	for path, data := range map[string][]byte{
+		filepath.Join(certDir, "tls.crt"): bundle.ServerCert,
+		filepath.Join(certDir, "tls.key"): bundle.ServerKey,
+		caFile:                            bundle.CACert,
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	kubeconfig := func(user string) (string, error) {
+		id, err := q.e.Identity(user)
+		if err != nil {
+			return "", err
+		}
+		data, err := q.e.IdentityKubeconfig(id, depCtrlPath)
+		if err != nil {
+			return "", err
+		}
+		p := filepath.Join(dir, user+".kubeconfig")
+		return p, os.WriteFile(p, data, 0o600)
+	}
+	webhookKubeconfig, err := kubeconfig(env.WebhookUser)
+	if err != nil {
+		return err
+	}
+	controllerKubeconfig, err := kubeconfig(env.ControllerUser)
+	if err != nil {
+		return err
+	}
+	ports, err := env.FreePorts(5)
+	if err != nil {
+		return err
+	}
+	webhookURL := fmt.Sprintf("https://127.0.0.1:%d/validate", ports[0])
+	if err := startDetached(filepath.Join(q.bin, "depctrl-webhook"), []string{
+		"--kubeconfig", webhookKubeconfig,
+		"--tls-cert-dir", certDir,
+		"--bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+	}, filepath.Join(q.dir, "webhook.log"), filepath.Join(q.dir, "webhook.pid")); err != nil {
+		return err
+	}
+	readyz := "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/readyz"
+	if err := waitFor(ctx, 2*time.Minute, "the webhook to become ready", func() error {
+		if !alive(filepath.Join(q.dir, "webhook.pid")) {
+			log, _ := os.ReadFile(filepath.Join(q.dir, "webhook.log"))
+			return errStop{fmt.Errorf("the webhook exited:\n%s", log)}
+		}
+		resp, err := http.Get(readyz) //nolint:noctx // a probe on loopback
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("    webhook ready at %s (metrics on :%d)\n", webhookURL, ports[1])
+	if err := startDetached(filepath.Join(q.bin, "depctrl-controller"), []string{
+		"--kubeconfig", controllerKubeconfig,
+		"--webhook-url", webhookURL,
+		"--webhook-ca-bundle-file", caFile,
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[4]),
+	}, filepath.Join(q.dir, "controller.log"), filepath.Join(q.dir, "controller.pid")); err != nil {
+		return err
+	}
+	fmt.Printf("    controller started (logs: %s)\n", filepath.Join(q.dir, "controller.log"))
+	return nil
+}
+
+// demo shows protection at work in the consumer on every shard.
+func (q *quickstart) demo(ctx context.Context) error {
+	for _, s := range q.e.Shards {
+		consumer := "root:tenant-" + s.Name
+		cfg, err := q.e.AdminConfig(consumer)
+		if err != nil {
+			return err
+		}
+		d, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		vpcs := d.Resource(fixtures.VPCs.GVR()).Namespace("apps")
+		vms := d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+
+		q.say("In %s (shard %s): create VPC vpc-1 and VirtualMachine vm-1 that references it", consumer, s.Name)
+		if err := create(ctx, vpcs, fixtures.VPCs, "vpc-1", map[string]interface{}{"cidr": "10.0.0.0/16"}); err != nil {
+			return err
+		}
+		if err := create(ctx, vms, fixtures.VirtualMachines, "vm-1", map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}}); err != nil {
+			return err
+		}
+
+		q.say("Delete vpc-1 while vm-1 references it: refused")
+		err = vpcs.Delete(ctx, "vpc-1", metav1.DeleteOptions{})
+		if err == nil {
+			return errors.New("the delete went through: protection is not working")
+		}
+		if !strings.Contains(err.Error(), "still referenced by") {
+			return fmt.Errorf("the delete failed for another reason: %w", err)
+		}
+		fmt.Printf("    denied: %v\n", err)
+
+		q.say("Delete vm-1, then vpc-1: both go")
+		if err := vms.Delete(ctx, "vm-1", metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("deleting vm-1: %w", err)
+		}
+		fmt.Println("    vm-1 deleted")
+		if err := vpcs.Delete(ctx, "vpc-1", metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("deleting vpc-1 after vm-1 is gone: %w", err)
+		}
+		fmt.Println("    vpc-1 deleted")
+	}
+	return nil
+}
+
+func create(ctx context.Context, c dynamic.ResourceInterface, a fixtures.APIType, name string, spec map[string]interface{}) error {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": a.Group + "/v1", "kind": a.Kind,
+		"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
+		"spec":     spec,
+	}}
+	// A binding made a moment ago may take a few seconds to serve.
+	return waitFor(ctx, time.Minute, "creating "+a.Resource+"/"+name, func() error {
+		_, err := c.Create(ctx, u, metav1.CreateOptions{})
+		if err == nil {
+			fmt.Printf("    created %s/%s\n", a.Resource, name)
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (q *quickstart) down() error {
+	stopped := false
+	for _, name := range []string{"controller", "webhook", "kcp"} {
+		pidFile := filepath.Join(q.dir, name+".pid")
+		pid, err := readPID(pidFile)
+		if err != nil {
+			continue
+		}
+		fmt.Printf("stopping %s (pid %d) ...\n", name, pid)
+		// The whole session: kcp's test environment stops its own children
+		// on SIGINT.
+		_ = syscall.Kill(-pid, syscall.SIGINT)
+		deadline := time.Now().Add(45 * time.Second)
+		for alive(pidFile) && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if alive(pidFile) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		stopped = true
+	}
+	if err := os.RemoveAll(q.dir); err != nil {
+		return err
+	}
+	if stopped {
+		fmt.Printf("stopped, and removed %s\n", q.dir)
+	} else {
+		fmt.Println("nothing was running")
+	}
+	return nil
+}
+
+// startDetached starts bin in a session of its own, so that it keeps
+// running after this command exits, and records its pid.
+func startDetached(bin string, args []string, logFile, pidFile string) error {
+	log, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", filepath.Base(bin), err)
+	}
+	// Reap it if it exits while this command still runs, so alive() sees
+	// the exit.
+	go func() { _ = cmd.Wait() }()
+	return os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+}
+
+func readPID(pidFile string) (int, error) {
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+func alive(pidFile string) bool {
+	pid, err := readPID(pidFile)
+	if err != nil {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// errStop ends waitFor at once.
+type errStop struct{ error }
+
+func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		var stop errStop
+		if errors.As(err, &stop) {
+			return stop.error
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s: %w", timeout, what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// indent prefixes every line written to w, so tool output nests under the
+// step that runs it.
+func indent(w *os.File) *prefixWriter { return &prefixWriter{w: w, bol: true} }
+
+type prefixWriter struct {
+	w   *os.File
+	bol bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, c := range b {
+		if p.bol {
+			if _, err := p.w.WriteString("    "); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := p.w.Write([]byte{c}); err != nil {
+			return 0, err
+		}
+		p.bol = c == '\n'
+	}
+	return len(b), nil
+}

@@ -1,0 +1,195 @@
+package provider
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Environment variables that stand in for provider attributes. KUBECONFIG
+// and in-cluster configuration are deliberately not consulted: a Terraform
+// run must never act on whatever cluster happens to be current.
+const (
+	EnvKubeconfig     = "KCP_KUBECONFIG"
+	EnvContext        = "KCP_CONTEXT"
+	EnvHost           = "KCP_HOST"
+	EnvToken          = "KCP_TOKEN"
+	EnvClientCert     = "KCP_CLIENT_CERTIFICATE"
+	EnvClientKey      = "KCP_CLIENT_KEY"
+	EnvClusterCA      = "KCP_CLUSTER_CA_CERTIFICATE"
+	EnvInsecure       = "KCP_INSECURE_SKIP_TLS_VERIFY"
+	userAgent         = "terraform-provider-depctrl"
+	defaultQPS        = 50
+	defaultBurst      = 100
+	nothingConfigured = "set kubeconfig_path, kubeconfig_raw or host in the provider block, or the " + EnvKubeconfig + " or " + EnvHost + " environment variable"
+)
+
+// ConnectionSettings is how the provider reaches kcp, after environment
+// defaults are applied. Empty strings mean "not set".
+type ConnectionSettings struct {
+	KubeconfigPath     string
+	KubeconfigRaw      string
+	Context            string
+	Host               string
+	Token              string
+	ClientCertificate  string
+	ClientKey          string
+	ClusterCA          string
+	InsecureSkipVerify bool
+}
+
+// withEnvironment fills unset settings from the environment.
+func (s ConnectionSettings) withEnvironment(getenv func(string) string) (ConnectionSettings, error) {
+	fill := func(v *string, name string) {
+		if *v == "" {
+			*v = getenv(name)
+		}
+	}
+	fill(&s.KubeconfigPath, EnvKubeconfig)
+	fill(&s.Context, EnvContext)
+	fill(&s.Host, EnvHost)
+	fill(&s.Token, EnvToken)
+	fill(&s.ClientCertificate, EnvClientCert)
+	fill(&s.ClientKey, EnvClientKey)
+	fill(&s.ClusterCA, EnvClusterCA)
+	if !s.InsecureSkipVerify {
+		if v := getenv(EnvInsecure); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return s, fmt.Errorf("%s=%q is not a boolean", EnvInsecure, v)
+			}
+			s.InsecureSkipVerify = b
+		}
+	}
+	return s, nil
+}
+
+// settingError names the attribute at fault.
+type settingError struct {
+	Attribute string
+	Summary   string
+	Detail    string
+}
+
+func (e *settingError) Error() string { return e.Summary + ": " + e.Detail }
+
+// restConfig turns settings into a client configuration whose Host is the
+// kcp front-proxy base URL, without any /clusters path.
+func (s ConnectionSettings) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	switch {
+	case s.KubeconfigPath != "" && s.KubeconfigRaw != "":
+		return nil, &settingError{"kubeconfig_raw", "Conflicting kcp connection settings", "set either kubeconfig_path or kubeconfig_raw, not both"}
+	case s.Host != "" && (s.KubeconfigPath != "" || s.KubeconfigRaw != ""):
+		return nil, &settingError{"host", "Conflicting kcp connection settings", "host is an alternative to a kubeconfig: set either host (with credentials) or kubeconfig_path/kubeconfig_raw"}
+	case s.KubeconfigPath != "" || s.KubeconfigRaw != "":
+		loaded, err := s.fromKubeconfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg = loaded
+	case s.Host != "":
+		u, err := url.Parse(s.Host)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return nil, &settingError{"host", "Invalid kcp host", fmt.Sprintf("host %q must be an https URL such as https://kcp.example.com:6443", s.Host)}
+		}
+		if (s.ClientCertificate == "") != (s.ClientKey == "") {
+			attr := "client_key"
+			if s.ClientKey != "" {
+				attr = "client_certificate"
+			}
+			return nil, &settingError{attr, "Incomplete client certificate", "client_certificate and client_key must be set together"}
+		}
+		if s.Token == "" && s.ClientCertificate == "" {
+			return nil, &settingError{"host", "Missing kcp credentials", "with host, also set token or client_certificate and client_key"}
+		}
+		cfg = &rest.Config{
+			Host:        s.Host,
+			BearerToken: s.Token,
+			TLSClientConfig: rest.TLSClientConfig{
+				CertData: []byte(s.ClientCertificate),
+				KeyData:  []byte(s.ClientKey),
+				CAData:   []byte(s.ClusterCA),
+			},
+		}
+	default:
+		return nil, &settingError{"", "No kcp connection configured", nothingConfigured}
+	}
+	if s.InsecureSkipVerify {
+		cfg.Insecure = true
+		cfg.CAData, cfg.CAFile = nil, ""
+	}
+	base, err := stripClustersPath(cfg.Host)
+	if err != nil {
+		return nil, &settingError{"host", "Invalid kcp host", err.Error()}
+	}
+	cfg.Host = base
+	cfg.UserAgent = userAgent
+	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	return cfg, nil
+}
+
+func (s ConnectionSettings) fromKubeconfig() (*rest.Config, error) {
+	attr := "kubeconfig_path"
+	var raw []byte
+	if s.KubeconfigRaw != "" {
+		attr, raw = "kubeconfig_raw", []byte(s.KubeconfigRaw)
+	} else {
+		p, err := expandHome(s.KubeconfigPath)
+		if err != nil {
+			return nil, &settingError{attr, "Cannot read kubeconfig", err.Error()}
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, &settingError{attr, "Cannot read kubeconfig", fmt.Sprintf("reading %q: %v", s.KubeconfigPath, err)}
+		}
+		raw = data
+	}
+	apiCfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return nil, &settingError{attr, "Invalid kubeconfig", err.Error()}
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: s.Context}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*apiCfg, s.Context, overrides, nil).ClientConfig()
+	if err != nil {
+		a := attr
+		if s.Context != "" {
+			a = "context"
+		}
+		return nil, &settingError{a, "Invalid kubeconfig", err.Error()}
+	}
+	return cfg, nil
+}
+
+// stripClustersPath removes a /clusters/<path> suffix: the provider
+// addresses each workspace itself.
+func stripClustersPath(host string) (string, error) {
+	u, err := url.Parse(host)
+	if err != nil {
+		return "", fmt.Errorf("parsing %q: %w", host, err)
+	}
+	if i := strings.Index(u.Path, "/clusters/"); i >= 0 {
+		u.Path = u.Path[:i]
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u.String(), nil
+}
+
+// expandHome replaces a leading ~/ with the user's home directory, as a
+// shell would for a path written in HCL.
+func expandHome(p string) (string, error) {
+	if !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("expanding %q: %w", p, err)
+	}
+	return filepath.Join(home, p[2:]), nil
+}

@@ -1,0 +1,72 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Connection is what Configure hands to resources and data sources. It
+// builds clients only when one is first needed, so a plan that touches
+// nothing in kcp never connects, and it carries a configuration problem to
+// the first use instead of failing Configure.
+type Connection struct {
+	base *rest.Config
+	err  error
+
+	once sync.Once
+	kcp  kcpclientset.ClusterInterface
+	kErr error
+}
+
+// errConfigUnknown is returned while the provider configuration depends on
+// values only known after apply.
+var errConfigUnknown = errors.New("the depctrl provider configuration is not known until apply (it depends on resources not created yet); apply those first with -target, or split the configuration")
+
+// Config returns a client configuration for the workspace at path (a
+// workspace path such as root:org, or a logical cluster name).
+func (c *Connection) Config(path string) (*rest.Config, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	cfg := rest.CopyConfig(c.base)
+	cfg.Host = strings.TrimSuffix(c.base.Host, "/") + "/clusters/" + path
+	return cfg, nil
+}
+
+// Host is the front-proxy base URL.
+func (c *Connection) Host() string {
+	if c.base == nil {
+		return ""
+	}
+	return c.base.Host
+}
+
+// KCP returns a cluster-aware kcp clientset.
+func (c *Connection) KCP() (kcpclientset.ClusterInterface, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	c.once.Do(func() {
+		c.kcp, c.kErr = kcpclientset.NewForConfig(rest.CopyConfig(c.base))
+	})
+	return c.kcp, c.kErr
+}
+
+// Dynamic returns a dynamic client for the workspace at path.
+func (c *Connection) Dynamic(path string) (dynamic.Interface, error) {
+	cfg, err := c.Config(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", path, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,517 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+var (
+	_ resource.Resource                   = &dependencyRuleResource{}
+	_ resource.ResourceWithConfigure      = &dependencyRuleResource{}
+	_ resource.ResourceWithImportState    = &dependencyRuleResource{}
+	_ resource.ResourceWithValidateConfig = &dependencyRuleResource{}
+)
+
+const (
+	defaultRuleTimeout       = 3 * time.Minute
+	defaultRuleDeleteTimeout = 2 * time.Minute
+)
+
+// NewDependencyRuleResource returns the depctrl_dependency_rule resource.
+func NewDependencyRuleResource() resource.Resource {
+	return &dependencyRuleResource{}
+}
+
+type dependencyRuleResource struct {
+	conn *Connection
+}
+
+type ruleModel struct {
+	ID                 types.String          `tfsdk:"id"`
+	WorkspacePath      types.String          `tfsdk:"workspace_path"`
+	Name               types.String          `tfsdk:"name"`
+	Dependent          *ruleDependentModel   `tfsdk:"dependent"`
+	Dependencies       []ruleDependencyModel `tfsdk:"dependency"`
+	WaitForEnforcement types.Bool            `tfsdk:"wait_for_enforcement"`
+	Ready              types.Bool            `tfsdk:"ready"`
+	Conditions         types.Map             `tfsdk:"conditions"`
+	Timeouts           timeouts.Value        `tfsdk:"timeouts"`
+}
+
+type ruleDependentModel struct {
+	APIExportName types.String `tfsdk:"api_export_name"`
+	Group         types.String `tfsdk:"group"`
+	Version       types.String `tfsdk:"version"`
+	Kind          types.String `tfsdk:"kind"`
+	Resource      types.String `tfsdk:"resource"`
+}
+
+type ruleDependencyModel struct {
+	APIExportRef *ruleExportRefModel `tfsdk:"api_export_ref"`
+	Group        types.String        `tfsdk:"group"`
+	Version      types.String        `tfsdk:"version"`
+	Resource     types.String        `tfsdk:"resource"`
+	FieldRef     *ruleFieldRefModel  `tfsdk:"field_ref"`
+}
+
+type ruleExportRefModel struct {
+	Path types.String `tfsdk:"path"`
+	Name types.String `tfsdk:"name"`
+}
+
+type ruleFieldRefModel struct {
+	Path types.String `tfsdk:"path"`
+}
+
+func (r *dependencyRuleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_dependency_rule"
+}
+
+func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	req := func(desc string) schema.StringAttribute {
+		return schema.StringAttribute{Required: true, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A DependencyRule (`" + v1alpha1.GroupVersion.String() + "`): objects of the `dependent` type reference objects of each " +
+			"`dependency` type by name, so the webhook refuses to delete a referenced object while a dependent in the same consumer " +
+			"workspace still names it. The rule lives in an API provider's workspace that binds the dep-ctrl export " +
+			"(`depctrl_provider_binding`).\n\n" +
+			"Every field is validated at plan time with the attribute named in the error. With `wait_for_enforcement` (the default), " +
+			"apply returns only when the rule's status says the webhook enforces this generation, and fails with the rule's own " +
+			"condition message otherwise (a dependency cycle, a workspace that does not exist, a workspace that has not bound the " +
+			"export or accepted its claim).\n\n" +
+			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<workspace_path>/<name>`, the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"workspace_path": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The workspace that holds the rule: an API provider's workspace that binds the dep-ctrl export.",
+				Validators:          []validator.String{workspacePathValidator()},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The rule name.",
+				Validators: []validator.String{
+					stringvalidator.LengthBetween(1, 253),
+					stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain such as vm-needs-vpc"),
+				},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"wait_for_enforcement": schema.BoolAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(true),
+				MarkdownDescription: "Wait after create and update until the webhook enforces the rule (`Ready=True` for its generation). Default `true`.",
+			},
+			"ready": schema.BoolAttribute{
+				Computed:            true,
+				MarkdownDescription: "Whether the rule's `Ready` condition is `True` for its current generation.",
+			},
+			"conditions": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "The rule's status conditions by type, as `<status> <reason>: <message>`.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"dependent": schema.SingleNestedBlock{
+				MarkdownDescription: "The type whose objects hold the references.",
+				Validators:          []validator.Object{objectvalidator.IsRequired()},
+				Attributes: map[string]schema.Attribute{
+					"api_export_name": req("The APIExport that exports the dependent type, such as `compute.example.io`."),
+					"group":           req("The API group, such as `compute.example.io`."),
+					"version":         req("The version, such as `v1`."),
+					"kind":            req("The kind, such as `VirtualMachine`."),
+					"resource":        req("The plural resource, such as `virtualmachines`."),
+				},
+			},
+			"dependency": schema.ListNestedBlock{
+				MarkdownDescription: "A type the dependent references, and where in the dependent the reference is. At least one; at most 32.",
+				Validators:          []validator.List{listvalidator.IsRequired(), listvalidator.SizeBetween(1, 32)},
+				NestedObject: schema.NestedBlockObject{
+					Attributes: map[string]schema.Attribute{
+						"api_export_ref": schema.SingleNestedAttribute{
+							Required:            true,
+							MarkdownDescription: "The APIExport that exports the protected type: `{ path = \"root:org:network\", name = \"network.example.io\" }`. Nested paths work.",
+							Attributes: map[string]schema.Attribute{
+								"path": req("The workspace path of the export."),
+								"name": req("The APIExport name."),
+							},
+						},
+						"group":    req("The API group of the protected type."),
+						"version":  req("The version of the protected type."),
+						"resource": req("The plural resource of the protected type, such as `vpcs`."),
+						"field_ref": schema.SingleNestedAttribute{
+							Required: true,
+							MarkdownDescription: "Where the dependent names the protected object: `{ path = \".spec.vpcRef.name\" }`. " +
+								"A segment ending in `[*]` looks at every element of a list: `.spec.networks[*].vpc`.",
+							Attributes: map[string]schema.Attribute{
+								"path": req("The field path."),
+							},
+						},
+					},
+				},
+			},
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *dependencyRuleResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig runs the API's own validation (the one the runtime and the
+// schema apply) on the configuration, and reports each problem on the
+// attribute that holds it. Values not known yet are checked at apply.
+func (r *dependencyRuleResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m ruleModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() || m.Dependent == nil || len(m.Dependencies) == 0 {
+		return
+	}
+	spec, unknown := m.spec()
+	for _, e := range spec.Validate(field.NewPath("spec")) {
+		if unknown[e.Field] {
+			continue
+		}
+		p := attributePath(e.Field)
+		resp.Diagnostics.AddAttributeError(p, "Invalid DependencyRule", p.String()+": "+e.ErrorBody())
+	}
+}
+
+// spec converts the model; unknown lists the spec field paths whose values
+// are not known yet.
+func (m *ruleModel) spec() (v1alpha1.DependencyRuleSpec, map[string]bool) {
+	unknown := map[string]bool{}
+	val := func(p string, s types.String) string {
+		if s.IsUnknown() {
+			unknown[p] = true
+		}
+		return s.ValueString()
+	}
+	var spec v1alpha1.DependencyRuleSpec
+	if d := m.Dependent; d != nil {
+		spec.Dependent = v1alpha1.Dependent{
+			APIExportName: val("spec.dependent.apiExportName", d.APIExportName),
+			Group:         val("spec.dependent.group", d.Group),
+			Version:       val("spec.dependent.version", d.Version),
+			Kind:          val("spec.dependent.kind", d.Kind),
+			Resource:      val("spec.dependent.resource", d.Resource),
+		}
+	}
+	for i, d := range m.Dependencies {
+		p := fmt.Sprintf("spec.dependencies[%d].", i)
+		dep := v1alpha1.Dependency{
+			Group:    val(p+"group", d.Group),
+			Version:  val(p+"version", d.Version),
+			Resource: val(p+"resource", d.Resource),
+		}
+		if d.APIExportRef != nil {
+			dep.APIExportRef = v1alpha1.APIExportRef{Path: val(p+"apiExportRef.path", d.APIExportRef.Path), Name: val(p+"apiExportRef.name", d.APIExportRef.Name)}
+		} else {
+			unknown[p+"apiExportRef.path"], unknown[p+"apiExportRef.name"] = true, true
+		}
+		if d.FieldRef != nil {
+			dep.FieldRef = v1alpha1.FieldRef{Path: val(p+"fieldRef.path", d.FieldRef.Path)}
+		} else {
+			unknown[p+"fieldRef.path"] = true
+		}
+		spec.Dependencies = append(spec.Dependencies, dep)
+	}
+	return spec, unknown
+}
+
+var (
+	fieldSegmentRE = regexp.MustCompile(`^([A-Za-z]+)(?:\[(\d+)\])?$`)
+	// attributeNames maps API field names to HCL attribute names.
+	attributeNames = map[string]string{
+		"apiExportName": "api_export_name",
+		"apiExportRef":  "api_export_ref",
+		"fieldRef":      "field_ref",
+		"dependencies":  "dependency",
+	}
+)
+
+// attributePath turns an API field path such as
+// spec.dependencies[0].fieldRef.path into the HCL attribute path.
+func attributePath(fieldPath string) path.Path {
+	segments := strings.Split(strings.TrimPrefix(fieldPath, "spec."), ".")
+	var p path.Path
+	for i, seg := range segments {
+		m := fieldSegmentRE.FindStringSubmatch(seg)
+		if m == nil {
+			break
+		}
+		name := m[1]
+		if n, ok := attributeNames[name]; ok {
+			name = n
+		}
+		if i == 0 {
+			p = path.Root(name)
+		} else {
+			p = p.AtName(name)
+		}
+		if m[2] != "" {
+			idx, _ := strconv.Atoi(m[2])
+			p = p.AtListIndex(idx)
+		}
+	}
+	return p
+}
+
+func (m *ruleModel) object() *v1alpha1.DependencyRule {
+	spec, _ := m.spec()
+	return &v1alpha1.DependencyRule{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DependencyRule"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name.ValueString()},
+		Spec:       spec,
+	}
+}
+
+// setFrom copies the rule's spec and status into m.
+func (m *ruleModel) setFrom(rule *v1alpha1.DependencyRule) {
+	d := rule.Spec.Dependent
+	m.Dependent = &ruleDependentModel{
+		APIExportName: types.StringValue(d.APIExportName),
+		Group:         types.StringValue(d.Group),
+		Version:       types.StringValue(d.Version),
+		Kind:          types.StringValue(d.Kind),
+		Resource:      types.StringValue(d.Resource),
+	}
+	m.Dependencies = nil
+	for _, dep := range rule.Spec.Dependencies {
+		m.Dependencies = append(m.Dependencies, ruleDependencyModel{
+			APIExportRef: &ruleExportRefModel{Path: types.StringValue(dep.APIExportRef.Path), Name: types.StringValue(dep.APIExportRef.Name)},
+			Group:        types.StringValue(dep.Group),
+			Version:      types.StringValue(dep.Version),
+			Resource:     types.StringValue(dep.Resource),
+			FieldRef:     &ruleFieldRefModel{Path: types.StringValue(dep.FieldRef.Path)},
+		})
+	}
+	conds := map[string]string{}
+	for _, c := range rule.Status.Conditions {
+		conds[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	m.Conditions = stringMap(conds)
+	m.Ready = types.BoolValue(enforced(rule))
+}
+
+// enforced reports whether the webhook enforces the rule's current spec.
+func enforced(rule *v1alpha1.DependencyRule) bool {
+	c := meta.FindStatusCondition(rule.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == rule.Generation && rule.Status.ObservedGeneration == rule.Generation
+}
+
+func (r *dependencyRuleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan ruleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultRuleTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() { resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) })
+}
+
+func (r *dependencyRuleResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan ruleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultRuleTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() { resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) })
+}
+
+// apply writes the rule and, if asked, waits until it is enforced. save
+// records state once the rule exists, so that a failed wait leaves the
+// rule in state (tainted) rather than orphaned.
+func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeout time.Duration, diags *diagnostics, save func()) {
+	ws := m.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	rule := m.object()
+	if errs := rule.Validate(); len(errs) > 0 {
+		// Values that were unknown at plan time are checked here.
+		for _, e := range errs {
+			p := attributePath(e.Field)
+			diags.AddAttributeError(p, "Invalid DependencyRule", p.String()+": "+e.ErrorBody())
+		}
+		return
+	}
+	tflog.Info(ctx, "applying DependencyRule", map[string]interface{}{"workspace": ws, "rule": rule.Name})
+	if err := applyObjects(ctx, client, object{v1alpha1.GroupVersionResource, rule}); err != nil {
+		if apierrors.IsNotFound(err) && firstMissing(ctx, r.conn, ws) == "" {
+			diags.AddAttributeError(path.Root("workspace_path"), "DependencyRules not available",
+				fmt.Sprintf("workspace %q does not serve %s: it has not bound the dep-ctrl export. Add a depctrl_provider_binding for it, and make this rule depend on it.", ws, v1alpha1.GroupVersionResource.GroupResource()))
+			return
+		}
+		diags.Append(explainIn(ctx, r.conn, ws, fmt.Sprintf("applying DependencyRule %q in %s", rule.Name, ws), err))
+		return
+	}
+	m.ID = types.StringValue(ws + "/" + rule.Name)
+	if _, err := r.read(ctx, client, m); err != nil {
+		diags.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+rule.Name, err))
+		return
+	}
+	if !m.WaitForEnforcement.ValueBool() {
+		save()
+		return
+	}
+	var last *v1alpha1.DependencyRule
+	err = waitUntil(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), func(ctx context.Context) (bool, string, error) {
+		got, err := r.read(ctx, client, m)
+		if err != nil || got == nil {
+			return false, "", err
+		}
+		last = got
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionAcyclic); c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == got.Generation {
+			// A cycle does not resolve itself; the configuration must change.
+			return false, "", permanent(fmt.Errorf("%s: %s", c.Reason, c.Message))
+		}
+		return enforced(got), ruleState(got), nil
+	})
+	save()
+	if err != nil {
+		detail := err.Error()
+		if last != nil && len(last.Status.Conditions) == 0 {
+			detail += ". The rule has no status at all: is the depctrl controller running, and started with this export?"
+		}
+		diags.AddError("DependencyRule not enforced", detail)
+	}
+}
+
+// ruleState describes why a rule is not enforced yet, from its conditions.
+func ruleState(rule *v1alpha1.DependencyRule) string {
+	var parts []string
+	for _, c := range rule.Status.Conditions {
+		if c.Type != v1alpha1.ConditionReady && c.Status != metav1.ConditionTrue {
+			parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	if len(parts) == 0 {
+		if c := meta.FindStatusCondition(rule.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		return "no status yet"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// read fills m from kcp and returns the rule, or nil when it is gone.
+func (r *dependencyRuleResource) read(ctx context.Context, client dynamic.Interface, m *ruleModel) (*v1alpha1.DependencyRule, error) {
+	var rule v1alpha1.DependencyRule
+	found, err := getObject(ctx, client, v1alpha1.GroupVersionResource, m.Name.ValueString(), &rule)
+	if err != nil || !found {
+		return nil, err
+	}
+	m.setFrom(&rule)
+	return &rule, nil
+}
+
+func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state ruleModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ws := state.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	rule, err := r.read(ctx, client, &state)
+	if err != nil {
+		if workspaceGone(ctx, r.conn, ws, err) {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+state.Name.ValueString(), err))
+		return
+	}
+	if rule == nil {
+		tflog.Warn(ctx, "DependencyRule is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "rule": state.Name.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if state.WaitForEnforcement.IsNull() {
+		state.WaitForEnforcement = types.BoolValue(true)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state ruleModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultRuleDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ws := state.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	tflog.Info(ctx, "deleting DependencyRule", map[string]interface{}{"workspace": ws, "rule": state.Name.ValueString()})
+	if err := deleteObjects(ctx, client, timeout, object{v1alpha1.GroupVersionResource, state.object()}); err != nil {
+		if workspaceGone(ctx, r.conn, ws, err) {
+			return
+		}
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "deleting DependencyRule "+state.Name.ValueString(), err))
+	}
+}
+
+// ImportState takes <workspace path>/<rule name>.
+func (r *dependencyRuleResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importWorkspaceObject(ctx, req, resp, "rule", "root:org:compute/vm-needs-vpc")
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_for_enforcement"), true)...)
+	}
+}

@@ -1,0 +1,152 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+var (
+	_ datasource.DataSource              = &dependencyRulesDataSource{}
+	_ datasource.DataSourceWithConfigure = &dependencyRulesDataSource{}
+)
+
+// NewDependencyRulesDataSource returns the depctrl_dependency_rules data
+// source.
+func NewDependencyRulesDataSource() datasource.DataSource {
+	return &dependencyRulesDataSource{}
+}
+
+type dependencyRulesDataSource struct {
+	conn *Connection
+}
+
+var ruleSummaryType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"name":         types.StringType,
+	"dependent":    types.StringType,
+	"dependencies": types.ListType{ElemType: types.StringType},
+	"ready":        types.BoolType,
+	"conditions":   types.MapType{ElemType: types.StringType},
+}}
+
+type dependencyRulesModel struct {
+	ID            types.String `tfsdk:"id"`
+	WorkspacePath types.String `tfsdk:"workspace_path"`
+	Rules         types.List   `tfsdk:"rules"`
+}
+
+func (d *dependencyRulesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_dependency_rules"
+}
+
+func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The DependencyRules in a workspace, with their status: whatever created them (Terraform or not). " +
+			"Use it to check that the rules of an installation are enforced.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The workspace path."},
+			"workspace_path": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The workspace to list, such as `root:org:compute`.",
+				Validators:          []validator.String{workspacePathValidator()},
+			},
+			"rules": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "The rules, sorted by name. Empty when the workspace has not bound the dep-ctrl export.",
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"name":      schema.StringAttribute{Computed: true, MarkdownDescription: "The rule name."},
+						"dependent": schema.StringAttribute{Computed: true, MarkdownDescription: "The dependent type as `resource.group`."},
+						"dependencies": schema.ListAttribute{
+							Computed: true, ElementType: types.StringType,
+							MarkdownDescription: "Each dependency as `resource.group in <export path>/<export name> at <field path>`.",
+						},
+						"ready":      schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the webhook enforces the rule's current generation."},
+						"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Status conditions by type, as `<status> <reason>: <message>`."},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (d *dependencyRulesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m dependencyRulesModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d.conn == nil {
+		resp.Diagnostics.AddError("Provider not configured", "the depctrl provider was not configured before reading depctrl_dependency_rules")
+		return
+	}
+	ws := m.WorkspacePath.ValueString()
+	client, err := d.conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(d.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	list, err := client.Resource(v1alpha1.GroupVersionResource).List(ctx, metav1.ListOptions{})
+	var items []v1alpha1.DependencyRule
+	switch {
+	case apierrors.IsNotFound(err) && firstMissing(ctx, d.conn, ws) == "":
+		// The workspace exists but does not serve rules: none there.
+	case err != nil:
+		resp.Diagnostics.Append(explainIn(ctx, d.conn, ws, "listing DependencyRules in "+ws, err))
+		return
+	default:
+		for _, u := range list.Items {
+			var r v1alpha1.DependencyRule
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+				resp.Diagnostics.AddError("Cannot decode DependencyRule", fmt.Sprintf("%s in %s: %v", u.GetName(), ws, err))
+				return
+			}
+			items = append(items, r)
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+	var rules []attr.Value
+	for i := range items {
+		r := &items[i]
+		var deps []string
+		for _, dep := range r.Spec.Dependencies {
+			deps = append(deps, fmt.Sprintf("%s.%s in %s/%s at %s", dep.Resource, dep.Group, dep.APIExportRef.Path, dep.APIExportRef.Name, dep.FieldRef.Path))
+		}
+		conds := map[string]string{}
+		for _, c := range r.Status.Conditions {
+			conds[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		obj, diags := types.ObjectValue(ruleSummaryType.AttrTypes, map[string]attr.Value{
+			"name":         types.StringValue(r.Name),
+			"dependent":    types.StringValue(r.Spec.Dependent.Resource + "." + r.Spec.Dependent.Group),
+			"dependencies": stringList(deps),
+			"ready":        types.BoolValue(enforced(r)),
+			"conditions":   stringMap(conds),
+		})
+		resp.Diagnostics.Append(diags...)
+		rules = append(rules, obj)
+	}
+	l, diags := types.ListValue(ruleSummaryType, rules)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	m.ID = types.StringValue(ws)
+	m.Rules = l
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

@@ -1,0 +1,136 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// fieldManager owns the fields the provider applies. Server-side apply
+// with this manager means that fields other controllers add (status,
+// defaults, kcp's annotations) never conflict with or show up as drift.
+const fieldManager = "terraform-provider-depctrl"
+
+// Resources the provider manages.
+var (
+	clusterRolesGVR        = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	clusterRoleBindingsGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}
+	apiResourceSchemasGVR  = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}
+	apiExportsGVR          = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}
+	apiBindingsGVR         = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"}
+	endpointSlicesGVR      = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+)
+
+// object is one Kubernetes object in one workspace.
+type object struct {
+	GVR schema.GroupVersionResource
+	Obj runtime.Object
+}
+
+func (o object) name() string {
+	if m, ok := o.Obj.(metav1.Object); ok {
+		return m.GetName()
+	}
+	return ""
+}
+
+func (o object) String() string { return o.GVR.Resource + "/" + o.name() }
+
+// apply server-side applies objs in the workspace at clusterPath, in order.
+// Force takes ownership of fields someone changed by hand: that is how
+// apply repairs drift.
+func applyObjects(ctx context.Context, d dynamic.Interface, objs ...object) error {
+	for _, o := range objs {
+		u, err := toUnstructured(o.Obj)
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", o, err)
+		}
+		force := true
+		if _, err := d.Resource(o.GVR).Patch(ctx, o.name(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
+			return fmt.Errorf("applying %s: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// deleteObjects deletes objs in reverse order, ignoring those already gone,
+// and waits until they are gone.
+func deleteObjects(ctx context.Context, d dynamic.Interface, timeout time.Duration, objs ...object) error {
+	for i := len(objs) - 1; i >= 0; i-- {
+		o := objs[i]
+		err := d.Resource(o.GVR).Delete(ctx, o.name(), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", o, err)
+		}
+	}
+	for _, o := range objs {
+		err := waitUntil(ctx, timeout, o.String()+" to be deleted", func(ctx context.Context) (bool, string, error) {
+			_, err := d.Resource(o.GVR).Get(ctx, o.name(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, "", nil
+			}
+			return false, "still present", err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getObject reads one object; found is false when it does not exist.
+func getObject(ctx context.Context, d dynamic.Interface, gvr schema.GroupVersionResource, name string, into interface{}) (found bool, err error) {
+	u, err := d.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s/%s: %w", gvr.Resource, name, err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return false, fmt.Errorf("decoding %s/%s: %w", gvr.Resource, name, err)
+	}
+	return true, nil
+}
+
+func toUnstructured(obj runtime.Object) (map[string]interface{}, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %T: %w", obj, err)
+	}
+	// Fields the server owns must not be part of an apply configuration.
+	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(m, "status")
+	return m, nil
+}
+
+// importWorkspaceObject imports an object named by <workspace path>/<name>,
+// the ID of every resource that lives in one workspace; example is a valid
+// ID for the error message.
+func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse, kind, example string) {
+	ws, name, ok := strings.Cut(req.ID, "/")
+	if !ok || !workspacePathRE.MatchString(ws) || !dnsSubdomainRE.MatchString(name) {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("%q is not <workspace path>/<%s name>, such as %s", req.ID, kind, example))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("workspace_path"), ws)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}

@@ -1,0 +1,376 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+var (
+	_ resource.Resource                = &providerBindingResource{}
+	_ resource.ResourceWithConfigure   = &providerBindingResource{}
+	_ resource.ResourceWithImportState = &providerBindingResource{}
+	_ resource.ResourceWithModifyPlan  = &providerBindingResource{}
+)
+
+const (
+	defaultBindingName    = "dep-ctrl"
+	defaultBindingTimeout = 2 * time.Minute
+)
+
+// NewProviderBindingResource returns the depctrl_provider_binding resource.
+func NewProviderBindingResource() resource.Resource {
+	return &providerBindingResource{}
+}
+
+type providerBindingResource struct {
+	conn *Connection
+}
+
+type providerBindingModel struct {
+	ID               types.String   `tfsdk:"id"`
+	WorkspacePath    types.String   `tfsdk:"workspace_path"`
+	Name             types.String   `tfsdk:"name"`
+	ExportPath       types.String   `tfsdk:"export_path"`
+	ExportName       types.String   `tfsdk:"export_name"`
+	PermissionClaims types.List     `tfsdk:"permission_claims"`
+	Phase            types.String   `tfsdk:"phase"`
+	BoundResources   types.List     `tfsdk:"bound_resources"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *providerBindingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_provider_binding"
+}
+
+func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claim on " +
+			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there and DependencyRules " +
+			"can be created there. Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
+			"Apply waits until the binding is `Bound`.\n\n" +
+			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +
+			"the workspace no longer serves the rule API.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<workspace_path>/<name>`, the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"workspace_path": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The path of the API provider's workspace, such as `root:org:network`.",
+				Validators:          []validator.String{workspacePathValidator()},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(defaultBindingName),
+				MarkdownDescription: "The APIBinding name.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain such as dep-ctrl")},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"export_path": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The path of the dep-ctrl workspace that hosts the export (`depctrl_export.workspace_path`).",
+				Validators:          []validator.String{workspacePathValidator()},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"export_name": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
+				MarkdownDescription: "The APIExport name (`depctrl_export.name`).",
+				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain")},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"permission_claims": schema.ListAttribute{
+				Computed:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "The claims the binding decides, as `group/resource: verbs = state`. The dep-ctrl claim is always `Accepted`; a claim rejected or removed outside Terraform is restored by the next apply.",
+			},
+			"phase": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The binding phase; `Bound` after apply.",
+			},
+			"bound_resources": schema.ListAttribute{
+				Computed:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "The resources the binding makes available, as `resource.group`.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *providerBindingResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// desiredBinding is the APIBinding for m, with every claim of the bundled
+// export accepted for all objects.
+func (m *providerBindingModel) desiredBinding() *apisv1alpha2.APIBinding {
+	b := &apisv1alpha2.APIBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha2.SchemeGroupVersion.String(), Kind: "APIBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name.ValueString()},
+		Spec: apisv1alpha2.APIBindingSpec{
+			Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{
+				Path: m.ExportPath.ValueString(),
+				Name: m.ExportName.ValueString(),
+			}},
+		},
+	}
+	for _, c := range manifests.APIExport("").Spec.PermissionClaims {
+		b.Spec.PermissionClaims = append(b.Spec.PermissionClaims, apisv1alpha2.AcceptablePermissionClaim{
+			ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
+				PermissionClaim: c,
+				Selector:        apisv1alpha2.PermissionClaimSelector{MatchAll: true},
+			},
+			State: apisv1alpha2.ClaimAccepted,
+		})
+	}
+	return b
+}
+
+func bindingClaimStrings(claims []apisv1alpha2.AcceptablePermissionClaim) []string {
+	out := make([]string, 0, len(claims))
+	for _, c := range claims {
+		out = append(out, fmt.Sprintf("%s = %s", claimString(c.PermissionClaim), c.State))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *providerBindingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan providerBindingModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.PermissionClaims = stringList(bindingClaimStrings(plan.desiredBinding().Spec.PermissionClaims))
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *providerBindingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan providerBindingModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultBindingTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan providerBindingModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultBindingTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {
+	ws := m.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	b := m.desiredBinding()
+	ref := b.Spec.Reference.Export.Path + ":" + b.Spec.Reference.Export.Name
+	tflog.Info(ctx, "binding the dep-ctrl export", map[string]interface{}{"workspace": ws, "export": ref})
+	// A binding of the same name that is still being deleted cannot be
+	// applied to; wait until it is gone.
+	err = waitUntil(ctx, timeout, fmt.Sprintf("the previous APIBinding %q in %s to be deleted", b.Name, ws), func(ctx context.Context) (bool, string, error) {
+		var existing apisv1alpha2.APIBinding
+		found, err := getObject(ctx, client, apiBindingsGVR, b.Name, &existing)
+		if err != nil {
+			return false, "", err
+		}
+		return !found || existing.DeletionTimestamp == nil, "being deleted", nil
+	})
+	if err != nil {
+		diags.Append(explainIn(ctx, r.conn, ws, fmt.Sprintf("binding %s in %s", ref, ws), err))
+		return
+	}
+	if err := applyObjects(ctx, client, object{apiBindingsGVR, b}); err != nil {
+		// kcp refuses a binding to an export that does not exist as if
+		// it were a permission problem; say which it is.
+		if apierrors.IsForbidden(err) {
+			if missing := r.missingExport(ctx, b.Spec.Reference.Export); missing != "" {
+				diags.AddAttributeError(path.Root("export_name"), "APIExport not found", missing)
+				return
+			}
+		}
+		diags.Append(explainIn(ctx, r.conn, ws, fmt.Sprintf("binding %s in %s", ref, ws), err))
+		return
+	}
+	err = waitUntil(ctx, timeout, fmt.Sprintf("APIBinding %q in %s to be Bound", b.Name, ws), func(ctx context.Context) (bool, string, error) {
+		found, state, err := r.read(ctx, client, m)
+		if err != nil || !found {
+			return false, state, err
+		}
+		return m.Phase.ValueString() == string(apisv1alpha2.APIBindingPhaseBound), state, nil
+	})
+	if err != nil {
+		diags.AddAttributeError(path.Root("export_path"), "APIBinding not bound", err.Error())
+		return
+	}
+	m.ID = types.StringValue(ws + "/" + b.Name)
+}
+
+// missingExport says why the export ref names nothing, or "" when it
+// exists or cannot be checked.
+func (r *providerBindingResource) missingExport(ctx context.Context, ref *apisv1alpha2.ExportBindingReference) string {
+	client, err := r.conn.Dynamic(ref.Path)
+	if err != nil {
+		return ""
+	}
+	_, err = client.Resource(apiExportsGVR).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("there is no APIExport %q in workspace %q: create it with depctrl_export, and reference that resource so that it exists first", ref.Name, ref.Path)
+	case workspaceGone(ctx, r.conn, ref.Path, err):
+		return fmt.Sprintf("the export's workspace %q does not exist", ref.Path)
+	}
+	return ""
+}
+
+// read fills m from kcp and describes the binding's conditions for error
+// messages; found is false when the APIBinding is gone.
+func (r *providerBindingResource) read(ctx context.Context, client dynamic.Interface, m *providerBindingModel) (found bool, state string, err error) {
+	var b apisv1alpha2.APIBinding
+	found, err = getObject(ctx, client, apiBindingsGVR, m.Name.ValueString(), &b)
+	if err != nil || !found {
+		return found, "", err
+	}
+	if b.DeletionTimestamp != nil {
+		// Going away: plan it as missing, and Create waits for it to go.
+		return false, "being deleted", nil
+	}
+	if e := b.Spec.Reference.Export; e != nil {
+		m.ExportPath = types.StringValue(e.Path)
+		m.ExportName = types.StringValue(e.Name)
+	}
+	m.PermissionClaims = stringList(bindingClaimStrings(b.Spec.PermissionClaims))
+	m.Phase = types.StringValue(string(b.Status.Phase))
+	var bound []string
+	for _, res := range b.Status.BoundResources {
+		bound = append(bound, strings.TrimSuffix(res.Resource+"."+res.Group, "."))
+	}
+	sort.Strings(bound)
+	m.BoundResources = stringList(bound)
+
+	state = "phase " + string(b.Status.Phase)
+	for _, c := range b.Status.Conditions {
+		if c.Status != "True" && c.Message != "" {
+			state += fmt.Sprintf(", %s: %s", c.Type, c.Message)
+		}
+	}
+	return true, state, nil
+}
+
+func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state providerBindingModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ws := state.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	found, _, err := r.read(ctx, client, &state)
+	if err != nil {
+		if workspaceGone(ctx, r.conn, ws, err) {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading the dep-ctrl binding", err))
+		return
+	}
+	if !found {
+		tflog.Warn(ctx, "APIBinding is gone; it will be planned for creation", map[string]interface{}{"workspace": ws})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *providerBindingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state providerBindingModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultBindingTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ws := state.WorkspacePath.ValueString()
+	client, err := r.conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return
+	}
+	tflog.Info(ctx, "removing the dep-ctrl binding", map[string]interface{}{"workspace": ws})
+	if err := deleteObjects(ctx, client, timeout, object{apiBindingsGVR, state.desiredBinding()}); err != nil {
+		if workspaceGone(ctx, r.conn, ws, err) {
+			return
+		}
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "removing the dep-ctrl binding", err))
+	}
+}
+
+// ImportState takes <workspace path>/<binding name>.
+func (r *providerBindingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importWorkspaceObject(ctx, req, resp, "binding", "root:org:network/"+defaultBindingName)
+}

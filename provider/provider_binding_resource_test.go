@@ -1,0 +1,170 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// bindingConfig is an export in depCtrl and a binding to it in ws.
+func bindingConfig(e *env.Env, depCtrl, ws, extra string) string {
+	return providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_export" "test" {
+  workspace_path = %q
+  runtime_users  = ["depctrl-controller"]
+}
+
+resource "depctrl_provider_binding" "test" {
+  workspace_path = %q
+  export_path    = depctrl_export.test.workspace_path
+  export_name    = depctrl_export.test.name
+%s}
+`, depCtrl, ws, extra)
+}
+
+const acceptedClaim = "admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"
+
+func TestAccProviderBindingResource(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	ctx := context.Background()
+	org := testOrg(t, e)
+	depCtrl, err := e.CreateWorkspace(ctx, org.Path, "dep-ctrl")
+	must(t, err)
+	network, err := e.CreateWorkspace(ctx, org.Path, "network")
+	must(t, err)
+	d := adminDynamic(t, e, network.Path)
+	addr := "depctrl_provider_binding.test"
+	attr := func(name string, v knownvalue.Check) statecheck.StateCheck {
+		return statecheck.ExpectKnownValue(addr, tfjsonpath.New(name), v)
+	}
+	config := bindingConfig(e, depCtrl.Path, network.Path, "")
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("APIBinding left behind after destroy (err=%v)", err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					attr("id", knownvalue.StringExact(network.Path+"/"+defaultBindingName)),
+					attr("phase", knownvalue.StringExact("Bound")),
+					attr("bound_resources", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("dependencyrules.dependencies.opendefense.cloud")})),
+					attr("permission_claims", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(acceptedClaim)})),
+				},
+			},
+			{
+				Config:           config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ResourceName:            addr,
+				ImportState:             true,
+				ImportStateId:           network.Path + "/" + defaultBindingName,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Drift: the claim is rejected by hand; apply accepts it again.
+				PreConfig: func() {
+					b, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{})
+					must(t, err)
+					claims, _, _ := unstructured.NestedSlice(b.Object, "spec", "permissionClaims")
+					claims[0].(map[string]interface{})["state"] = "Rejected"
+					must(t, unstructured.SetNestedSlice(b.Object, claims, "spec", "permissionClaims"))
+					_, err = d.Resource(apiBindingsGVR).Update(ctx, b, metav1.UpdateOptions{})
+					must(t, err)
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("permission_claims"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(acceptedClaim)})),
+				}},
+				Check: func(*terraform.State) error {
+					b, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					claims, _, _ := unstructured.NestedSlice(b.Object, "spec", "permissionClaims")
+					if state := claims[0].(map[string]interface{})["state"]; state != "Accepted" {
+						return fmt.Errorf("claim state %v after apply, want Accepted", state)
+					}
+					return nil
+				},
+			},
+			{
+				// Deleted outside Terraform: recreated.
+				PreConfig: func() {
+					must(t, d.Resource(apiBindingsGVR).Delete(ctx, defaultBindingName, metav1.DeleteOptions{}))
+				},
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{attr("phase", knownvalue.StringExact("Bound"))},
+			},
+		},
+	})
+}
+
+func TestAccProviderBindingResourceErrors(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	ctx := context.Background()
+	org := testOrg(t, e)
+	network, err := e.CreateWorkspace(ctx, org.Path, "network")
+	must(t, err)
+	tests := []struct {
+		name   string
+		config string
+		want   string
+	}{
+		{
+			name: "no export there",
+			config: providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_provider_binding" "test" {
+  workspace_path = %q
+  export_path    = %q
+  timeouts {
+    create = "20s"
+  }
+}
+`, network.Path, org.Path),
+			want: `APIExport not found[\s\S]*there is no APIExport\s+"dependencies.opendefense.cloud" in workspace\s+"` + org.Path + `"`,
+		},
+		{
+			name: "missing provider workspace",
+			config: providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_provider_binding" "test" {
+  workspace_path = %q
+  export_path    = %q
+}
+`, org.Path+":absent", org.Path),
+			want: `Workspace not found[\s\S]*"` + org.Path + `:absent" does not\s+exist`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
+			})
+		})
+	}
+}

@@ -1,0 +1,377 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+)
+
+var (
+	_ resource.Resource                     = &rootRBACResource{}
+	_ resource.ResourceWithConfigure        = &rootRBACResource{}
+	_ resource.ResourceWithImportState      = &rootRBACResource{}
+	_ resource.ResourceWithModifyPlan       = &rootRBACResource{}
+	_ resource.ResourceWithConfigValidators = &rootRBACResource{}
+)
+
+const defaultRBACTimeout = time.Minute
+
+// NewRootRBACResource returns the depctrl_root_rbac resource.
+func NewRootRBACResource() resource.Resource {
+	return &rootRBACResource{}
+}
+
+type rootRBACResource struct {
+	conn *Connection
+}
+
+type rootRBACModel struct {
+	ID               types.String   `tfsdk:"id"`
+	Name             types.String   `tfsdk:"name"`
+	ControllerUsers  types.Set      `tfsdk:"controller_users"`
+	ControllerGroups types.Set      `tfsdk:"controller_groups"`
+	ParentPaths      types.Set      `tfsdk:"parent_paths"`
+	Rules            types.List     `tfsdk:"rules"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *rootRBACResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_root_rbac"
+}
+
+func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	subjects := func(desc string) schema.SetAttribute {
+		return schema.SetAttribute{
+			Optional:            true,
+			ElementType:         types.StringType,
+			MarkdownDescription: desc,
+			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+		}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The access the runtime controller needs outside the dep-ctrl workspace: the `" + rbac.WorkspaceReaderName + "` " +
+			"ClusterRole and ClusterRoleBinding, which let it read Workspace objects, in `root` and in every intermediate workspace " +
+			"of a protected export's path. That is how the controller resolves `apiExportRef.path`, such as `root:org:network`, to a " +
+			"logical cluster, one segment at a time. The controller reaches provider workspaces only through the dep-ctrl " +
+			"export's virtual workspace, so it needs nothing else there.\n\n" +
+			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`root` followed by the `parent_paths`, joined by `,`, and `/<name>` when `name` is not the default: the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(rbac.WorkspaceReaderName),
+				MarkdownDescription: "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 253)},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"controller_users": subjects("Users the controller authenticates as, such as `depctrl-controller`. " +
+				"At least one of `controller_users` and `controller_groups` is required."),
+			"controller_groups": subjects("Groups of the controller identity."),
+			"parent_paths": schema.SetAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "Intermediate workspaces below `root` on the paths to protected exports. For an export in " +
+					"`root:org:team:network`, list `root:org` and `root:org:team`. A path missing here shows as a rule condition " +
+					"`WorkspacesResolved=False` with a permission error.",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(workspacePathValidator())},
+			},
+			"rules": schema.ListAttribute{
+				Computed:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "The rules of the granted ClusterRole, one per line.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *rootRBACResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.AtLeastOneOf(path.MatchRoot("controller_users"), path.MatchRoot("controller_groups")),
+	}
+}
+
+func (r *rootRBACResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// paths returns root and the parent paths, sorted, without duplicates.
+func (m *rootRBACModel) paths(ctx context.Context) []string {
+	var extra []string
+	_ = m.ParentPaths.ElementsAs(ctx, &extra, false)
+	seen := map[string]bool{"root": true}
+	out := []string{"root"}
+	for _, p := range extra {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out[1:])
+	return out
+}
+
+// id is the import ID: the paths, and the name unless it is the default.
+func (m *rootRBACModel) id(ctx context.Context) string {
+	id := strings.Join(m.paths(ctx), ",")
+	if n := m.Name.ValueString(); n != "" && n != rbac.WorkspaceReaderName {
+		id += "/" + n
+	}
+	return id
+}
+
+func (m *rootRBACModel) grant(ctx context.Context) rbac.Grant {
+	var users, groups []string
+	_ = m.ControllerUsers.ElementsAs(ctx, &users, false)
+	_ = m.ControllerGroups.ElementsAs(ctx, &groups, false)
+	return renamed(rbac.WorkspaceReader(subjectsFrom(users, groups)), m.Name.ValueString())
+}
+
+func (r *rootRBACResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan rootRBACModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.Rules = stringList(ruleStrings(rbac.WorkspaceReader(nil).Role.Rules))
+	if setKnown(plan.ParentPaths) {
+		plan.ID = types.StringValue(plan.id(ctx))
+	} else {
+		plan.ID = types.StringUnknown()
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan rootRBACModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state rootRBACModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// Workspaces dropped from parent_paths lose the grant.
+	keep := map[string]bool{}
+	for _, p := range plan.paths(ctx) {
+		keep[p] = true
+	}
+	var dropped []string
+	for _, p := range state.paths(ctx) {
+		if !keep[p] {
+			dropped = append(dropped, p)
+		}
+	}
+	r.apply(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.remove(ctx, state.Name.ValueString(), dropped, timeout, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *rootRBACResource) apply(ctx context.Context, m *rootRBACModel, diags *diagnostics) {
+	g := m.grant(ctx)
+	for _, p := range m.paths(ctx) {
+		client, err := r.conn.Dynamic(p)
+		if err != nil {
+			diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+			return
+		}
+		tflog.Info(ctx, "granting workspace read access", map[string]interface{}{"workspace": p})
+		if err := applyObjects(ctx, client, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
+			diags.Append(explainIn(ctx, r.conn, p, "granting workspace read access in "+p, err))
+			return
+		}
+	}
+	m.ID = types.StringValue(m.id(ctx))
+	m.Rules = stringList(ruleStrings(g.Role.Rules))
+}
+
+func (r *rootRBACResource) remove(ctx context.Context, name string, paths []string, timeout time.Duration, diags *diagnostics) {
+	g := renamed(rbac.WorkspaceReader(nil), name)
+	for _, p := range paths {
+		client, err := r.conn.Dynamic(p)
+		if err != nil {
+			diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+			return
+		}
+		tflog.Info(ctx, "revoking workspace read access", map[string]interface{}{"workspace": p})
+		if err := deleteObjects(ctx, client, timeout, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
+			if workspaceGone(ctx, r.conn, p, err) {
+				continue
+			}
+			diags.Append(explainIn(ctx, r.conn, p, "revoking workspace read access in "+p, err))
+			return
+		}
+	}
+}
+
+// Read checks the grant in every workspace. Where it is missing or its
+// rules differ, that workspace drops out of parent_paths in state (or the
+// rules differ, for root), so the plan shows what apply will restore.
+func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state rootRBACModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	want := ruleStrings(rbac.WorkspaceReader(nil).Role.Rules)
+	var intact []string
+	for _, p := range state.paths(ctx) {
+		client, err := r.conn.Dynamic(p)
+		if err != nil {
+			resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+			return
+		}
+		var role rbacv1.ClusterRole
+		var binding rbacv1.ClusterRoleBinding
+		roleFound, err := getObject(ctx, client, clusterRolesGVR, state.Name.ValueString(), &role)
+		var bindingFound bool
+		if err == nil {
+			bindingFound, err = getObject(ctx, client, clusterRoleBindingsGVR, state.Name.ValueString(), &binding)
+		}
+		if err != nil {
+			if workspaceGone(ctx, r.conn, p, err) {
+				continue
+			}
+			resp.Diagnostics.Append(explainIn(ctx, r.conn, p, "reading workspace read access in "+p, err))
+			return
+		}
+		if p == "root" {
+			if roleFound {
+				state.Rules = stringList(ruleStrings(role.Rules))
+			} else {
+				state.Rules = stringList(nil)
+			}
+			users, groups := stringSet(nil), stringSet(nil)
+			if bindingFound {
+				users, groups = splitSubjects(binding.Subjects)
+			}
+			state.ControllerUsers = keepNullIfEmpty(state.ControllerUsers, users)
+			state.ControllerGroups = keepNullIfEmpty(state.ControllerGroups, groups)
+			continue
+		}
+		if roleFound && bindingFound && slices.Equal(ruleStrings(role.Rules), want) && sameSubjects(binding.Subjects, state.grant(ctx).Binding.Subjects) {
+			intact = append(intact, p)
+		}
+	}
+	if !state.ParentPaths.IsNull() || len(intact) > 0 {
+		state.ParentPaths = stringSet(intact)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *rootRBACResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state rootRBACModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.remove(ctx, state.Name.ValueString(), state.paths(ctx), timeout, &resp.Diagnostics)
+}
+
+// ImportState takes root and the parent paths joined by ",", such as
+// root,root:org, optionally followed by "/" and a non-default name.
+func (r *rootRBACResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	id, name, named := strings.Cut(req.ID, "/")
+	paths := strings.Split(id, ",")
+	if paths[0] != "root" {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("%q must be root followed by the parent paths, joined by ',', such as root,root:org", req.ID))
+		return
+	}
+	for _, p := range paths[1:] {
+		if !workspacePathRE.MatchString(p) {
+			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q in %q is not a workspace path", p, req.ID))
+			return
+		}
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	if !named {
+		name = rbac.WorkspaceReaderName
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	if len(paths) > 1 {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("parent_paths"), paths[1:])...)
+	}
+}
+
+func sameSubjects(a, b []rbacv1.Subject) bool {
+	key := func(s []rbacv1.Subject) []string {
+		out := make([]string, len(s))
+		for i, x := range s {
+			out[i] = x.Kind + "/" + x.Name
+		}
+		sort.Strings(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+// setKnown reports whether s and every element of it are known.
+func setKnown(s types.Set) bool {
+	if s.IsUnknown() {
+		return false
+	}
+	for _, e := range s.Elements() {
+		if e.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,559 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/kcp-dev/logicalcluster/v3"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+)
+
+var (
+	_ resource.Resource                     = &shardResource{}
+	_ resource.ResourceWithConfigure        = &shardResource{}
+	_ resource.ResourceWithImportState      = &shardResource{}
+	_ resource.ResourceWithModifyPlan       = &shardResource{}
+	_ resource.ResourceWithConfigValidators = &shardResource{}
+)
+
+// systemAdminCluster is the logical cluster whose RBAC a shard consults for
+// every workspace it hosts.
+const systemAdminCluster = "system:admin"
+
+// NewShardResource returns the depctrl_shard resource.
+func NewShardResource() resource.Resource {
+	return &shardResource{}
+}
+
+type shardResource struct {
+	conn *Connection
+}
+
+type shardModel struct {
+	ID                    types.String   `tfsdk:"id"`
+	Name                  types.String   `tfsdk:"name"`
+	URL                   types.String   `tfsdk:"url"`
+	KubeconfigPath        types.String   `tfsdk:"kubeconfig_path"`
+	ClientCertificatePath types.String   `tfsdk:"client_certificate_path"`
+	ClientKeyPath         types.String   `tfsdk:"client_key_path"`
+	ClientCertificate     types.String   `tfsdk:"client_certificate"`
+	ClientKey             types.String   `tfsdk:"client_key"`
+	CACertificate         types.String   `tfsdk:"ca_certificate"`
+	WebhookUsers          types.Set      `tfsdk:"webhook_users"`
+	WebhookGroups         types.Set      `tfsdk:"webhook_groups"`
+	ReadResources         types.List     `tfsdk:"read_resources"`
+	GrantName             types.String   `tfsdk:"grant_name"`
+	BaseURL               types.String   `tfsdk:"base_url"`
+	Rules                 types.List     `tfsdk:"rules"`
+	Timeouts              timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (r *shardResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_shard"
+}
+
+func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	str := func(desc string, sensitive bool, v ...validator.String) schema.StringAttribute {
+		return schema.StringAttribute{Optional: true, Sensitive: sensitive, MarkdownDescription: desc, Validators: v}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One kcp shard: the read access the webhook needs there. The webhook looks up dependents in consumer workspaces, " +
+			"and a shard authorizes that against the RBAC in its own `system:admin` logical cluster, which the front-proxy cannot reach. " +
+			"So this resource talks to the shard directly, with credentials for that shard, and manages a ClusterRole and " +
+			"ClusterRoleBinding there. Adding a shard to the installation is adding one of these.\n\n" +
+			"On create it checks that the URL answers and belongs to the shard named `name` (by comparing it with the Shard object's " +
+			"base URL, read through the provider's front-proxy connection).\n\n" +
+			"By default the webhook may read every resource on the shard, **secrets included**, because it cannot know in advance " +
+			"which types rules will name. List the dependent types in `read_resources` to narrow that to exactly what rules use; " +
+			"a rule whose dependent is not listed then fails closed (deletions of the protected type are denied with a permission error).\n\n" +
+			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
+			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The shard name, the import ID.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The name of the Shard object in `root`, such as `root` or `shard-1`.",
+				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a Shard object name such as shard-1")},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"url": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				MarkdownDescription: "The shard's own https URL, not the front-proxy's. Defaults to the server of `kubeconfig_path`, " +
+					"then to the Shard object's base URL.",
+				Validators:    []validator.String{stringvalidator.RegexMatches(httpsURLRE, "must be an https URL such as https://shard-1.kcp.example.com:6443")},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
+			},
+			"kubeconfig_path": str("A kubeconfig with credentials for this shard that may manage RBAC in `system:admin` (for example a `system:masters` client certificate). "+
+				"Its current context is used; a `/clusters/...` suffix on its server is ignored.", false),
+			"client_certificate_path": str("A PEM client certificate file for the shard, as an alternative to `kubeconfig_path`; requires `client_key_path`.", false),
+			"client_key_path":         str("The PEM private key file of `client_certificate_path`.", false),
+			"client_certificate":      str("A PEM client certificate for the shard, inline; requires `client_key`.", false),
+			"client_key":              str("The PEM private key of `client_certificate`, inline. It is stored in state; prefer `client_key_path`.", true),
+			"ca_certificate":          str("The PEM CA that signed the shard's serving certificate, with the client certificate attributes.", false),
+			"webhook_users": schema.SetAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Users the webhook authenticates as, such as `depctrl-webhook`. At least one of `webhook_users` and `webhook_groups` is required.",
+				Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+			},
+			"webhook_groups": schema.SetAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Groups of the webhook identity.",
+				Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+			},
+			"read_resources": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, " +
+					"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included.",
+				Validators: []validator.List{
+					listvalidator.SizeAtLeast(1),
+					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
+				},
+			},
+			"grant_name": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(rbac.ShardReaderName),
+				MarkdownDescription: "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"base_url": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The base URL kcp records for the shard in its Shard object.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"rules": schema.ListAttribute{
+				Computed:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "The rules of the granted ClusterRole on the shard, one per line.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.ExactlyOneOf(path.MatchRoot("kubeconfig_path"), path.MatchRoot("client_certificate_path"), path.MatchRoot("client_certificate")),
+		resourcevalidator.RequiredTogether(path.MatchRoot("client_certificate_path"), path.MatchRoot("client_key_path")),
+		resourcevalidator.RequiredTogether(path.MatchRoot("client_certificate"), path.MatchRoot("client_key")),
+		resourcevalidator.AtLeastOneOf(path.MatchRoot("webhook_users"), path.MatchRoot("webhook_groups")),
+	}
+}
+
+func (r *shardResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {
+	var users, groups, reads []string
+	_ = m.WebhookUsers.ElementsAs(ctx, &users, false)
+	_ = m.WebhookGroups.ElementsAs(ctx, &groups, false)
+	_ = m.ReadResources.ElementsAs(ctx, &reads, false)
+	var resources []rbac.ReadResource
+	for _, s := range reads {
+		rr, err := rbac.ParseReadResource(s)
+		if err != nil {
+			return rbac.Grant{}, err
+		}
+		resources = append(resources, rr)
+	}
+	return renamed(rbac.ShardReader(subjectsFrom(users, groups), resources), m.GrantName.ValueString()), nil
+}
+
+// shardConfig builds a client configuration that talks to the shard itself,
+// scoped to system:admin. The URL comes from the url attribute, then the
+// kubeconfig's server.
+func (m *shardModel) shardConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	switch {
+	case m.KubeconfigPath.ValueString() != "":
+		p, err := expandHome(m.KubeconfigPath.ValueString())
+		if err != nil {
+			return nil, err
+		}
+		loaded, err := (ConnectionSettings{KubeconfigPath: p}).fromKubeconfig()
+		if err != nil {
+			return nil, fmt.Errorf("shard kubeconfig: %w", err)
+		}
+		cfg = loaded
+	default:
+		cert, key := []byte(m.ClientCertificate.ValueString()), []byte(m.ClientKey.ValueString())
+		if p := m.ClientCertificatePath.ValueString(); p != "" {
+			var err error
+			if cert, err = readFile(p); err != nil {
+				return nil, err
+			}
+			if key, err = readFile(m.ClientKeyPath.ValueString()); err != nil {
+				return nil, err
+			}
+		}
+		cfg = &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: cert, KeyData: key, CAData: []byte(m.CACertificate.ValueString())}}
+	}
+	if u := m.URL.ValueString(); u != "" {
+		cfg.Host = u
+	}
+	if cfg.Host == "" {
+		return nil, fmt.Errorf("no shard URL: set url")
+	}
+	base, err := stripClustersPath(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = base + "/clusters/" + systemAdminCluster
+	cfg.UserAgent = userAgent
+	return cfg, nil
+}
+
+func readFile(p string) ([]byte, error) {
+	p, err := expandHome(p)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", p, err)
+	}
+	return data, nil
+}
+
+func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan shardModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	for _, e := range plan.ReadResources.Elements() {
+		if e.IsUnknown() {
+			return
+		}
+	}
+	if plan.ReadResources.IsUnknown() {
+		return
+	}
+	g, err := plan.grant(ctx)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("read_resources"), "Invalid read_resources", err.Error())
+		return
+	}
+	plan.Rules = stringList(ruleStrings(g.Role.Rules))
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan shardModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, cfg, ok := r.verify(ctx, &plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	plan.URL = types.StringValue(stripSystemAdmin(cfg.Host))
+	r.apply(ctx, client, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan shardModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, _, err := plan.client()
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
+		return
+	}
+	r.apply(ctx, client, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (m *shardModel) client() (dynamic.Interface, *rest.Config, error) {
+	cfg, err := m.shardConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a client for shard %s: %w", m.Name.ValueString(), err)
+	}
+	return d, cfg, nil
+}
+
+// verify checks that the shard exists in kcp, that the URL reaches it, and
+// that the credentials work there.
+func (r *shardResource) verify(ctx context.Context, m *shardModel, diags *diagnostics) (dynamic.Interface, *rest.Config, bool) {
+	name := m.Name.ValueString()
+	kcp, err := r.conn.KCP()
+	if err != nil {
+		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		return nil, nil, false
+	}
+	shards, err := kcp.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		diags.Append(explain(r.conn.Host(), "listing the shards of the installation", err))
+		return nil, nil, false
+	}
+	var names []string
+	baseURL := ""
+	for _, s := range shards.Items {
+		names = append(names, s.Name)
+		if s.Name == name {
+			baseURL = s.Spec.BaseURL
+		}
+	}
+	if baseURL == "" {
+		slices.Sort(names)
+		diags.AddAttributeError(path.Root("name"), "Shard not found",
+			fmt.Sprintf("kcp has no shard named %q; its shards are %v", name, names))
+		return nil, nil, false
+	}
+	m.BaseURL = types.StringValue(baseURL)
+	if m.URL.IsUnknown() || m.URL.ValueString() == "" {
+		m.URL = types.StringNull()
+	}
+	client, cfg, err := m.client()
+	if err != nil && m.URL.IsNull() {
+		// Neither url nor a kubeconfig server: use what kcp records.
+		m.URL = types.StringValue(baseURL)
+		client, cfg, err = m.client()
+	}
+	if err != nil {
+		diags.AddError("Invalid shard credentials", err.Error())
+		return nil, nil, false
+	}
+	shardURL := stripSystemAdmin(cfg.Host)
+	if same, err := sameEndpoint(shardURL, baseURL); err != nil || !same {
+		why := ""
+		if err != nil {
+			why = " (" + err.Error() + ")"
+		}
+		diags.AddAttributeError(path.Root("url"), "Not the shard's URL",
+			fmt.Sprintf("%s is not the URL of shard %q: kcp records its base URL as %s%s. "+
+				"Point url (or the kubeconfig's server) at that shard itself, not at the front-proxy or another shard.", shardURL, name, baseURL, why))
+		return nil, nil, false
+	}
+	if _, err := client.Resource(clusterRolesGVR).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		diags.Append(explain(shardURL, fmt.Sprintf("reaching shard %q directly", name), err))
+		return nil, nil, false
+	}
+	return client, cfg, true
+}
+
+func (r *shardResource) apply(ctx context.Context, client dynamic.Interface, m *shardModel, diags *diagnostics) {
+	g, err := m.grant(ctx)
+	if err != nil {
+		diags.AddAttributeError(path.Root("read_resources"), "Invalid read_resources", err.Error())
+		return
+	}
+	tflog.Info(ctx, "granting the webhook read access on a shard", map[string]interface{}{"shard": m.Name.ValueString()})
+	if err := applyObjects(ctx, client, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
+		diags.Append(explain(m.URL.ValueString(), fmt.Sprintf("granting read access on shard %q", m.Name.ValueString()), err))
+		return
+	}
+	m.ID = m.Name
+	m.Rules = stringList(ruleStrings(g.Role.Rules))
+}
+
+// Read shows the grant as it is on the shard: changed rules or subjects
+// show up as a diff that apply repairs.
+func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state shardModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, _, err := state.client()
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
+		return
+	}
+	if state.URL.IsNull() {
+		if cfg, err := state.shardConfig(); err == nil {
+			state.URL = types.StringValue(stripSystemAdmin(cfg.Host))
+		}
+	}
+	if state.BaseURL.IsNull() {
+		state.BaseURL = types.StringValue(r.baseURL(ctx, state.Name.ValueString()))
+	}
+	name := state.GrantName.ValueString()
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	roleFound, err := getObject(ctx, client, clusterRolesGVR, name, &role)
+	if err == nil {
+		_, err = getObject(ctx, client, clusterRoleBindingsGVR, name, &binding)
+	}
+	if err != nil {
+		resp.Diagnostics.Append(explain(state.URL.ValueString(), fmt.Sprintf("reading the grant on shard %q", state.Name.ValueString()), err))
+		return
+	}
+	if roleFound {
+		state.Rules = stringList(ruleStrings(role.Rules))
+	} else {
+		state.Rules = stringList(nil)
+	}
+	users, groups := splitSubjects(binding.Subjects)
+	state.WebhookUsers = keepNullIfEmpty(state.WebhookUsers, users)
+	state.WebhookGroups = keepNullIfEmpty(state.WebhookGroups, groups)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// baseURL is the base URL kcp records for the shard, or "" when it cannot
+// be read.
+func (r *shardResource) baseURL(ctx context.Context, name string) string {
+	kcp, err := r.conn.KCP()
+	if err != nil {
+		return ""
+	}
+	s, err := kcp.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return s.Spec.BaseURL
+}
+
+func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state shardModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	client, _, err := state.client()
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
+		return
+	}
+	g := renamed(rbac.ShardReader(nil, nil), state.GrantName.ValueString())
+	tflog.Info(ctx, "revoking the webhook's read access on a shard", map[string]interface{}{"shard": state.Name.ValueString()})
+	if err := deleteObjects(ctx, client, timeout, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
+		resp.Diagnostics.Append(explain(state.URL.ValueString(), fmt.Sprintf("revoking read access on shard %q", state.Name.ValueString()), err))
+	}
+}
+
+// ImportState takes the shard name and where its credentials are, since
+// import cannot see the resource's configuration:
+// <name>[/<grant name>],<kubeconfig path> or
+// <name>[/<grant name>],<client certificate path>,<client key path>.
+// Inline credentials cannot be imported; apply adopts an existing grant
+// instead.
+func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	parts := strings.Split(req.ID, ",")
+	name, grant, named := strings.Cut(parts[0], "/")
+	if len(parts) < 2 || len(parts) > 3 || !dnsSubdomainRE.MatchString(name) || (named && grant == "") {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("%q is not <shard name>[/<grant name>],<kubeconfig path> or <shard name>[/<grant name>],<client certificate path>,<client key path>", req.ID))
+		return
+	}
+	if !named {
+		grant = rbac.ShardReaderName
+	}
+	set := func(attr, v string) {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+	}
+	set("id", name)
+	set("name", name)
+	set("grant_name", grant)
+	if len(parts) == 2 {
+		set("kubeconfig_path", parts[1])
+	} else {
+		set("client_certificate_path", parts[1])
+		set("client_key_path", parts[2])
+	}
+}
+
+// sameEndpoint reports whether two https URLs name the same listener: the
+// same port and a host that resolves to a common address.
+func sameEndpoint(a, b string) (bool, error) {
+	ua, err := url.Parse(a)
+	if err != nil {
+		return false, err
+	}
+	ub, err := url.Parse(b)
+	if err != nil {
+		return false, err
+	}
+	if portOf(ua) != portOf(ub) {
+		return false, nil
+	}
+	if ua.Hostname() == ub.Hostname() {
+		return true, nil
+	}
+	ipsA, err := net.LookupHost(ua.Hostname())
+	if err != nil {
+		return false, err
+	}
+	ipsB, err := net.LookupHost(ub.Hostname())
+	if err != nil {
+		return false, err
+	}
+	for _, x := range ipsA {
+		if slices.Contains(ipsB, x) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return "443"
+}
+
+func stripSystemAdmin(host string) string {
+	base, err := stripClustersPath(host)
+	if err != nil {
+		return host
+	}
+	return base
+}

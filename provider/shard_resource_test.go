@@ -1,0 +1,225 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+func shardConfig(e *env.Env, grant, user, extra string) string {
+	cfg := providerConfig(e)
+	for i, s := range e.Shards {
+		cfg += fmt.Sprintf(`
+resource "depctrl_shard" "s%d" {
+  name            = %q
+  kubeconfig_path = %q
+  webhook_users   = [%q]
+  grant_name      = %q
+%s}
+`, i, s.Name, s.AdminKubeconfig, user, grant, extra)
+	}
+	return cfg
+}
+
+func shardAdmin(t *testing.T, e *env.Env, shard string) dynamic.Interface {
+	t.Helper()
+	cfg, err := e.ShardAdminConfig(shard, systemAdminCluster)
+	must(t, err)
+	d, err := dynamic.NewForConfig(cfg)
+	must(t, err)
+	return d
+}
+
+func TestAccShardResource(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	ctx := context.Background()
+	grant := env.UniqueName("depctrl-test") + ":reader"
+	user := env.UniqueName("webhook")
+	// A consumer on each shard, read through the front-proxy as the webhook
+	// does.
+	consumers := map[string]env.Workspace{}
+	for _, s := range e.Shards {
+		ws, err := e.CreateWorkspace(ctx, "root", env.UniqueName("consumer"), env.OnShard(s.Name))
+		must(t, err)
+		t.Cleanup(func() { _ = e.DeleteWorkspace(ctx, ws.Path) })
+		consumers[s.Name] = ws
+	}
+	id, err := e.Identity(user)
+	must(t, err)
+	read := func(shard, what string) error {
+		c, err := kubernetes.NewForConfig(e.IdentityConfig(id, consumers[shard].Path))
+		must(t, err)
+		switch what {
+		case "secrets":
+			_, err = c.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+		default:
+			_, err = c.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		}
+		return err
+	}
+	everyShard := func(what string, allowed bool) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			for _, s := range e.Shards {
+				err := read(s.Name, what)
+				if allowed && err != nil {
+					return fmt.Errorf("the webhook identity cannot read %s on shard %s: %w", what, s.Name, err)
+				}
+				if !allowed && !apierrors.IsForbidden(err) {
+					return fmt.Errorf("the webhook identity should not read %s on shard %s, got %v", what, s.Name, err)
+				}
+			}
+			return nil
+		}
+	}
+	if err := everyShard("configmaps", false)(nil); err != nil {
+		t.Fatalf("before the grant: %v", err)
+	}
+	second := shardAdmin(t, e, e.Shards[1].Name)
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			for _, s := range e.Shards {
+				if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("grant left on shard %s (err=%v)", s.Name, err)
+				}
+			}
+			return everyShard("configmaps", false)(nil)
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: shardConfig(e, grant, user, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("id"), knownvalue.StringExact(e.Shards[1].Name)),
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("url"), knownvalue.StringExact(e.Shards[1].URL)),
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("base_url"), knownvalue.NotNull()),
+				},
+				Check: resource.ComposeTestCheckFunc(everyShard("configmaps", true), everyShard("secrets", true)),
+			},
+			{
+				Config:           shardConfig(e, grant, user, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ResourceName:            "depctrl_shard.s1",
+				ImportState:             true,
+				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Drift: the binding on the second shard is deleted by hand.
+				PreConfig: func() {
+					must(t, second.Resource(clusterRoleBindingsGVR).Delete(ctx, grant, metav1.DeleteOptions{}))
+				},
+				Config: shardConfig(e, grant, user, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionNoop),
+				}},
+				Check: everyShard("configmaps", true),
+			},
+			{
+				// Narrowed to what rules use: secrets are no longer readable.
+				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s0", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch`),
+						knownvalue.StringExact(`urls=/ verbs=access`),
+					})),
+				},
+				Check: resource.ComposeTestCheckFunc(everyShard("configmaps", true), everyShard("secrets", false)),
+			},
+		},
+	})
+}
+
+func TestAccShardResourceErrors(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	s := e.Shards[1]
+	tests := []struct {
+		name, config, want string
+	}{
+		{
+			name: "unknown shard",
+			config: providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_shard" "test" {
+  name            = "no-such-shard"
+  kubeconfig_path = %q
+  webhook_users   = ["w"]
+}
+`, s.AdminKubeconfig),
+			want: `Shard not found[\s\S]*no shard named "no-such-shard"; its shards are \[root\s+shard-1\]`,
+		},
+		{
+			name: "front-proxy instead of the shard",
+			config: providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_shard" "test" {
+  name            = %q
+  url             = %q
+  kubeconfig_path = %q
+  webhook_users   = ["w"]
+}
+`, s.Name, e.FrontProxyURL, s.AdminKubeconfig),
+			want: `Not the shard's URL[\s\S]*` + regexp.QuoteMeta(e.FrontProxyURL) + ` is not the URL of shard\s+"shard-1"`,
+		},
+		{
+			name: "no credentials",
+			config: providerConfig(e) + `
+resource "depctrl_shard" "test" {
+  name          = "shard-1"
+  webhook_users = ["w"]
+}
+`,
+			want: `Missing Attribute Configuration[\s\S]*kubeconfig_path,client_certificate_path,client_certificate`,
+		},
+		{
+			name: "certificate without key",
+			config: providerConfig(e) + `
+resource "depctrl_shard" "test" {
+  name                    = "shard-1"
+  client_certificate_path = "/tmp/cert.pem"
+  webhook_users           = ["w"]
+}
+`,
+			want: `Invalid Attribute Combination[\s\S]*client_key_path`,
+		},
+		{
+			name: "malformed read resource",
+			config: providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_shard" "test" {
+  name            = "shard-1"
+  kubeconfig_path = %q
+  webhook_users   = ["w"]
+  read_resources  = ["compute.example.io/virtualmachines"]
+}
+`, s.AdminKubeconfig),
+			want: `(?s)read_resources.*must be resource.group`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
+			})
+		})
+	}
+}

@@ -1,0 +1,391 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/kcp-dev/logicalcluster/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
+)
+
+// topology is the HCL of a complete installation: the dep-ctrl workspace
+// and export, two API provider workspaces (one nested) that bind it, a
+// consumer on every shard, root RBAC, every shard, and rules.
+type topology struct {
+	e      *env.Env
+	prefix string
+}
+
+func (tp topology) path(name string) string {
+	switch name {
+	case "network":
+		return "root:" + tp.prefix + "-org:network"
+	default:
+		return "root:" + tp.prefix + "-" + name
+	}
+}
+
+func (tp topology) base() string {
+	var b strings.Builder
+	b.WriteString(providerConfig(tp.e))
+	fmt.Fprintf(&b, `
+locals {
+  prefix = %q
+}
+
+resource "depctrl_workspace" "dep_ctrl" {
+  name        = "${local.prefix}-depctrl"
+  parent_path = "root"
+}
+
+resource "depctrl_workspace" "org" {
+  name        = "${local.prefix}-org"
+  parent_path = "root"
+}
+
+resource "depctrl_workspace" "network" {
+  name        = "network"
+  parent_path = depctrl_workspace.org.path
+}
+
+resource "depctrl_workspace" "compute" {
+  name        = "${local.prefix}-compute"
+  parent_path = "root"
+}
+
+resource "depctrl_export" "this" {
+  workspace_path = depctrl_workspace.dep_ctrl.path
+  runtime_users  = [%q, %q]
+}
+
+resource "depctrl_provider_binding" "network" {
+  workspace_path = depctrl_workspace.network.path
+  export_path    = depctrl_export.this.workspace_path
+  export_name    = depctrl_export.this.name
+}
+
+resource "depctrl_provider_binding" "compute" {
+  workspace_path = depctrl_workspace.compute.path
+  export_path    = depctrl_export.this.workspace_path
+  export_name    = depctrl_export.this.name
+}
+
+resource "depctrl_root_rbac" "this" {
+  name             = "${local.prefix}:workspace-reader"
+  controller_users = [%q]
+  parent_paths     = [depctrl_workspace.org.path]
+}
+`, tp.prefix, env.ControllerUser, env.WebhookUser, env.ControllerUser)
+	for i, s := range tp.e.Shards {
+		fmt.Fprintf(&b, `
+resource "depctrl_workspace" "consumer_%[1]d" {
+  name           = "${local.prefix}-consumer-%[1]d"
+  parent_path    = "root"
+  shard_selector = { name = %[2]q }
+}
+
+resource "depctrl_shard" "s%[1]d" {
+  name            = %[2]q
+  kubeconfig_path = %[3]q
+  webhook_users   = [%[4]q]
+  grant_name      = "${local.prefix}:reader"
+}
+`, i, s.Name, s.AdminKubeconfig, env.WebhookUser)
+	}
+	return b.String()
+}
+
+// withRules adds the two rules; vmField is where VMs name their VPC.
+func (tp topology) withRules(vmField, extra string) string {
+	return tp.base() + fmt.Sprintf(`
+resource "depctrl_dependency_rule" "vm_needs_vpc" {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = "vm-needs-vpc"
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = "v1"
+    kind            = "VirtualMachine"
+    resource        = "virtualmachines"
+  }
+
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = "vpcs"
+    field_ref      = { path = %q }
+  }
+}
+
+resource "depctrl_dependency_rule" "db_needs_firewall" {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = "db-needs-firewall"
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = "v1"
+    kind            = "ManagedDB"
+    resource        = "manageddbs"
+  }
+
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = "firewallrules"
+    field_ref      = { path = ".spec.firewalls[*].name" }
+  }
+}
+%s`, vmField, extra)
+}
+
+// TestAccTopology applies a complete installation on the two-shard
+// topology, runs the real runtime against it, checks that protection works
+// on every shard, exercises the rule resource's update, import and drift,
+// and destroys everything.
+func TestAccTopology(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	tp := topology{e: e, prefix: env.UniqueName("acc")}
+	consumers := make([]string, len(e.Shards))
+	for i := range e.Shards {
+		consumers[i] = tp.path(fmt.Sprintf("consumer-%d", i))
+	}
+	rule := "depctrl_dependency_rule.vm_needs_vpc"
+	compute := adminDynamic(t, e, tp.path("compute"))
+
+	// fixtures installs what the API providers and consumers do themselves:
+	// the network and compute APIs, and consumers binding them.
+	fixturesAndRuntime := func() {
+		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
+		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
+		for _, c := range consumers {
+			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, c),
+				fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
+					fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
+					"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
+		}
+		runtimetest.Start(ctx, t, e, tp.path("depctrl"))
+	}
+	protected := func(*terraform.State) error {
+		for _, c := range consumers {
+			d := adminDynamic(t, e, c)
+			create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
+				u := &unstructured.Unstructured{Object: map[string]interface{}{
+					"apiVersion": a.Group + "/v1", "kind": a.Kind,
+					"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
+					"spec":     spec,
+				}}
+				runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+c, func() error {
+					_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
+					if apierrors.IsAlreadyExists(err) {
+						return nil
+					}
+					return err
+				})
+			}
+			create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
+			create(fixtures.VirtualMachines, "vm-1", map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
+			err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
+			if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
+				return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming vm-1, got %v", c, err)
+			}
+		}
+		return nil
+	}
+	shardGrantsGone := func() error {
+		for _, s := range e.Shards {
+			if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, tp.prefix+":reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("shard grant left on %s (err=%v)", s.Name, err)
+			}
+		}
+		return nil
+	}
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			kcp := adminKCP(t, e)
+			for _, name := range []string{"depctrl", "org", "compute", "consumer-0", "consumer-1"} {
+				_, err := kcp.Cluster(logicalcluster.NewPath("root")).TenancyV1alpha1().Workspaces().Get(ctx, tp.prefix+"-"+name, metav1.GetOptions{})
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("workspace %s-%s left behind (err=%v)", tp.prefix, name, err)
+				}
+			}
+			if _, err := adminDynamic(t, e, "root").Resource(clusterRolesGVR).Get(ctx, tp.prefix+":workspace-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("root grant left behind (err=%v)", err)
+			}
+			return shardGrantsGone()
+		},
+		Steps: []resource.TestStep{
+			{
+				// The kcp side of the installation.
+				Config: tp.base(),
+			},
+			{
+				// The runtime starts; rules are applied and enforced.
+				PreConfig: fixturesAndRuntime,
+				Config:    tp.withRules(".spec.vpcRef.name", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rule, tfjsonpath.New("ready"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("depctrl_dependency_rule.db_needs_firewall", tfjsonpath.New("ready"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(rule, tfjsonpath.New("id"), knownvalue.StringExact(tp.path("compute")+"/vm-needs-vpc")),
+				},
+				Check: protected,
+			},
+			{
+				// The rules as the data source sees them.
+				Config: tp.withRules(".spec.vpcRef.name", `
+data "depctrl_dependency_rules" "compute" {
+  workspace_path = depctrl_dependency_rule.vm_needs_vpc.workspace_path
+}
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.depctrl_dependency_rules.compute", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{
+							"name":      knownvalue.StringExact("db-needs-firewall"),
+							"dependent": knownvalue.StringExact("manageddbs.compute.test.io"),
+							"ready":     knownvalue.Bool(true),
+						}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{
+							"name":      knownvalue.StringExact("vm-needs-vpc"),
+							"dependent": knownvalue.StringExact("virtualmachines.compute.test.io"),
+							"dependencies": knownvalue.ListExact([]knownvalue.Check{
+								knownvalue.StringExact("vpcs.network.test.io in " + tp.path("network") + "/network.test.io at .spec.vpcRef.name"),
+							}),
+							"ready": knownvalue.Bool(true),
+						}),
+					})),
+				},
+			},
+			{
+				ResourceName:            rule,
+				ImportState:             true,
+				ImportStateId:           tp.path("compute") + "/vm-needs-vpc",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts", "conditions"},
+			},
+			{
+				// Drift: the field path is changed by hand; apply restores it.
+				PreConfig: func() {
+					u, err := compute.Resource(v1alpha1.GroupVersionResource).Get(ctx, "vm-needs-vpc", metav1.GetOptions{})
+					must(t, err)
+					deps, _, _ := unstructured.NestedSlice(u.Object, "spec", "dependencies")
+					must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.somewhereElse", "fieldRef", "path"))
+					must(t, unstructured.SetNestedSlice(u.Object, deps, "spec", "dependencies"))
+					_, err = compute.Resource(v1alpha1.GroupVersionResource).Update(ctx, u, metav1.UpdateOptions{})
+					must(t, err)
+				},
+				Config: tp.withRules(".spec.vpcRef.name", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rule, plancheck.ResourceActionUpdate),
+				}},
+				Check: protected,
+			},
+			{
+				// A changed field path updates the rule in place.
+				Config: tp.withRules(".spec.networks[*].vpc", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rule, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rule, tfjsonpath.New("ready"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				// A rule that closes a cycle fails with the controller's
+				// own message.
+				Config: tp.withRules(".spec.networks[*].vpc", `
+resource "depctrl_dependency_rule" "cycle" {
+  workspace_path = depctrl_provider_binding.network.workspace_path
+  name           = "vpc-needs-vm"
+
+  dependent {
+    api_export_name = "network.test.io"
+    group           = "network.test.io"
+    version         = "v1"
+    kind            = "VPC"
+    resource        = "vpcs"
+  }
+
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.compute.workspace_path, name = "compute.test.io" }
+    group          = "compute.test.io"
+    version        = "v1"
+    resource       = "virtualmachines"
+    field_ref      = { path = ".spec.gatewayVM" }
+  }
+}
+`),
+				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*CycleDetected`),
+			},
+			{
+				// A dependency in a workspace that does not exist.
+				Config: tp.withRules(".spec.networks[*].vpc", `
+resource "depctrl_dependency_rule" "dangling" {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = "dangling"
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = "v1"
+    kind            = "ManagedDB"
+    resource        = "manageddbs"
+  }
+
+  dependency {
+    api_export_ref = { path = "${depctrl_workspace.org.path}:nowhere", name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = "regions"
+    field_ref      = { path = ".spec.region" }
+  }
+
+  timeouts {
+    create = "30s"
+  }
+}
+`),
+				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
+			},
+			{
+				// Back to the two rules: the failed ones are removed.
+				Config: tp.withRules(".spec.networks[*].vpc", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_dependency_rule.dangling", plancheck.ResourceActionDestroy),
+				}},
+			},
+		},
+	})
+}
+
+func adminConfig(t *testing.T, e *env.Env, path string) *rest.Config {
+	t.Helper()
+	cfg, err := e.AdminConfig(path)
+	must(t, err)
+	return cfg
+}

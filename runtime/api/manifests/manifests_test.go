@@ -1,0 +1,64 @@
+package manifests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+func TestManifestsDecodeAndAgree(t *testing.T) {
+	crd, schema, export := CRD(), APIResourceSchema(), APIExport("")
+	if crd.Spec.Group != v1alpha1.Group || crd.Spec.Names.Plural != v1alpha1.Resource {
+		t.Fatalf("CRD is for %s/%s", crd.Spec.Group, crd.Spec.Names.Plural)
+	}
+	if export.Name != v1alpha1.DefaultAPIExportName || export.Spec.Resources[0].Schema != schema.Name {
+		t.Fatalf("export %s serves schema %s, want %s", export.Name, export.Spec.Resources[0].Schema, schema.Name)
+	}
+	claim := export.Spec.PermissionClaims[0]
+	if claim.Group != "admissionregistration.k8s.io" || claim.Resource != "validatingwebhookconfigurations" {
+		t.Fatalf("unexpected claim %+v", claim)
+	}
+	if APIExport("custom").Name != "custom" {
+		t.Fatal("APIExport must take the given name")
+	}
+}
+
+// TestGeneratedFilesAreCurrent regenerates the CRD from the Go types into a
+// temporary directory and compares every generated file with the checked-in
+// one.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs controller-gen")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "tool", "controller-gen", "crd", "paths=../v1alpha1/...", "output:crd:dir="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen: %v\n%s", err, out)
+	}
+	crd, err := os.ReadFile(filepath.Join(dir, "dependencies.opendefense.cloud_dependencyrules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := gen.FromCRD(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]byte{
+		"dependencies.opendefense.cloud_dependencyrules.yaml": crd,
+		"apiresourceschema.yaml":                              files.APIResourceSchema,
+		"apiexport.yaml":                                      files.APIExport,
+	} {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run make generate and commit the result", name)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Names that users of the existing dependency controller rely on; they must
+// not change.
+const (
+	// SkipProtectionAnnotation set to "true" on an object lets it be deleted
+	// whatever references it.
+	SkipProtectionAnnotation = Group + "/skip-protection"
+	// WebhookConfigurationName is the ValidatingWebhookConfiguration the
+	// controller manages in every protected provider workspace.
+	WebhookConfigurationName = "dependency-controller"
+	// DefaultAPIExportName is the default name of the dep-ctrl APIExport.
+	DefaultAPIExportName = Group
+	// ClusterAnnotation carries an object's logical cluster name in kcp.
+	ClusterAnnotation = "kcp.io/cluster"
+	// Resource is the plural resource name of DependencyRules.
+	Resource = "dependencyrules"
+)
+
+// Condition types of a DependencyRule's status.
+const (
+	// ConditionWorkspacesResolved: every apiExportRef.path resolved to a
+	// logical cluster.
+	ConditionWorkspacesResolved = "WorkspacesResolved"
+	// ConditionWebhookInstalled: every protected workspace has the webhook
+	// configuration covering this rule's dependencies.
+	ConditionWebhookInstalled = "WebhookInstalled"
+	// ConditionAcyclic: the rule is not part of a dependency cycle.
+	ConditionAcyclic = "Acyclic"
+	// ConditionEnforced: the webhook registered this generation of the rule
+	// and decides deletions with it. The webhook sets it.
+	ConditionEnforced = "Enforced"
+	// ConditionReady summarizes the others.
+	ConditionReady = "Ready"
+)

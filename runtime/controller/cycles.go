@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"sort"
+	"strings"
+)
+
+// Edge says that objects of type From reference (and so protect) objects of
+// type To, by the rule named Rule.
+type Edge struct {
+	Rule     string
+	From, To string
+}
+
+// FindCycles returns, for every rule whose edge lies on a cycle between
+// different types, the types of that cycle in a readable, stable order
+// ("compute.io/vms -> network.io/vpcs -> compute.io/vms"). Objects on such a
+// cycle can protect each other forever; deleting one needs skip-protection.
+// A type referencing its own kind (a VPC naming a parent VPC) is not a
+// cycle: its instances can still be deleted leaf first.
+func FindCycles(edges []Edge) map[string]string {
+	adj := map[string][]string{}
+	nodes := map[string]bool{}
+	for _, e := range edges {
+		nodes[e.From], nodes[e.To] = true, true
+		if e.From != e.To {
+			adj[e.From] = append(adj[e.From], e.To)
+		}
+	}
+	comp := stronglyConnected(nodes, adj)
+	members := map[int][]string{}
+	for n, c := range comp {
+		members[c] = append(members[c], n)
+	}
+	out := map[string]string{}
+	for _, e := range edges {
+		if e.From == e.To || comp[e.From] != comp[e.To] {
+			continue
+		}
+		out[e.Rule] = describeCycle(e.From, members[comp[e.From]], adj)
+	}
+	return out
+}
+
+// describeCycle walks from start through its component back to start.
+func describeCycle(start string, component []string, adj map[string][]string) string {
+	in := map[string]bool{}
+	for _, n := range component {
+		in[n] = true
+	}
+	// Breadth-first search for the shortest way back to start.
+	prev := map[string]string{}
+	queue := []string{start}
+	seen := map[string]bool{start: true}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		next := append([]string(nil), adj[n]...)
+		sort.Strings(next)
+		for _, m := range next {
+			if !in[m] {
+				continue
+			}
+			if m == start {
+				path := []string{start}
+				for cur := n; cur != start; cur = prev[cur] {
+					path = append([]string{cur}, path...)
+				}
+				return strings.Join(append([]string{start}, path...), " -> ")
+			}
+			if !seen[m] {
+				seen[m] = true
+				prev[m] = n
+				queue = append(queue, m)
+			}
+		}
+	}
+	return start
+}
+
+// stronglyConnected labels every node with its component (Tarjan).
+func stronglyConnected(nodes map[string]bool, adj map[string][]string) map[string]int {
+	index, low, comp := map[string]int{}, map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	next, ncomp := 0, 0
+	var visit func(string)
+	visit = func(v string) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range adj[v] {
+			if _, ok := index[w]; !ok {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				comp[w] = ncomp
+				if w == v {
+					break
+				}
+			}
+			ncomp++
+		}
+	}
+	sorted := make([]string, 0, len(nodes))
+	for n := range nodes {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		if _, ok := index[n]; !ok {
+			visit(n)
+		}
+	}
+	return comp
+}

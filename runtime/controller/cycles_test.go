@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestFindCycles(t *testing.T) {
+	tests := []struct {
+		name  string
+		edges []Edge
+		want  map[string]string
+	}{
+		{name: "no rules", want: map[string]string{}},
+		{
+			name:  "a chain is not a cycle",
+			edges: []Edge{{"a/vm", "vms", "vpcs"}, {"a/db", "dbs", "firewalls"}, {"b/fw", "firewalls", "vpcs"}},
+			want:  map[string]string{},
+		},
+		{
+			name:  "a self reference is not a cycle",
+			edges: []Edge{{"a/parent", "vpcs", "vpcs"}},
+			want:  map[string]string{},
+		},
+		{
+			name:  "two rules protecting each other",
+			edges: []Edge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
+			want: map[string]string{
+				"c1/vm-needs-vpc": "vms -> vpcs -> vms",
+				"c2/vpc-needs-vm": "vpcs -> vms -> vpcs",
+			},
+		},
+		{
+			name: "a longer cycle, with a bystander",
+			edges: []Edge{
+				{"r1", "a", "b"}, {"r2", "b", "c"}, {"r3", "c", "a"},
+				{"bystander", "d", "a"},
+			},
+			want: map[string]string{
+				"r1": "a -> b -> c -> a",
+				"r2": "b -> c -> a -> b",
+				"r3": "c -> a -> b -> c",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FindCycles(tt.edges); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("FindCycles = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+)
+
+// RuleInput is what planning needs of one DependencyRule.
+type RuleInput struct {
+	// Key is "<cluster>/<name>".
+	Key          string
+	Dependent    schema.GroupVersionResource
+	Dependencies []DependencyInput
+	// Invalid, when set, says why the rule's spec cannot be acted on.
+	Invalid string
+}
+
+// DependencyInput is one protected type of a rule.
+type DependencyInput struct {
+	ExportPath string
+	ExportName string
+	GVR        schema.GroupVersionResource
+}
+
+// Binding is how a workspace bound the dep-ctrl export, as seen through the
+// virtual workspace.
+type Binding struct {
+	URL string
+	// ClaimAccepted says the workspace accepted the permission claim on
+	// validatingwebhookconfigurations, without which nothing can be
+	// installed there.
+	ClaimAccepted bool
+}
+
+// Outcome is the verdict on one aspect of a rule.
+type Outcome struct {
+	OK      bool
+	Reason  string
+	Message string
+}
+
+// RulePlan is what the controller concluded about one rule.
+type RulePlan struct {
+	Resolved  Outcome
+	Installed Outcome
+	Acyclic   Outcome
+	// Targets are the logical clusters whose webhook protects this rule.
+	Targets []string
+}
+
+// Plan is the desired state computed from all rules at once.
+type Plan struct {
+	// Webhooks maps each protected logical cluster to the resources its
+	// webhook configuration must cover.
+	Webhooks map[string][]schema.GroupVersionResource
+	Rules    map[string]*RulePlan
+}
+
+// ResolveFunc maps a workspace path to a logical cluster name.
+type ResolveFunc func(ctx context.Context, path string) (string, error)
+
+// ComputePlan recomputes the desired webhook configurations from every
+// current rule. Nothing is carried over from earlier runs: a dependency
+// that was removed or changed simply does not appear.
+func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc) *Plan {
+	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
+	var edges []Edge
+	for _, r := range rules {
+		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
+		p.Rules[r.Key] = rp
+		if r.Invalid != "" {
+			rp.Resolved = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
+			rp.Installed = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
+			continue
+		}
+		for _, d := range r.Dependencies {
+			edges = append(edges, Edge{Rule: r.Key, From: groupResource(r.Dependent), To: groupResource(d.GVR)})
+		}
+
+		var resolveErrs []string
+		notFound := false
+		targets := map[string][]schema.GroupVersionResource{}
+		for _, d := range r.Dependencies {
+			cluster, err := resolve(ctx, d.ExportPath)
+			if err != nil {
+				if errors.Is(err, resolver.ErrNotFound) {
+					notFound = true
+				}
+				resolveErrs = append(resolveErrs, err.Error())
+				continue
+			}
+			targets[cluster] = append(targets[cluster], d.GVR)
+		}
+		if len(resolveErrs) > 0 {
+			reason := "ResolveFailed"
+			if notFound {
+				reason = "WorkspaceNotFound"
+			}
+			rp.Resolved = Outcome{Reason: reason, Message: strings.Join(resolveErrs, "; ")}
+			rp.Installed = Outcome{Reason: "WorkspacesNotResolved", Message: "waiting until every dependency workspace resolves"}
+			continue
+		}
+		rp.Resolved = Outcome{OK: true, Reason: "Resolved", Message: fmt.Sprintf("all %d dependency workspaces resolved", len(r.Dependencies))}
+
+		var problems []string
+		reason := ""
+		for _, cluster := range sortedKeys(targets) {
+			paths := exportPathsFor(ctx, r, cluster, resolve)
+			b, bound := bindings[cluster]
+			switch {
+			case !bound:
+				reason = "ExportNotBound"
+				problems = append(problems, fmt.Sprintf("workspace %s has not bound the dep-ctrl APIExport: create an APIBinding to it there", paths))
+			case !b.ClaimAccepted:
+				if reason == "" {
+					reason = "ClaimNotAccepted"
+				}
+				problems = append(problems, fmt.Sprintf("workspace %s bound the dep-ctrl APIExport but did not accept its permission claim on validatingwebhookconfigurations", paths))
+			default:
+				p.Webhooks[cluster] = append(p.Webhooks[cluster], targets[cluster]...)
+				rp.Targets = append(rp.Targets, cluster)
+			}
+		}
+		if len(problems) > 0 {
+			rp.Installed = Outcome{Reason: reason, Message: strings.Join(problems, "; ")}
+		} else {
+			rp.Installed = Outcome{OK: true, Reason: "Installed", Message: fmt.Sprintf("webhook configuration installed in %d workspace(s)", len(rp.Targets))}
+		}
+	}
+	for key, cycle := range FindCycles(edges) {
+		p.Rules[key].Acyclic = Outcome{Reason: "CycleDetected", Message: fmt.Sprintf(
+			"the rule is part of a dependency cycle (%s): objects on it protect each other and can only be deleted after setting the skip-protection annotation on one of them; remove or change one rule to break the cycle", cycle)}
+	}
+	for cluster, gvrs := range p.Webhooks {
+		p.Webhooks[cluster] = dedupGVRs(gvrs)
+	}
+	return p
+}
+
+// exportPathsFor names the workspace path(s) of rule r that resolved to
+// cluster, for messages a person can act on.
+func exportPathsFor(ctx context.Context, r RuleInput, cluster string, resolve ResolveFunc) string {
+	seen := map[string]bool{}
+	var paths []string
+	for _, d := range r.Dependencies {
+		if c, err := resolve(ctx, d.ExportPath); err == nil && c == cluster && !seen[d.ExportPath] {
+			seen[d.ExportPath] = true
+			paths = append(paths, d.ExportPath)
+		}
+	}
+	return strings.Join(paths, ", ")
+}
+
+func groupResource(gvr schema.GroupVersionResource) string {
+	return gvr.GroupResource().String()
+}
+
+func dedupGVRs(in []schema.GroupVersionResource) []schema.GroupVersionResource {
+	sort.Slice(in, func(i, j int) bool { return gvrString(in[i]) < gvrString(in[j]) })
+	out := in[:0]
+	for i, g := range in {
+		if i == 0 || in[i-1] != g {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+)
+
+func gvr(group, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource}
+}
+
+var (
+	testVPCs = gvr("network.io", "vpcs")
+	testFWs  = gvr("network.io", "firewallrules")
+	testVMs  = gvr("compute.io", "virtualmachines")
+	testDBs  = gvr("compute.io", "manageddbs")
+)
+
+func fakeResolve(paths map[string]string) ResolveFunc {
+	return func(_ context.Context, path string) (string, error) {
+		if c, ok := paths[path]; ok {
+			return c, nil
+		}
+		return "", fmt.Errorf("%w: %q (while resolving %q)", resolver.ErrNotFound, path, path)
+	}
+}
+
+func TestComputePlan(t *testing.T) {
+	resolve := fakeResolve(map[string]string{"root:network": "net", "root:org:storage": "sto", "root:unbound": "unb", "root:noclaim": "noc"})
+	bindings := map[string]Binding{
+		"net": {URL: "https://vw", ClaimAccepted: true},
+		"sto": {URL: "https://vw2", ClaimAccepted: true},
+		"noc": {URL: "https://vw", ClaimAccepted: false},
+	}
+	rules := []RuleInput{
+		{Key: "comp/vm", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}},
+		{Key: "comp/db", Dependent: testDBs, Dependencies: []DependencyInput{
+			{ExportPath: "root:network", GVR: testFWs},
+			{ExportPath: "root:network", GVR: testVPCs},
+			{ExportPath: "root:org:storage", GVR: gvr("storage.io", "buckets")},
+		}},
+		{Key: "comp/missing", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:gone", GVR: testVPCs}}},
+		{Key: "comp/unbound", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:unbound", GVR: gvr("x.io", "xs")}}},
+		{Key: "comp/noclaim", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:noclaim", GVR: gvr("y.io", "ys")}}},
+		{Key: "comp/invalid", Invalid: "spec.dependencies: at least one dependency is required"},
+	}
+	p := ComputePlan(context.Background(), rules, bindings, resolve)
+
+	wantWebhooks := map[string][]schema.GroupVersionResource{
+		"net": {testFWs, testVPCs},
+		"sto": {gvr("storage.io", "buckets")},
+	}
+	if !reflect.DeepEqual(p.Webhooks, wantWebhooks) {
+		t.Fatalf("webhooks = %v, want %v", p.Webhooks, wantWebhooks)
+	}
+	check := func(key string, get func(*RulePlan) Outcome, ok bool, reason, msg string) {
+		t.Helper()
+		o := get(p.Rules[key])
+		if o.OK != ok || o.Reason != reason || !strings.Contains(o.Message, msg) {
+			t.Errorf("%s: %+v, want ok=%v reason=%s message containing %q", key, o, ok, reason, msg)
+		}
+	}
+	resolved := func(r *RulePlan) Outcome { return r.Resolved }
+	installed := func(r *RulePlan) Outcome { return r.Installed }
+	check("comp/vm", installed, true, "Installed", "1 workspace")
+	check("comp/db", installed, true, "Installed", "2 workspace")
+	check("comp/missing", resolved, false, "WorkspaceNotFound", `"root:gone"`)
+	check("comp/unbound", installed, false, "ExportNotBound", "root:unbound has not bound")
+	check("comp/noclaim", installed, false, "ClaimNotAccepted", "did not accept its permission claim")
+	check("comp/invalid", resolved, false, "InvalidSpec", "at least one dependency")
+}
+
+func TestComputePlanForgetsRemovedDependencies(t *testing.T) {
+	resolve := fakeResolve(map[string]string{"root:network": "net", "root:other": "oth"})
+	bindings := map[string]Binding{"net": {ClaimAccepted: true}, "oth": {ClaimAccepted: true}}
+	before := ComputePlan(context.Background(), []RuleInput{{Key: "c/r", Dependent: testVMs, Dependencies: []DependencyInput{
+		{ExportPath: "root:network", GVR: testVPCs}, {ExportPath: "root:other", GVR: testFWs}}}}, bindings, resolve)
+	if len(before.Webhooks) != 2 {
+		t.Fatalf("before: %v", before.Webhooks)
+	}
+	after := ComputePlan(context.Background(), []RuleInput{{Key: "c/r", Dependent: testVMs, Dependencies: []DependencyInput{
+		{ExportPath: "root:network", GVR: testVPCs}}}}, bindings, resolve)
+	if _, ok := after.Webhooks["oth"]; ok || len(after.Webhooks["net"]) != 1 {
+		t.Fatalf("after an in-place edit the old target must disappear: %v", after.Webhooks)
+	}
+}
+
+func TestComputePlanReportsCycles(t *testing.T) {
+	resolve := fakeResolve(map[string]string{"root:network": "net", "root:compute": "comp"})
+	bindings := map[string]Binding{"net": {ClaimAccepted: true}, "comp": {ClaimAccepted: true}}
+	p := ComputePlan(context.Background(), []RuleInput{
+		{Key: "comp/vm", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}},
+		{Key: "net/vpc", Dependent: testVPCs, Dependencies: []DependencyInput{{ExportPath: "root:compute", GVR: testVMs}}},
+	}, bindings, resolve)
+	for _, key := range []string{"comp/vm", "net/vpc"} {
+		if a := p.Rules[key].Acyclic; a.OK || a.Reason != "CycleDetected" || !strings.Contains(a.Message, "skip-protection") {
+			t.Errorf("%s: %+v", key, a)
+		}
+	}
+	// Protection stays installed: a cycle is reported, not ignored.
+	if len(p.Webhooks) != 2 {
+		t.Fatalf("webhooks: %v", p.Webhooks)
+	}
+}

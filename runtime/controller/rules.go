@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+func decodeRule(o virtualworkspace.Object) (*v1alpha1.DependencyRule, error) {
+	rule := &v1alpha1.DependencyRule{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, rule); err != nil {
+		return nil, fmt.Errorf("decoding DependencyRule %s/%s: %w", o.Cluster, o.Obj.GetName(), err)
+	}
+	return rule, nil
+}
+
+// ruleInput turns a rule read through the virtual workspace into planning
+// input. A rule that the schema let through but that still cannot be acted
+// on (an unparseable object, say) is marked invalid rather than skipped, so
+// its status says so.
+func ruleInput(o virtualworkspace.Object) RuleInput {
+	in := RuleInput{Key: o.Cluster + "/" + o.Obj.GetName()}
+	rule, err := decodeRule(o)
+	if err != nil {
+		in.Invalid = err.Error()
+		return in
+	}
+	if errs := rule.Validate(); len(errs) > 0 {
+		in.Invalid = errs.ToAggregate().Error()
+		return in
+	}
+	d := rule.Spec.Dependent
+	in.Dependent = schema.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: d.Resource}
+	for _, dep := range rule.Spec.Dependencies {
+		in.Dependencies = append(in.Dependencies, DependencyInput{
+			ExportPath: dep.APIExportRef.Path,
+			ExportName: dep.APIExportRef.Name,
+			GVR:        schema.GroupVersionResource{Group: dep.Group, Version: dep.Version, Resource: dep.Resource},
+		})
+	}
+	return in
+}
+
+// writeStatus sets the conditions the controller owns and the Ready summary,
+// leaving the webhook's Enforced condition as the webhook wrote it. It
+// writes only when something changed.
+func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp *RulePlan) error {
+	rule, err := decodeRule(o)
+	if err != nil {
+		return err
+	}
+	before := rule.Status.DeepCopy()
+	gen := rule.Generation
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWorkspacesResolved, rp.Resolved, gen)
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWebhookInstalled, rp.Installed, gen)
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionAcyclic, rp.Acyclic, gen)
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionReady, readiness(rule), gen)
+	rule.Status.ObservedGeneration = gen
+	if statusEqual(before, &rule.Status) {
+		return nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rule)
+	if err != nil {
+		return err
+	}
+	c, err := s.VW.Client(o.URL, o.Cluster)
+	if err != nil {
+		return err
+	}
+	_, err = c.Resource(v1alpha1.GroupVersionResource).UpdateStatus(ctx, &unstructured.Unstructured{Object: m}, metav1.UpdateOptions{FieldManager: "depctrl-controller"})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		// Changed or gone since the read: the watch brings another run.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing status of DependencyRule %s: %w", o.Obj.GetName(), err)
+	}
+	return nil
+}
+
+// readiness summarizes the other conditions: Ready only when the workspaces
+// resolved, the webhook is installed, the webhook enforces this generation
+// and no cycle makes objects undeletable.
+func readiness(rule *v1alpha1.DependencyRule) Outcome {
+	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic} {
+		c := meta.FindStatusCondition(rule.Status.Conditions, t)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			if c == nil {
+				return Outcome{Reason: "Pending", Message: t + " is not known yet"}
+			}
+			return Outcome{Reason: c.Reason, Message: c.Message}
+		}
+	}
+	e := meta.FindStatusCondition(rule.Status.Conditions, v1alpha1.ConditionEnforced)
+	switch {
+	case e == nil:
+		return Outcome{Reason: "NotYetEnforced", Message: "waiting for the webhook to register the rule"}
+	case e.Status != metav1.ConditionTrue:
+		return Outcome{Reason: e.Reason, Message: e.Message}
+	case e.ObservedGeneration != rule.Generation:
+		return Outcome{Reason: "NotYetEnforced", Message: fmt.Sprintf("the webhook enforces generation %d; waiting for generation %d", e.ObservedGeneration, rule.Generation)}
+	}
+	return Outcome{OK: true, Reason: "Ready", Message: "the rule is installed and enforced"}
+}
+
+func setCondition(conds *[]metav1.Condition, t string, o Outcome, gen int64) {
+	status := metav1.ConditionFalse
+	if o.OK {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: t, Status: status, Reason: o.Reason, Message: o.Message, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(time.Now())})
+}
+
+func statusEqual(a, b *v1alpha1.DependencyRuleStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for _, ca := range a.Conditions {
+		cb := meta.FindStatusCondition(b.Conditions, ca.Type)
+		if cb == nil || cb.Status != ca.Status || cb.Reason != ca.Reason || cb.Message != ca.Message || cb.ObservedGeneration != ca.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func ptrUID(u *unstructured.Unstructured) *types.UID {
+	uid := u.GetUID()
+	return &uid
+}

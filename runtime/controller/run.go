@@ -1,0 +1,220 @@
+package controller
+
+import (
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/logicalcluster/v3"
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
+	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+)
+
+// Options configure the controller binary.
+type Options struct {
+	Kubeconfig            string
+	Context               string
+	ExportName            string
+	WebhookURL            string
+	CABundleFile          string
+	WebhookTimeoutSeconds int32
+	// WebhookPropagation is how long a rule waits after its webhook
+	// configuration entry is written before it is reported Ready.
+	WebhookPropagation      time.Duration
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	ResolverTTL             time.Duration
+	ResyncPeriod            time.Duration
+}
+
+// Validate checks the options before anything connects.
+func (o *Options) Validate() error {
+	if o.ExportName == "" {
+		return fmt.Errorf("--apiexport-name must not be empty")
+	}
+	u, err := url.Parse(o.WebhookURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("--webhook-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443/validate", o.WebhookURL)
+	}
+	if o.CABundleFile == "" {
+		return fmt.Errorf("--webhook-ca-bundle-file is required: the PEM CA that signed the webhook's serving certificate")
+	}
+	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
+		return fmt.Errorf("--webhook-timeout-seconds must be between 1 and 30, got %d", o.WebhookTimeoutSeconds)
+	}
+	return nil
+}
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, o Options, log logr.Logger) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ws, err := kcpconfig.Load(o.Kubeconfig, o.Context)
+	if err != nil {
+		return err
+	}
+	bundle := &caBundle{path: o.CABundleFile}
+	if _, err := bundle.read(); err != nil {
+		return err
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apisv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	provider, err := apiexport.New(ws.Config, o.ExportName, apiexport.Options{Scheme: scheme, Log: &log})
+	if err != nil {
+		return fmt.Errorf("setting up the APIExport provider for %q: %w", o.ExportName, err)
+	}
+	mgr, err := mcmanager.New(ws.Config, provider, manager.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "depctrl-controller",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Logger:                  log,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+
+	kcp, err := kcpclientset.NewForConfig(ws.Base)
+	if err != nil {
+		return err
+	}
+	res := resolver.New(workspaceGetter{kcp}, o.ResolverTTL)
+	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
+	if err != nil {
+		return err
+	}
+	syncer := NewSyncer(vw, func(ctx context.Context, path string) (string, error) {
+		c, err := res.Resolve(ctx, path)
+		return c.String(), err
+	}, func() WebhookSettings {
+		ca, _ := bundle.read()
+		return WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: o.WebhookURL, CABundle: ca, TimeoutSeconds: o.WebhookTimeoutSeconds}
+	}, log.WithName("sync"))
+	if o.ResyncPeriod > 0 {
+		syncer.Period = o.ResyncPeriod
+	}
+	syncer.Propagation = o.WebhookPropagation
+	if err := mgr.GetLocalManager().Add(syncer); err != nil {
+		return err
+	}
+	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
+		bundle.watch(ctx, syncer.Trigger, log)
+		return nil
+	})); err != nil {
+		return err
+	}
+
+	// Watches only say "something changed"; the syncer recomputes everything.
+	trigger := mcreconcile.Func(func(context.Context, mcreconcile.Request) (ctrl.Result, error) {
+		syncer.Trigger()
+		return ctrl.Result{}, nil
+	})
+	if err := mcbuilder.ControllerManagedBy(mgr).
+		Named("dependencyrule").
+		For(&v1alpha1.DependencyRule{}).
+		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
+		Watches(&apisv1alpha1.APIBinding{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
+		Complete(trigger); err != nil {
+		return fmt.Errorf("setting up the rule watch: %w", err)
+	}
+	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL)
+	return mgr.Start(ctx)
+}
+
+type workspaceGetter struct{ kcp kcpclientset.ClusterInterface }
+
+func (g workspaceGetter) GetWorkspace(ctx context.Context, parent logicalcluster.Path, name string) (*tenancyv1alpha1.Workspace, error) {
+	return g.kcp.Cluster(parent).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
+}
+
+// caBundle re-reads the webhook CA bundle file so a rotated CA reaches the
+// webhook configurations without a restart.
+type caBundle struct {
+	path string
+	mu   sync.Mutex
+	data []byte
+}
+
+func (b *caBundle) read() ([]byte, error) {
+	data, err := os.ReadFile(b.path)
+	if err != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.data != nil {
+			return b.data, nil // keep the last good bundle through a transient error
+		}
+		return nil, fmt.Errorf("reading webhook CA bundle %q: %w", b.path, err)
+	}
+	if !bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fmt.Errorf("webhook CA bundle %q holds no PEM certificate", b.path)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.data = data
+	return data, nil
+}
+
+func (b *caBundle) watch(ctx context.Context, changed func(), log logr.Logger) {
+	last, _ := b.read()
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur, err := b.read()
+		if err != nil {
+			log.Error(err, "re-reading the webhook CA bundle")
+			continue
+		}
+		if !bytes.Equal(cur, last) {
+			log.Info("webhook CA bundle changed; updating webhook configurations", "file", b.path)
+			last = cur
+			changed()
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// Syncer keeps webhook configurations and rule statuses in line with the
+// rules. Every run recomputes the whole desired state from a fresh read of
+// all rules, so nothing depends on having seen each change: a rule deleted
+// while the controller was down, or a configuration edited by hand, is
+// corrected on the next run.
+type Syncer struct {
+	VW       *virtualworkspace.VirtualWorkspaces
+	Resolve  ResolveFunc
+	Settings func() WebhookSettings
+	Log      logr.Logger
+	// Period is how often a run happens without any trigger, which bounds
+	// how long hand-made drift can last when no watch event announces it.
+	Period time.Duration
+	// Propagation is how long a webhook configuration change takes to be
+	// applied by every shard: kcp reads a provider workspace's webhook
+	// configurations through its informers and, for consumers on other
+	// shards, through the cache server. A rule is reported Ready only once
+	// the entries it needs are at least this old, so that Ready means a
+	// delete is really checked.
+	Propagation time.Duration
+
+	// written records, per logical cluster, when this process added each
+	// resource to the cluster's configuration. It only delays readiness;
+	// the desired state itself is always recomputed from scratch.
+	written map[string]map[schema.GroupVersionResource]time.Time
+
+	trigger chan struct{}
+}
+
+// NewSyncer returns a Syncer; call Start to run it.
+func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
+	return &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: 5 * time.Second,
+		written: map[string]map[schema.GroupVersionResource]time.Time{}, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a run soon. Triggers that arrive while a run is pending
+// collapse into one.
+func (s *Syncer) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// NeedLeaderElection makes only the elected replica write.
+func (s *Syncer) NeedLeaderElection() bool { return true }
+
+// Start runs until ctx ends.
+func (s *Syncer) Start(ctx context.Context) error {
+	ticker := time.NewTicker(s.Period)
+	defer ticker.Stop()
+	s.Trigger()
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.trigger:
+		case <-ticker.C:
+		}
+		// Let a burst of events (a rule applied with others) settle.
+		time.Sleep(50 * time.Millisecond)
+		start := time.Now()
+		if err := s.Sync(ctx); err != nil {
+			s.Log.Error(err, "sync failed; retrying", "after", backoff)
+			time.AfterFunc(backoff, s.Trigger)
+			backoff = min(backoff*2, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		s.Log.V(1).Info("synced", "duration", time.Since(start))
+	}
+}
+
+// Sync runs once.
+func (s *Syncer) Sync(ctx context.Context) error {
+	urls, err := s.VW.URLs(ctx)
+	if err != nil {
+		return err
+	}
+	ruleObjs, err := s.VW.ListAll(ctx, urls, v1alpha1.GroupVersionResource)
+	if err != nil {
+		return err
+	}
+	bindingObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR)
+	if err != nil {
+		return err
+	}
+	configObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.WebhookConfigurationsGVR)
+	if err != nil {
+		return err
+	}
+
+	rules := make([]RuleInput, 0, len(ruleObjs))
+	for _, o := range ruleObjs {
+		rules = append(rules, ruleInput(o))
+	}
+	bindings := map[string]Binding{}
+	for _, o := range bindingObjs {
+		bindings[o.Cluster] = Binding{URL: o.URL, ClaimAccepted: claimAccepted(o.Obj)}
+	}
+	plan := ComputePlan(ctx, rules, bindings, s.Resolve)
+	settings := s.Settings()
+
+	installErrs := map[string]error{}
+	now := time.Now()
+	for cluster := range s.written {
+		if _, ok := plan.Webhooks[cluster]; !ok {
+			delete(s.written, cluster)
+		}
+	}
+	for cluster, gvrs := range plan.Webhooks {
+		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredWebhookConfiguration(settings, gvrs))
+		if err != nil {
+			installErrs[cluster] = err
+			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)
+		}
+		s.recordWritten(cluster, gvrs, added, now)
+	}
+	var errs []error
+	for _, o := range configObjs {
+		if o.Obj.GetName() != settings.ConfigurationName {
+			continue
+		}
+		if _, wanted := plan.Webhooks[o.Cluster]; wanted {
+			continue
+		}
+		if err := s.deleteConfiguration(ctx, o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, o := range ruleObjs {
+		key := o.Cluster + "/" + o.Obj.GetName()
+		rp := plan.Rules[key]
+		for _, t := range rp.Targets {
+			if err := installErrs[t]; err != nil && rp.Installed.OK {
+				rp.Installed = Outcome{Reason: "InstallFailed", Message: fmt.Sprintf("installing the webhook configuration in logical cluster %s: %v", t, err)}
+			}
+		}
+		if wait := s.propagating(rp.Targets, ruleInput(o), now); wait > 0 && rp.Installed.OK {
+			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
+			time.AfterFunc(wait, s.Trigger)
+		}
+		if err := s.writeStatus(ctx, o, rp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for cluster, err := range installErrs {
+		errs = append(errs, fmt.Errorf("installing webhook configuration in %s: %w", cluster, err))
+	}
+	return errors.Join(errs...)
+}
+
+// ensureConfiguration makes the cluster's configuration match desired and
+// returns the resources it newly added (all of them when it created it).
+func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, desired *admissionregistrationv1.ValidatingWebhookConfiguration) (map[schema.GroupVersionResource]bool, error) {
+	c, err := s.VW.Client(url, cluster)
+	if err != nil {
+		return nil, err
+	}
+	res := c.Resource(virtualworkspace.WebhookConfigurationsGVR)
+	current, err := res.Get(ctx, desired.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		u, err := toUnstructured(desired)
+		if err != nil {
+			return nil, err
+		}
+		_, err = res.Create(ctx, u, metav1.CreateOptions{FieldManager: "depctrl-controller"})
+		if err != nil {
+			return nil, err
+		}
+		s.Log.Info("installed webhook configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
+		return coveredResources(desired), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, existing); err != nil {
+		return nil, fmt.Errorf("decoding webhook configuration: %w", err)
+	}
+	if !WebhookConfigurationDrifted(existing, desired) {
+		return nil, nil
+	}
+	// Entries that were there already, with the same target, keep being
+	// enforced during the update; everything else is new.
+	before := map[schema.GroupVersionResource]bool{}
+	if !webhookTargetChanged(existing, desired) {
+		before = coveredResources(existing)
+	}
+	ApplyOwnedFields(existing, desired)
+	u, err := toUnstructured(existing)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "depctrl-controller"}); err != nil {
+		return nil, err
+	}
+	s.Log.Info("updated webhook configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
+	added := map[schema.GroupVersionResource]bool{}
+	for gvr := range coveredResources(desired) {
+		if !before[gvr] {
+			added[gvr] = true
+		}
+	}
+	return added, nil
+}
+
+// recordWritten remembers when resources were added to cluster's
+// configuration and forgets resources it no longer holds.
+func (s *Syncer) recordWritten(cluster string, desired []schema.GroupVersionResource, added map[schema.GroupVersionResource]bool, now time.Time) {
+	m := s.written[cluster]
+	if m == nil {
+		m = map[schema.GroupVersionResource]time.Time{}
+		s.written[cluster] = m
+	}
+	keep := map[schema.GroupVersionResource]bool{}
+	for _, g := range desired {
+		keep[g] = true
+	}
+	for g := range m {
+		if !keep[g] {
+			delete(m, g)
+		}
+	}
+	for g := range added {
+		m[g] = now
+	}
+}
+
+// propagating returns how much longer the configuration entries a rule
+// needs may take to reach every shard, or 0 when they are settled.
+func (s *Syncer) propagating(targets []string, rule RuleInput, now time.Time) time.Duration {
+	var wait time.Duration
+	for _, t := range targets {
+		for _, d := range rule.Dependencies {
+			if at, ok := s.written[t][d.GVR]; ok {
+				if left := s.Propagation - now.Sub(at); left > wait {
+					wait = left
+				}
+			}
+		}
+	}
+	return wait
+}
+
+func (s *Syncer) deleteConfiguration(ctx context.Context, o virtualworkspace.Object) error {
+	c, err := s.VW.Client(o.URL, o.Cluster)
+	if err != nil {
+		return err
+	}
+	err = c.Resource(virtualworkspace.WebhookConfigurationsGVR).Delete(ctx, o.Obj.GetName(), metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: ptrUID(o.Obj)},
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting webhook configuration in %s: %w", o.Cluster, err)
+	}
+	s.Log.Info("removed webhook configuration: no rule protects this workspace any more", "cluster", o.Cluster)
+	return nil
+}
+
+func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"))
+	return u, nil
+}
+
+// claimAccepted reports whether an APIBinding accepted the claim on
+// validatingwebhookconfigurations.
+func claimAccepted(binding *unstructured.Unstructured) bool {
+	claims, _, _ := unstructured.NestedSlice(binding.Object, "spec", "permissionClaims")
+	for _, c := range claims {
+		m, ok := c.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		if m["group"] == virtualworkspace.WebhookConfigurationsGVR.Group && m["resource"] == virtualworkspace.WebhookConfigurationsGVR.Resource && m["state"] == "Accepted" {
+			return true
+		}
+	}
+	return false
+}

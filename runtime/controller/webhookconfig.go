@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// WebhookSettings are what every installed webhook configuration points at.
+type WebhookSettings struct {
+	// Name of the ValidatingWebhookConfiguration in each protected workspace.
+	ConfigurationName string
+	// URL of the webhook's validation endpoint.
+	URL string
+	// CABundle verifies the webhook's serving certificate.
+	CABundle []byte
+	// TimeoutSeconds bounds each admission call; the webhook answers within
+	// a shorter deadline of its own.
+	TimeoutSeconds int32
+}
+
+// webhookName is the name of the single webhook inside each configuration;
+// kcp reports it in denials ("admission webhook ... denied the request").
+const webhookName = "deletion-protection.dependencies.opendefense.cloud"
+
+const managedByLabel = "app.kubernetes.io/managed-by"
+
+// DesiredWebhookConfiguration renders the configuration for one protected
+// workspace: one rules entry per protected resource, sorted, so the same
+// rules always give the same object and nothing is rewritten needlessly.
+func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionResource) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	gvrs = append([]schema.GroupVersionResource(nil), gvrs...)
+	sort.Slice(gvrs, func(i, j int) bool { return gvrString(gvrs[i]) < gvrString(gvrs[j]) })
+	rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(gvrs))
+	for i, gvr := range gvrs {
+		if i > 0 && gvrs[i-1] == gvr {
+			continue
+		}
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{gvr.Group},
+				APIVersions: []string{gvr.Version},
+				Resources:   []string{gvr.Resource},
+				Scope:       ptr.To(admissionregistrationv1.AllScopes),
+			},
+		})
+	}
+	url := s.URL
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   s.ConfigurationName,
+			Labels: map[string]string{managedByLabel: "depctrl-controller"},
+		},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    webhookName,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
+			Rules:                   rules,
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			// Match everything: protection must not depend on labels the
+			// consumer controls.
+			NamespaceSelector: &metav1.LabelSelector{},
+			ObjectSelector:    &metav1.LabelSelector{},
+		}},
+	}
+}
+
+// WebhookConfigurationDrifted reports whether existing differs from desired
+// in anything this controller owns. Fields the server defaults are filled in
+// on desired first, so a freshly written object never counts as drifted.
+func WebhookConfigurationDrifted(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+	if existing.Labels[managedByLabel] != desired.Labels[managedByLabel] {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
+}
+
+// ApplyOwnedFields copies what this controller owns from desired onto
+// existing, keeping server-set metadata such as resourceVersion.
+func ApplyOwnedFields(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	for k, v := range desired.Labels {
+		existing.Labels[k] = v
+	}
+	existing.Webhooks = desired.Webhooks
+}
+
+func gvrString(gvr schema.GroupVersionResource) string {
+	return gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
+}
+
+// coveredResources lists the resources whose DELETEs c sends to the webhook.
+func coveredResources(c *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupVersionResource]bool {
+	out := map[schema.GroupVersionResource]bool{}
+	for _, w := range c.Webhooks {
+		for _, r := range w.Rules {
+			for _, g := range r.APIGroups {
+				for _, v := range r.APIVersions {
+					for _, res := range r.Resources {
+						out[schema.GroupVersionResource{Group: g, Version: v, Resource: res}] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// webhookTargetChanged reports whether the webhook moved (URL or CA): then
+// every entry is new as far as propagation goes.
+func webhookTargetChanged(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+	if len(existing.Webhooks) != 1 || len(desired.Webhooks) != 1 {
+		return true
+	}
+	e, d := existing.Webhooks[0].ClientConfig, desired.Webhooks[0].ClientConfig
+	return !equality.Semantic.DeepEqual(e.URL, d.URL) || !equality.Semantic.DeepEqual(e.CABundle, d.CABundle)
+}

@@ -1,0 +1,133 @@
+// Package rbac renders the RBAC objects the runtime identities need, in each
+// place of a kcp topology where they are needed. The Terraform provider
+// applies them and the integration tests bootstrap with them, so both grant
+// exactly the same access.
+package rbac
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Names of the objects this package renders. They are stable: Terraform
+// imports them by name and upgrades must find them again.
+const (
+	WorkspaceReaderName = "depctrl:controller:workspace-reader"
+	ExportAccessName    = "depctrl:runtime:export-access"
+	ShardReaderName     = "depctrl:webhook:reader"
+	managedByLabel      = "app.kubernetes.io/managed-by"
+	managedByValue      = "depctrl"
+)
+
+// Grant is a ClusterRole and the ClusterRoleBinding that gives it to
+// subjects, both named alike.
+type Grant struct {
+	Role    *rbacv1.ClusterRole
+	Binding *rbacv1.ClusterRoleBinding
+}
+
+// kcp admits a user into a workspace only with verb "access" on the
+// non-resource URL "/" there, before any other RBAC is considered.
+var workspaceAccess = rbacv1.PolicyRule{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}}
+
+// WorkspaceReader lets the controller read Workspace objects, which is how
+// it resolves a path such as root:org:network to a logical cluster. It
+// belongs in root and in every intermediate workspace of a protected path.
+func WorkspaceReader(subjects []rbacv1.Subject) Grant {
+	return grant(WorkspaceReaderName, subjects,
+		workspaceAccess,
+		rbacv1.PolicyRule{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"get", "list", "watch"}},
+	)
+}
+
+// ExportAccess lets the runtime identities use the dep-ctrl APIExport: find
+// its virtual workspace URLs, read and write through the virtual workspace
+// (rules and their status, and the claimed webhook configurations), hold the
+// controller's leader-election lease, and record events. It belongs in the
+// dep-ctrl workspace.
+func ExportAccess(exportName string, subjects []rbacv1.Subject) Grant {
+	return grant(ExportAccessName, subjects,
+		workspaceAccess,
+		rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{exportName}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{exportName}, Verbs: []string{"*"}},
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	)
+}
+
+// ReadResource names what the webhook may read on a shard: a group and
+// resource, "*" for all.
+type ReadResource struct {
+	Group    string
+	Resource string
+}
+
+// ShardReader lets the webhook read dependents in every workspace of one
+// shard. It belongs in that shard's system:admin logical cluster, whose RBAC
+// kcp consults for every workspace on the shard (and only on that shard).
+// With no resources it grants read on everything, secrets included; naming
+// the dependent types narrows it.
+func ShardReader(subjects []rbacv1.Subject, resources []ReadResource) Grant {
+	rules := []rbacv1.PolicyRule{workspaceAccess}
+	if len(resources) == 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
+	} else {
+		byGroup := map[string][]string{}
+		for _, r := range resources {
+			byGroup[r.Group] = append(byGroup[r.Group], r.Resource)
+		}
+		groups := make([]string, 0, len(byGroup))
+		for g := range byGroup {
+			groups = append(groups, g)
+		}
+		sort.Strings(groups)
+		for _, g := range groups {
+			res := byGroup[g]
+			sort.Strings(res)
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: []string{"get", "list", "watch"}})
+		}
+	}
+	return grant(ShardReaderName, subjects, rules...)
+}
+
+// ParseReadResource parses "resource.group" (or "resource" for the core
+// group, "*" for everything in a group as "*.group").
+func ParseReadResource(s string) (ReadResource, error) {
+	if s == "" || strings.ContainsAny(s, " /") {
+		return ReadResource{}, fmt.Errorf("%q is not of the form resource.group (for example virtualmachines.compute.example.io)", s)
+	}
+	resource, group, _ := strings.Cut(s, ".")
+	return ReadResource{Group: group, Resource: resource}, nil
+}
+
+// User and Group build subjects.
+func User(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+// Group builds a group subject.
+func Group(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name}
+}
+
+func grant(name string, subjects []rbacv1.Subject, rules ...rbacv1.PolicyRule) Grant {
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: managedByValue}}
+	return Grant{
+		Role: &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: meta,
+			Rules:      rules,
+		},
+		Binding: &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: *meta.DeepCopy(),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   subjects,
+		},
+	}
+}

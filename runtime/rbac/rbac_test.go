@@ -1,0 +1,80 @@
+package rbac
+
+import (
+	"reflect"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+func TestShardReader(t *testing.T) {
+	webhook := []rbacv1.Subject{User("depctrl-webhook")}
+	tests := []struct {
+		name      string
+		resources []ReadResource
+		want      []rbacv1.PolicyRule
+	}{
+		{
+			name: "wildcard by default",
+			want: []rbacv1.PolicyRule{
+				workspaceAccess,
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
+		{
+			name: "narrowed, grouped and sorted",
+			resources: []ReadResource{
+				{Group: "compute.example.io", Resource: "virtualmachines"},
+				{Group: "compute.example.io", Resource: "manageddbs"},
+				{Group: "", Resource: "configmaps"},
+			},
+			want: []rbacv1.PolicyRule{
+				workspaceAccess,
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"compute.example.io"}, Resources: []string{"manageddbs", "virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := ShardReader(webhook, tt.resources)
+			if !reflect.DeepEqual(g.Role.Rules, tt.want) {
+				t.Fatalf("rules = %+v\nwant %+v", g.Role.Rules, tt.want)
+			}
+			if g.Binding.RoleRef.Name != g.Role.Name || !reflect.DeepEqual(g.Binding.Subjects, webhook) {
+				t.Fatalf("binding does not bind the role to the subjects: %+v", g.Binding)
+			}
+		})
+	}
+}
+
+func TestExportAccessIsScopedToTheExport(t *testing.T) {
+	g := ExportAccess("dependencies.opendefense.cloud", []rbacv1.Subject{User("c")})
+	for _, r := range g.Role.Rules {
+		for _, res := range r.Resources {
+			if (res == "apiexports" || res == "apiexports/content") && !reflect.DeepEqual(r.ResourceNames, []string{"dependencies.opendefense.cloud"}) {
+				t.Errorf("%s must be limited to the export, got resourceNames %v", res, r.ResourceNames)
+			}
+		}
+	}
+}
+
+func TestParseReadResource(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    ReadResource
+		wantErr bool
+	}{
+		{in: "virtualmachines.compute.example.io", want: ReadResource{Group: "compute.example.io", Resource: "virtualmachines"}},
+		{in: "configmaps", want: ReadResource{Resource: "configmaps"}},
+		{in: "*.compute.example.io", want: ReadResource{Group: "compute.example.io", Resource: "*"}},
+		{in: "", wantErr: true},
+		{in: "compute.example.io/virtualmachines", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseReadResource(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseReadResource(%q) = %+v, %v; want %+v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

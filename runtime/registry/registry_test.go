@@ -1,0 +1,141 @@
+package registry
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+var (
+	vpcs = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	fws  = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "firewallrules"}
+)
+
+func rule(name, kind, resource string, deps ...v1alpha1.Dependency) *v1alpha1.DependencyRule {
+	return &v1alpha1.DependencyRule{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: v1alpha1.DependencyRuleSpec{
+			Dependent:    v1alpha1.Dependent{APIExportName: "compute.test.io", Group: "compute.test.io", Version: "v1", Kind: kind, Resource: resource},
+			Dependencies: deps,
+		},
+	}
+}
+
+func dep(gvr schema.GroupVersionResource, path string) v1alpha1.Dependency {
+	return v1alpha1.Dependency{
+		APIExportRef: v1alpha1.APIExportRef{Path: "root:network", Name: "network.test.io"},
+		Group:        gvr.Group, Version: gvr.Version, Resource: gvr.Resource,
+		FieldRef: v1alpha1.FieldRef{Path: path},
+	}
+}
+
+func TestRegisterFindUnregister(t *testing.T) {
+	r := New()
+	if _, err := r.Register("c1/vm", rule("vm", "VirtualMachine", "virtualmachines",
+		dep(vpcs, ".spec.vpcRef.name"), dep(vpcs, ".spec.extraVPCs[*].name"), dep(fws, ".spec.firewall"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register("c0/db", rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Protections(vpcs)
+	if len(got) != 2 || got[0].Rule != "c0/db" || got[1].Rule != "c1/vm" {
+		t.Fatalf("protections of vpcs = %+v", got)
+	}
+	if len(got[1].Paths) != 2 || got[1].DependentKind != "VirtualMachine" {
+		t.Fatalf("the VM rule should carry both paths to vpcs: %+v", got[1])
+	}
+	// Another version of the same resource finds the same protections.
+	if len(r.Protections(schema.GroupVersionResource{Group: vpcs.Group, Version: "v2", Resource: vpcs.Resource})) != 2 {
+		t.Fatal("lookups must not depend on the request's version")
+	}
+
+	// An in-place edit replaces the rule: the firewall protection goes away.
+	old, err := r.Register("c1/vm", rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpcRef.name")))
+	if err != nil || old == nil {
+		t.Fatalf("re-register: %v, old %v", err, old)
+	}
+	if len(r.Protections(fws)) != 0 {
+		t.Fatal("an edited rule must stop protecting what it no longer names")
+	}
+	if p := r.Protections(vpcs); len(p) != 2 || len(p[1].Paths) != 1 {
+		t.Fatalf("after edit: %+v", p)
+	}
+
+	r.Unregister("c1/vm")
+	r.Unregister("c0/db")
+	if r.Len() != 0 || len(r.Protections(vpcs)) != 0 {
+		t.Fatal("unregistered rules must leave nothing behind")
+	}
+}
+
+func TestRegisterRefusesInvalidRules(t *testing.T) {
+	r := New()
+	if _, err := r.Register("c/bad", rule("bad", "VirtualMachine", "virtualmachines", dep(vpcs, "spec.no-dot"))); err == nil {
+		t.Fatal("want an error for an unparseable field path")
+	}
+	if r.Len() != 0 {
+		t.Fatal("an invalid rule must not be registered")
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	r := New()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				key := fmt.Sprintf("c%d/r%d", w, i%10)
+				if _, err := r.Register(key, rule("r", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"))); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%3 == 0 {
+					r.Unregister(key)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				for _, p := range r.Protections(vpcs) {
+					if p.Dependent.Resource != "virtualmachines" || len(p.Paths) != 1 {
+						t.Errorf("torn read: %+v", p)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(r.Protections(vpcs)); got != r.Len() {
+		t.Fatalf("index has %d entries for %d rules", got, r.Len())
+	}
+}
+
+func BenchmarkProtections(b *testing.B) {
+	r := New()
+	for i := range 1000 {
+		target := schema.GroupVersionResource{Group: fmt.Sprintf("g%d.test.io", i%50), Version: "v1", Resource: "things"}
+		if _, err := r.Register(fmt.Sprintf("c/r%d", i), rule("r", "VirtualMachine", "virtualmachines", dep(target, ".spec.ref"))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	target := schema.GroupVersionResource{Group: "g7.test.io", Version: "v1", Resource: "things"}
+	b.ResetTimer()
+	for b.Loop() {
+		if len(r.Protections(target)) != 20 {
+			b.Fatal("wrong count")
+		}
+	}
+}

@@ -1,0 +1,125 @@
+// Package virtualworkspace reads and writes through the virtual workspaces
+// of the dep-ctrl APIExport: one per shard, each serving the workspaces on
+// that shard that bound the export.
+package virtualworkspace
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Resources read and written through the virtual workspaces.
+var (
+	endpointSlicesGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+	// APIBindingsGVR lists the workspaces that bound the export.
+	APIBindingsGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apibindings"}
+	// WebhookConfigurationsGVR is the resource the export claims.
+	WebhookConfigurationsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+)
+
+// clusterAnnotation names the logical cluster of an object read through a
+// /clusters/* wildcard.
+const clusterAnnotation = "kcp.io/cluster"
+
+// VirtualWorkspaces reaches the dep-ctrl APIExport's virtual workspaces:
+// one per shard, each serving the workspaces on that shard that bound the
+// export. It reads them directly, never from a cache, so a decision to
+// delete a webhook configuration is never taken on a partial view.
+type VirtualWorkspaces struct {
+	// Home talks to the dep-ctrl workspace (where the export lives).
+	Home       *rest.Config
+	ExportName string
+
+	http *http.Client
+}
+
+// New returns a reader for the export's virtual workspaces.
+func New(home *rest.Config, exportName string) (*VirtualWorkspaces, error) {
+	hc, err := rest.HTTPClientFor(home)
+	if err != nil {
+		return nil, fmt.Errorf("building HTTP client: %w", err)
+	}
+	return &VirtualWorkspaces{Home: home, ExportName: exportName, http: hc}, nil
+}
+
+// URLs returns the virtual workspace URLs from the APIExportEndpointSlice
+// of the same name as the export. It is empty until some workspace binds
+// the export.
+func (v *VirtualWorkspaces) URLs(ctx context.Context) ([]string, error) {
+	c, err := dynamic.NewForConfigAndClient(rest.CopyConfig(v.Home), v.http)
+	if err != nil {
+		return nil, err
+	}
+	slice, err := c.Resource(endpointSlicesGVR).Get(ctx, v.ExportName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading APIExportEndpointSlice %q: %w", v.ExportName, err)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(slice.Object, "status", "endpoints")
+	var urls []string
+	for _, e := range endpoints {
+		if m, ok := e.(map[string]interface{}); ok {
+			if u, _ := m["url"].(string); u != "" {
+				urls = append(urls, u)
+			}
+		}
+	}
+	sort.Strings(urls)
+	return urls, nil
+}
+
+// Client returns a dynamic client for cluster ("*" for all) at the virtual
+// workspace url.
+func (v *VirtualWorkspaces) Client(url, cluster string) (dynamic.Interface, error) {
+	cfg := rest.CopyConfig(v.Home)
+	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/" + cluster
+	return dynamic.NewForConfigAndClient(cfg, v.http)
+}
+
+// Object is something read through a wildcard: the object and where it lives.
+type Object struct {
+	URL     string
+	Cluster string
+	Obj     *unstructured.Unstructured
+}
+
+// ListAll lists gvr across every workspace of every virtual workspace. Any
+// failure fails the whole list.
+func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr schema.GroupVersionResource) ([]Object, error) {
+	var out []Object
+	for _, url := range urls {
+		c, err := v.Client(url, "*")
+		if err != nil {
+			return nil, err
+		}
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			list, err := c.Resource(gvr).List(ctx, opts)
+			if apierrors.IsNotFound(err) && gvr == WebhookConfigurationsGVR {
+				// No workspace on this shard accepted the claim yet.
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing %s at %s: %w", gvr.GroupResource(), url, err)
+			}
+			for i := range list.Items {
+				item := &list.Items[i]
+				out = append(out, Object{URL: url, Cluster: item.GetAnnotations()[clusterAnnotation], Obj: item})
+			}
+			if list.GetContinue() == "" {
+				break
+			}
+			opts.Continue = list.GetContinue()
+		}
+	}
+	return out, nil
+}

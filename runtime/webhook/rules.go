@@ -1,0 +1,161 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// RuleSync keeps the registry equal to the rules: a full read of every
+// virtual workspace before the webhook reports ready, then watch events.
+type RuleSync struct {
+	VW       *virtualworkspace.VirtualWorkspaces
+	Registry *registry.Registry
+	Log      logr.Logger
+
+	initialized chan struct{}
+	mu          sync.Mutex
+	populated   bool
+	// watched holds the keys a watch event already decided while the
+	// initial read was running; the read must not undo those decisions.
+	watched map[string]bool
+}
+
+// NewRuleSync returns a RuleSync with an empty registry.
+func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
+	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{}}
+}
+
+// Initialized is closed once every existing rule is registered.
+func (s *RuleSync) Initialized() <-chan struct{} { return s.initialized }
+
+// Ready is a readiness check: not ready until the registry is complete.
+func (s *RuleSync) Ready() error {
+	select {
+	case <-s.initialized:
+		return nil
+	default:
+		return fmt.Errorf("rule registry not yet populated")
+	}
+}
+
+// Start reads every rule from every shard's virtual workspace, retrying
+// until it succeeds, then marks the registry complete. It runs on every
+// replica.
+func (s *RuleSync) Start(ctx context.Context) error {
+	backoff := 500 * time.Millisecond
+	for {
+		n, err := s.populate(ctx)
+		if err == nil {
+			s.Log.Info("rule registry populated", "rules", n)
+			close(s.initialized)
+			<-ctx.Done()
+			return nil
+		}
+		s.Log.Error(err, "populating the rule registry; retrying", "after", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// NeedLeaderElection: every replica needs its own registry.
+func (s *RuleSync) NeedLeaderElection() bool { return false }
+
+func (s *RuleSync) populate(ctx context.Context) (int, error) {
+	urls, err := s.VW.URLs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	objs, err := s.VW.ListAll(ctx, urls, v1alpha1.GroupVersionResource)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range objs {
+		key := registry.Key(o.Cluster, o.Obj.GetName())
+		if s.watched[key] {
+			continue
+		}
+		rule := &v1alpha1.DependencyRule{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, rule); err != nil {
+			s.Log.Error(err, "decoding rule", "rule", key)
+			continue
+		}
+		if _, err := s.Registry.Register(key, rule); err != nil {
+			s.Log.Error(err, "rule not registered", "rule", key)
+		}
+	}
+	s.populated = true
+	s.watched = nil
+	rulesRegistered.Set(float64(s.Registry.Len()))
+	return len(objs), nil
+}
+
+// Observe records the current state of one rule, read through c, in the
+// registry, and reports the outcome in the rule's Enforced condition.
+func (s *RuleSync) Observe(ctx context.Context, c client.Client, cluster, name string) error {
+	key := registry.Key(cluster, name)
+	rule := &v1alpha1.DependencyRule{}
+	err := c.Get(ctx, client.ObjectKey{Name: name}, rule)
+	s.mu.Lock()
+	if !s.populated {
+		s.watched[key] = true
+	}
+	if apierrors.IsNotFound(err) {
+		if s.Registry.Unregister(key) != nil {
+			s.Log.Info("rule removed", "rule", key)
+		}
+		rulesRegistered.Set(float64(s.Registry.Len()))
+		s.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("reading rule %s: %w", key, err)
+	}
+	enforced := metav1.Condition{Type: v1alpha1.ConditionEnforced, ObservedGeneration: rule.Generation}
+	if !rule.DeletionTimestamp.IsZero() {
+		s.Registry.Unregister(key)
+		s.mu.Unlock()
+		return nil
+	}
+	if _, regErr := s.Registry.Register(key, rule); regErr != nil {
+		// Keep enforcing the previous generation, if any: a bad edit must
+		// not open a gap in protection.
+		enforced.Status, enforced.Reason, enforced.Message = metav1.ConditionFalse, "InvalidRule", regErr.Error()
+		s.Log.Error(regErr, "rule not registered", "rule", key)
+	} else {
+		enforced.Status, enforced.Reason = metav1.ConditionTrue, "Registered"
+		enforced.Message = fmt.Sprintf("the webhook checks deletions against generation %d of this rule", rule.Generation)
+		s.Log.V(1).Info("rule registered", "rule", key, "generation", rule.Generation)
+	}
+	rulesRegistered.Set(float64(s.Registry.Len()))
+	s.mu.Unlock()
+
+	if c := meta.FindStatusCondition(rule.Status.Conditions, enforced.Type); c != nil &&
+		c.Status == enforced.Status && c.Reason == enforced.Reason && c.ObservedGeneration == enforced.ObservedGeneration {
+		return nil
+	}
+	meta.SetStatusCondition(&rule.Status.Conditions, enforced)
+	if err := c.Status().Update(ctx, rule); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing Enforced condition of rule %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// Options configure the webhook binary.
+type Options struct {
+	Kubeconfig     string
+	Context        string
+	ExportName     string
+	CertDir        string
+	Addr           string
+	MetricsAddr    string
+	ProbeAddr      string
+	RequestTimeout time.Duration
+	// IgnoreDeletingDependents lets dependents that are being deleted stop
+	// blocking.
+	IgnoreDeletingDependents bool
+}
+
+// Run serves admission requests until ctx ends.
+func Run(ctx context.Context, o Options, log logr.Logger) error {
+	if o.CertDir == "" {
+		return fmt.Errorf("--tls-cert-dir is required: a directory with tls.crt and tls.key")
+	}
+	ws, err := kcpconfig.Load(o.Kubeconfig, o.Context)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apisv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	provider, err := apiexport.New(ws.Config, o.ExportName, apiexport.Options{Scheme: scheme, Log: &log})
+	if err != nil {
+		return fmt.Errorf("setting up the APIExport provider for %q: %w", o.ExportName, err)
+	}
+	mgr, err := mcmanager.New(ws.Config, provider, manager.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.ProbeAddr,
+		Logger:                 log,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
+	if err != nil {
+		return err
+	}
+	reg := registry.New()
+	rules := NewRuleSync(vw, reg, log.WithName("rules"))
+	if err := mgr.GetLocalManager().Add(rules); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("registry", func(*http.Request) error { return rules.Ready() }); err != nil {
+		return err
+	}
+
+	finder, err := NewFrontProxyFinder(ws.Base)
+	if err != nil {
+		return err
+	}
+	finder.IgnoreDeleting = o.IgnoreDeletingDependents
+	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{RequestTimeout: o.RequestTimeout}, log.WithName("validator"))
+	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator, Log: log.WithName("server")}); err != nil {
+		return err
+	}
+
+	if err := mcbuilder.ControllerManagedBy(mgr).
+		Named("rule-registry").
+		For(&v1alpha1.DependencyRule{}).
+		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			cl, err := mgr.GetCluster(ctx, req.ClusterName)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
+			}
+			return ctrl.Result{}, rules.Observe(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
+		})); err != nil {
+		return fmt.Errorf("setting up the rule watch: %w", err)
+	}
+	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,269 @@
+// Package webhook decides DELETE admission requests for protected objects:
+// a deletion is refused while a dependent in the same consumer workspace
+// still references the object under some DependencyRule.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+)
+
+// Index finds the protections for a protected resource.
+type Index interface {
+	Protections(target schema.GroupVersionResource) []registry.Protection
+}
+
+// Blocker is a dependent that still references the object being deleted.
+type Blocker struct {
+	Kind, Namespace, Name string
+}
+
+func (b Blocker) String() string { return b.Kind + "/" + b.Name }
+
+// DependentFinder looks up dependents in a consumer workspace.
+type DependentFinder interface {
+	// FindBlockers returns up to limit dependents of p in cluster that
+	// reference name. namespace is the deleted object's namespace ("" for
+	// a cluster-scoped object, meaning: look everywhere).
+	FindBlockers(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int) ([]Blocker, int, error)
+	// Terminating reports whether the logical cluster is being deleted.
+	Terminating(ctx context.Context, cluster string) (bool, error)
+}
+
+// ValidatorOptions tune the validator.
+type ValidatorOptions struct {
+	// RequestTimeout bounds the work for one request; keep it below the
+	// webhook configuration's timeoutSeconds so a slow lookup ends in a
+	// clear denial rather than an admission timeout.
+	RequestTimeout time.Duration
+	// MaxBlockersReported caps the dependents named in a denial.
+	MaxBlockersReported int
+}
+
+// Validator decides admission requests.
+type Validator struct {
+	index       Index
+	finder      DependentFinder
+	opts        ValidatorOptions
+	log         logr.Logger
+	initialized <-chan struct{}
+}
+
+// NewValidator returns a validator that denies every protected DELETE until
+// initialized is closed.
+func NewValidator(index Index, finder DependentFinder, initialized <-chan struct{}, opts ValidatorOptions, log logr.Logger) *Validator {
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 8 * time.Second
+	}
+	if opts.MaxBlockersReported == 0 {
+		opts.MaxBlockersReported = 10
+	}
+	return &Validator{index: index, finder: finder, opts: opts, log: log, initialized: initialized}
+}
+
+// ServeHTTP implements the admission endpoint.
+func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	review, err := decodeReview(r)
+	if err != nil {
+		v.log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
+		observe(outcomeBadRequest, start)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, outcome := v.Decide(r.Context(), review.Request)
+	observe(outcome, start)
+	writeReview(w, review, resp)
+}
+
+func observe(outcome string, start time.Time) {
+	decisions.WithLabelValues(outcome).Inc()
+	latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+}
+
+// Decide applies the deletion policy to one request.
+func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.Operation != admissionv1.Delete {
+		return allow("only DELETE is checked"), outcomeAllowed
+	}
+	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
+	select {
+	case <-v.initialized:
+	default:
+		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			"dependency protection is not yet initialized, retry later"), outcomeNotInitialized
+	}
+
+	obj, err := decodeObject(req)
+	if err != nil {
+		log.Info("cannot decide", "error", err.Error())
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+	}
+	meta := objectMeta(obj)
+	target := describe(req)
+
+	if meta.Annotations[v1alpha1.SkipProtectionAnnotation] == "true" {
+		skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
+		log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
+		return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+	}
+
+	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
+	if len(protections) == 0 {
+		return allow(""), outcomeAllowed
+	}
+	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	if cluster == "" {
+		log.Info("cannot decide: object has no logical cluster annotation")
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), outcomeBadRequest
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
+	defer cancel()
+	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, req.Name, protections)
+	if err != nil {
+		log.Error(err, "looking up dependents failed", "cluster", cluster)
+		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
+	}
+	if len(blockers) == 0 {
+		return allow(""), outcomeAllowed
+	}
+	// A workspace that is being deleted must be able to finish: its
+	// contents go away together, whatever references what.
+	if terminating, err := v.finder.Terminating(ctx, cluster); err == nil && terminating {
+		log.Info("deletion allowed: the workspace is being deleted", "cluster", cluster)
+		return allow("the workspace is being deleted"), outcomeAllowed
+	}
+	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
+	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, denialMessage(target, blockers, more)), outcomeDenied
+}
+
+// findBlockers queries every matching protection concurrently and merges
+// what they find in a stable order.
+func (v *Validator) findBlockers(ctx context.Context, cluster, namespace, name string, protections []registry.Protection) ([]Blocker, int, error) {
+	type result struct {
+		blockers []Blocker
+		more     int
+		err      error
+	}
+	results := make([]result, len(protections))
+	var wg sync.WaitGroup
+	for i, p := range protections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, name, p, v.opts.MaxBlockersReported)
+			if err != nil {
+				err = fmt.Errorf("listing %s for rule %s: %w", p.Dependent.GroupResource(), p.Rule, err)
+			}
+			results[i] = result{b, more, err}
+		}()
+	}
+	wg.Wait()
+	seen := map[Blocker]bool{}
+	var all []Blocker
+	more := 0
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.more < 0 || more < 0 {
+			more = -1
+		} else {
+			more += r.more
+		}
+		for _, b := range r.blockers {
+			if !seen[b] {
+				seen[b] = true
+				all = append(all, b)
+			}
+		}
+	}
+	// Any blocker found is a definite answer even if another lookup failed.
+	if len(all) == 0 && len(errs) > 0 {
+		return nil, 0, errors.Join(errs...)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Kind != all[j].Kind {
+			return all[i].Kind < all[j].Kind
+		}
+		if all[i].Namespace != all[j].Namespace {
+			return all[i].Namespace < all[j].Namespace
+		}
+		return all[i].Name < all[j].Name
+	})
+	if len(all) > v.opts.MaxBlockersReported {
+		if more >= 0 {
+			more += len(all) - v.opts.MaxBlockersReported
+		}
+		all = all[:v.opts.MaxBlockersReported]
+	}
+	return all, more, nil
+}
+
+func denialMessage(target string, blockers []Blocker, more int) string {
+	names := make([]string, len(blockers))
+	for i, b := range blockers {
+		names[i] = b.String()
+	}
+	msg := fmt.Sprintf("cannot delete %s: still referenced by %s", target, strings.Join(names, ", "))
+	switch {
+	case more < 0:
+		msg += " and more"
+	case more > 0:
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	return msg
+}
+
+func describe(req *admissionv1.AdmissionRequest) string {
+	return req.Resource.Resource + "/" + req.Name
+}
+
+func decodeObject(req *admissionv1.AdmissionRequest) (map[string]interface{}, error) {
+	raw := req.OldObject.Raw
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("cannot check %s for dependents: the DELETE request carries no object", describe(req))
+	}
+	obj := map[string]interface{}{}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("cannot check %s for dependents: decoding the object: %w", describe(req), err)
+	}
+	return obj, nil
+}
+
+func objectMeta(obj map[string]interface{}) metav1.ObjectMeta {
+	var m metav1.ObjectMeta
+	if raw, ok := obj["metadata"]; ok {
+		if b, err := json.Marshal(raw); err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
+	}
+	return m
+}
+
+// IsNotServed reports whether err means the consumer workspace does not
+// serve the dependent's API: it has not bound it, so it has no dependents.
+func IsNotServed(err error) bool {
+	return apierrors.IsNotFound(err)
+}

@@ -1,0 +1,255 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+)
+
+var (
+	vpcGVR = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	vmGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	dbGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "manageddbs"}
+)
+
+type fakeIndex map[schema.GroupVersionResource][]registry.Protection
+
+func (f fakeIndex) Protections(gvr schema.GroupVersionResource) []registry.Protection { return f[gvr] }
+
+type fakeFinder struct {
+	blockers    map[schema.GroupVersionResource][]Blocker
+	err         map[schema.GroupVersionResource]error
+	terminating bool
+	// calls is atomic: the validator queries protections concurrently.
+	calls atomic.Int64
+}
+
+func (f *fakeFinder) FindBlockers(_ context.Context, _, _, _ string, p registry.Protection, limit int) ([]Blocker, int, error) {
+	f.calls.Add(1)
+	if err := f.err[p.Dependent]; err != nil {
+		return nil, 0, err
+	}
+	b := f.blockers[p.Dependent]
+	if len(b) > limit {
+		return b[:limit], -1, nil
+	}
+	return b, 0, nil
+}
+
+func (f *fakeFinder) Terminating(context.Context, string) (bool, error) { return f.terminating, nil }
+
+func deleteRequest(gvr schema.GroupVersionResource, name string, annotations map[string]string) *admissionv1.AdmissionRequest {
+	obj := map[string]interface{}{"metadata": map[string]interface{}{"name": name, "namespace": "default", "annotations": annotations}}
+	raw, _ := json.Marshal(obj)
+	return &admissionv1.AdmissionRequest{
+		UID:       "uid-1",
+		Operation: admissionv1.Delete,
+		Resource:  metav1.GroupVersionResource(gvr),
+		Namespace: "default",
+		Name:      name,
+		OldObject: runtime.RawExtension{Raw: raw},
+		UserInfo:  authenticationv1.UserInfo{Username: "alice"},
+	}
+}
+
+func TestDecide(t *testing.T) {
+	inCluster := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
+	protections := fakeIndex{vpcGVR: {
+		{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"},
+		{Rule: "c1/db-rule", Dependent: dbGVR, DependentKind: "ManagedDB"},
+	}}
+	tests := []struct {
+		name        string
+		req         *admissionv1.AdmissionRequest
+		finder      *fakeFinder
+		notReady    bool
+		wantAllowed bool
+		wantCode    int32
+		wantMessage string
+		wantOutcome string
+	}{
+		{
+			name: "create is not checked",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.Operation = admissionv1.Create
+				return r
+			}(),
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name:     "not initialized denies",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			notReady: true, wantCode: 503, wantMessage: "not yet initialized, retry later", wantOutcome: outcomeNotInitialized,
+		},
+		{
+			name:        "unprotected resource is allowed without lookups",
+			req:         deleteRequest(vmGVR, "vm", inCluster),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "X", Name: "y"}}}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name:        "skip-protection allows",
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeSkipped,
+		},
+		{
+			name:     "skip-protection must be exactly true",
+			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "yes"}),
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
+		},
+		{
+			name:     "missing cluster annotation is a bad request",
+			req:      deleteRequest(vpcGVR, "v", nil),
+			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "no object in a DELETE is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.OldObject.Raw = nil
+				return r
+			}(),
+			wantCode: 400, wantMessage: "carries no object", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name:        "no dependents allows",
+			req:         deleteRequest(vpcGVR, "v", inCluster),
+			finder:      &fakeFinder{},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name: "dependents deny, in a stable order",
+			req:  deleteRequest(vpcGVR, "my-vpc", inCluster),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{
+				vmGVR: {{Kind: "VirtualMachine", Name: "vm-b"}, {Kind: "VirtualMachine", Name: "vm-a"}},
+				dbGVR: {{Kind: "ManagedDB", Name: "db"}},
+			}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by ManagedDB/db, VirtualMachine/vm-a, VirtualMachine/vm-b",
+			wantOutcome: outcomeDenied,
+		},
+		{
+			name: "long lists are capped",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: func() []Blocker {
+				var b []Blocker
+				for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+					b = append(b, Blocker{Kind: "VirtualMachine", Name: n})
+				}
+				return b
+			}()}},
+			wantCode: 403, wantMessage: "VirtualMachine/j and more", wantOutcome: outcomeDenied,
+		},
+		{
+			name:     "a failed lookup denies and says what failed",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			finder:   &fakeFinder{err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden: boom")}},
+			wantCode: 503, wantMessage: "checking for dependents failed, so protection refuses the deletion: listing virtualmachines.compute.test.io for rule c1/vm-rule: forbidden: boom",
+			wantOutcome: outcomeError,
+		},
+		{
+			name: "a blocker wins over a failed lookup",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{
+				err:      map[schema.GroupVersionResource]error{vmGVR: errors.New("timeout")},
+				blockers: map[schema.GroupVersionResource][]Blocker{dbGVR: {{Kind: "ManagedDB", Name: "db"}}},
+			},
+			wantCode: 403, wantMessage: "still referenced by ManagedDB/db", wantOutcome: outcomeDenied,
+		},
+		{
+			name:        "a terminating workspace may delete anything",
+			req:         deleteRequest(vpcGVR, "v", inCluster),
+			finder:      &fakeFinder{terminating: true, blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ready := make(chan struct{})
+			if !tt.notReady {
+				close(ready)
+			}
+			finder := tt.finder
+			if finder == nil {
+				finder = &fakeFinder{}
+			}
+			v := NewValidator(protections, finder, ready, ValidatorOptions{}, logr.Discard())
+			resp, outcome := v.Decide(context.Background(), tt.req)
+			if resp.Allowed != tt.wantAllowed || outcome != tt.wantOutcome {
+				t.Fatalf("allowed=%v outcome=%s, want allowed=%v outcome=%s (result %+v)", resp.Allowed, outcome, tt.wantAllowed, tt.wantOutcome, resp.Result)
+			}
+			if !tt.wantAllowed {
+				if resp.Result.Code != tt.wantCode || !strings.Contains(resp.Result.Message, tt.wantMessage) {
+					t.Fatalf("result = %d %q, want %d containing %q", resp.Result.Code, resp.Result.Message, tt.wantCode, tt.wantMessage)
+				}
+			}
+		})
+	}
+}
+
+func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	finder := &fakeFinder{}
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, ready, ValidatorOptions{}, logr.Discard())
+	valid, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+	})
+	tests := []struct {
+		name, method, contentType, body string
+		wantStatus                      int
+	}{
+		{"valid", http.MethodPost, "application/json", string(valid), 200},
+		{"GET", http.MethodGet, "", "", 400},
+		{"not JSON", http.MethodPost, "application/json", "{nope", 400},
+		{"wrong content type", http.MethodPost, "text/plain", string(valid), 400},
+		{"empty", http.MethodPost, "application/json", "", 400},
+		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400},
+		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400},
+		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"DELETE"}}`, 400},
+		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", maxReviewBytes) + `"}`, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := finder.calls.Load()
+			r := httptest.NewRequest(tt.method, "/validate", bytes.NewBufferString(tt.body))
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			w := httptest.NewRecorder()
+			v.ServeHTTP(w, r)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", w.Code, tt.wantStatus, w.Body.String())
+			}
+			if tt.wantStatus != 200 && finder.calls.Load() != calls {
+				t.Fatal("a malformed request must not cause lookups")
+			}
+			if tt.wantStatus == 200 {
+				var out admissionv1.AdmissionReview
+				if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Response == nil || out.Response.UID != "uid-1" {
+					t.Fatalf("bad response %s (%v)", w.Body.String(), err)
+				}
+			}
+		})
+	}
+}

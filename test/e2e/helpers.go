@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+var (
+	rulesGVR   = v1alpha1.GroupVersion.WithResource(v1alpha1.Resource)
+	webhookGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+)
+
+// ruleSpec is a DependencyRule whose dependent is dependent and whose one
+// dependency is target in the workspace at exportPath, at fieldPath.
+func ruleObject(name string, dependent, target apiType, exportPath, fieldPath string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "DependencyRule",
+		"metadata":   map[string]interface{}{"name": name},
+		"spec": map[string]interface{}{
+			"dependent": map[string]interface{}{
+				"apiExportName": dependent.Group, "group": dependent.Group, "version": "v1",
+				"kind": dependent.Kind, "resource": dependent.Resource,
+			},
+			"dependencies": []interface{}{map[string]interface{}{
+				"apiExportRef": map[string]interface{}{"path": exportPath, "name": target.Group},
+				"group":        target.Group, "version": "v1", "resource": target.Resource,
+				"fieldRef": map[string]interface{}{"path": fieldPath},
+			}},
+		},
+	}}
+}
+
+func (top *Topology) createRule(ctx context.Context, t *testing.T, ws env.Workspace, rule *unstructured.Unstructured) {
+	t.Helper()
+	_, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Create(ctx, rule, metav1.CreateOptions{})
+	must(t, err)
+}
+
+func (top *Topology) getRule(ctx context.Context, t *testing.T, ws env.Workspace, name string) *unstructured.Unstructured {
+	t.Helper()
+	r, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Get(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	return r
+}
+
+func (top *Topology) deleteRule(ctx context.Context, t *testing.T, ws env.Workspace, name string) {
+	t.Helper()
+	err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// condition returns the status, reason and message of a rule's condition
+// for the rule's current generation, or "" when it is absent or stale.
+func condition(rule *unstructured.Unstructured, condType string) (status, reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(rule.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if m["type"] != condType {
+			continue
+		}
+		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+		if gen != rule.GetGeneration() {
+			return "", "", ""
+		}
+		return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+	}
+	return "", "", ""
+}
+
+// waitReady waits for the rule's Ready condition and returns how long that
+// took from now.
+func (top *Topology) waitReady(ctx context.Context, t *testing.T, ws env.Workspace, name string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	eventually(ctx, t, time.Minute, "rule "+name+" to become Ready", func() error {
+		status, reason, msg := condition(top.getRule(ctx, t, ws, name), v1alpha1.ConditionReady)
+		if status != "True" {
+			return fmt.Errorf("condition Ready=%q %s: %s", status, reason, msg)
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+// waitCondition waits until the rule's condition has the given status and
+// reason, and returns its message.
+func (top *Topology) waitCondition(ctx context.Context, t *testing.T, ws env.Workspace, name, condType, wantStatus, wantReason string) string {
+	t.Helper()
+	var message string
+	eventually(ctx, t, time.Minute, fmt.Sprintf("%s/%s=%s (%s)", name, condType, wantStatus, wantReason), func() error {
+		status, reason, msg := condition(top.getRule(ctx, t, ws, name), condType)
+		if status != wantStatus || reason != wantReason {
+			return fmt.Errorf("%s=%q reason %q: %s", condType, status, reason, msg)
+		}
+		message = msg
+		return nil
+	})
+	return message
+}
+
+// webhookConfiguration returns the installed configuration in ws, or nil.
+func (top *Topology) webhookConfiguration(ctx context.Context, t *testing.T, ws env.Workspace) *unstructured.Unstructured {
+	t.Helper()
+	u, err := top.dynamicFor(t, ws.Path).Resource(webhookGVR).Get(ctx, v1alpha1.WebhookConfigurationName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	must(t, err)
+	return u
+}
+
+// protectedResources lists the resources the configuration in ws covers.
+func (top *Topology) protectedResources(ctx context.Context, t *testing.T, ws env.Workspace) []string {
+	t.Helper()
+	u := top.webhookConfiguration(ctx, t, ws)
+	if u == nil {
+		return nil
+	}
+	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	var out []string
+	for _, h := range hooks {
+		rules, _, _ := unstructured.NestedSlice(h.(map[string]interface{}), "rules")
+		for _, r := range rules {
+			res, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "resources")
+			out = append(out, res...)
+		}
+	}
+	return out
+}
+
+// object creates an object of type a in the consumer with the given spec.
+func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string, spec map[string]interface{}, annotations map[string]string) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": a.Group + "/v1",
+		"kind":       a.Kind,
+		"metadata":   map[string]interface{}{"name": name},
+		"spec":       spec,
+	}}
+	if len(annotations) > 0 {
+		u.SetAnnotations(annotations)
+	}
+	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
+	var err error
+	eventually(ctx, t, time.Minute, "creating "+a.Kind+"/"+name, func() error {
+		if a.ClusterScoped {
+			_, err = res.Create(ctx, u, metav1.CreateOptions{})
+		} else {
+			_, err = res.Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+// remove deletes an object and returns the error kcp answered with.
+func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) error {
+	t.Helper()
+	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
+	if a.ClusterScoped {
+		return res.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	return res.Namespace("apps").Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+// exists reports whether the object is still there.
+func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) bool {
+	t.Helper()
+	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
+	var err error
+	if a.ClusterScoped {
+		_, err = res.Get(ctx, name, metav1.GetOptions{})
+	} else {
+		_, err = res.Namespace("apps").Get(ctx, name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	must(t, err)
+	return true
+}
+
+// expectDenied deletes and asserts the deletion was refused with want in
+// the message, and that the object is still there.
+func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name, want string) {
+	t.Helper()
+	err := top.remove(ctx, t, ws, a, name)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("deleting %s/%s in %s: want a denial containing %q, got %v", a.Kind, name, ws.Path, want, err)
+	}
+	if !top.exists(ctx, t, ws, a, name) {
+		t.Fatalf("%s/%s was deleted although the deletion was denied", a.Kind, name)
+	}
+}
+
+// expectDeleted deletes and asserts success.
+func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) {
+	t.Helper()
+	if err := top.remove(ctx, t, ws, a, name); err != nil {
+		t.Fatalf("deleting %s/%s in %s: %v", a.Kind, name, ws.Path, err)
+	}
+}
+
+func ref(name string) map[string]interface{} {
+	return map[string]interface{}{"vpcRef": map[string]interface{}{"name": name}}
+}

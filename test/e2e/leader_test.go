@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestLeaderElection runs two controller replicas with leader election:
+// exactly one leads, and when it stops the other takes over and rules keep
+// becoming Ready.
+func TestLeaderElection(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	// The lease lives in the dep-ctrl workspace's default namespace.
+	apply(ctx, t, top.admin(t, top.DepCtrl.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n")
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt.StopController(t)
+
+	replica := func(name string) (stop func(), leads func() bool) {
+		ports, err := env.FreePorts(2)
+		must(t, err)
+		p, logFile := rt.StartControllerReplica(t, name, "--leader-elect",
+			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]))
+		return func() { must(t, p.Stop(10*time.Second)) }, func() bool {
+			data, _ := os.ReadFile(logFile)
+			return strings.Contains(strings.ToLower(string(data)), "successfully acquired lease")
+		}
+	}
+	stopA, leadsA := replica("controller-a")
+	stopB, leadsB := replica("controller-b")
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	// Give a second replica every chance to grab the lease too.
+	time.Sleep(5 * time.Second)
+	if leadsA() == leadsB() {
+		t.Fatalf("want exactly one leader; controller-a leads=%v, controller-b leads=%v", leadsA(), leadsB())
+	}
+
+	stopLeader, followerLeads := stopA, leadsB
+	if leadsB() {
+		stopLeader, followerLeads = stopB, leadsA
+	}
+	stopLeader()
+	took := time.Now()
+	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-firewall", managedDBs, firewallRules, top.Network.Path, ".spec.firewall"))
+	top.waitReady(ctx, t, top.Compute, "db-needs-firewall")
+	if !followerLeads() {
+		t.Fatal("the rule became Ready but the remaining replica never acquired the lease")
+	}
+	t.Logf("after the leader stopped, the other replica made a new rule Ready in %s", time.Since(took).Round(time.Millisecond))
+}

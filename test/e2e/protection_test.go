@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestProtection runs the specification's scenarios against a real kcp
+// with the controller and webhook running as processes under their own
+// identities. Consumers live on every shard of the environment.
+func TestProtection(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	startRuntime(ctx, t, e, top.DepCtrl.Path)
+
+	// The rule lives in the compute provider's workspace; the VPCs it
+	// protects are exported from a nested workspace.
+	created := time.Now()
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	t.Logf("rule creation to enforcement (Ready=True): %s", time.Since(created).Round(time.Millisecond))
+
+	if got := top.protectedResources(ctx, t, top.Network); !slices.Equal(got, []string{"vpcs"}) {
+		t.Fatalf("webhook configuration in %s covers %v, want [vpcs]", top.Network.Path, got)
+	}
+	assertConfiguration(ctx, t, top)
+
+	for _, consumer := range top.Consumers {
+		t.Run("blocked while referenced on shard "+consumer.Shard, func(t *testing.T) {
+			top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
+			top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
+			top.object(ctx, t, consumer, virtualMachines, "vm-2", ref("vpc-1"), nil)
+			top.expectDenied(ctx, t, consumer, vpcs, "vpc-1", "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-2")
+			top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-1")
+			top.expectDenied(ctx, t, consumer, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-2")
+			top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-2")
+			top.expectDeleted(ctx, t, consumer, vpcs, "vpc-1")
+		})
+	}
+
+	consumer := top.Consumers[0]
+	t.Run("unreferenced objects delete freely", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "lonely", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "elsewhere", ref("another-vpc"), nil)
+		top.expectDeleted(ctx, t, consumer, vpcs, "lonely")
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "elsewhere")
+	})
+
+	t.Run("skip-protection allows", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-skip", map[string]interface{}{}, map[string]string{v1alpha1.SkipProtectionAnnotation: "true"})
+		top.object(ctx, t, consumer, virtualMachines, "vm-skip", ref("vpc-skip"), nil)
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-skip")
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-skip")
+	})
+
+	t.Run("in-place fieldRef edit takes effect", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-edit", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "vm-old-path", ref("vpc-edit"), nil)
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-edit", "still referenced by VirtualMachine/vm-old-path")
+
+		rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
+		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.networks[*].vpc", "fieldRef", "path"))
+		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
+		uid := rule.GetUID()
+		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+		must(t, err)
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		if top.getRule(ctx, t, top.Compute, "vm-needs-vpc").GetUID() != uid {
+			t.Fatal("the rule was recreated; the edit must apply in place")
+		}
+		top.object(ctx, t, consumer, virtualMachines, "vm-new-path", map[string]interface{}{
+			"networks": []interface{}{map[string]interface{}{"vpc": "other"}, map[string]interface{}{"vpc": "vpc-edit"}},
+		}, nil)
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-edit", "still referenced by VirtualMachine/vm-new-path")
+		if err := top.remove(ctx, t, consumer, vpcs, "vpc-edit"); err == nil || strings.Contains(err.Error(), "vm-old-path") {
+			t.Fatalf("after the edit the old path must not count: %v", err)
+		}
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-new-path")
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-edit")
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-old-path")
+	})
+
+	t.Run("rule deleted, then recreated", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-r", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "vm-r", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-r"}}}, nil)
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-r", "still referenced by VirtualMachine/vm-r")
+
+		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
+		eventually(ctx, t, time.Minute, "the webhook configuration to be removed", func() error {
+			if top.webhookConfiguration(ctx, t, top.Network) != nil {
+				return errStill("webhook configuration present")
+			}
+			return nil
+		})
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-r")
+
+		top.object(ctx, t, consumer, vpcs, "vpc-r", map[string]interface{}{}, nil)
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-r", "still referenced by VirtualMachine/vm-r")
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-r")
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-r")
+	})
+
+	t.Run("a dependent being deleted does not block", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-fin", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "vm-fin", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-fin"}}}, nil)
+		vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		vm, err := vms.Get(ctx, "vm-fin", metav1.GetOptions{})
+		must(t, err)
+		vm.SetFinalizers([]string{"e2e.test.io/hold"})
+		_, err = vms.Update(ctx, vm, metav1.UpdateOptions{})
+		must(t, err)
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-fin", "still referenced by VirtualMachine/vm-fin")
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-fin") // now terminating, held by the finalizer
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-fin")
+		vm, err = vms.Get(ctx, "vm-fin", metav1.GetOptions{})
+		must(t, err)
+		vm.SetFinalizers(nil)
+		_, err = vms.Update(ctx, vm, metav1.UpdateOptions{})
+		must(t, err)
+	})
+
+	t.Run("a consumer workspace being deleted is not wedged", func(t *testing.T) {
+		// kcp deletes a workspace's contents one by one, through admission.
+		// Protection must not hold a workspace that is going away.
+		doomed, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-doomed"))
+		must(t, err)
+		apply(ctx, t, top.admin(t, doomed.Path),
+			bindingYAML("network", top.Network.Path, vpcs.Group),
+			bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+		top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
+		top.object(ctx, t, doomed, virtualMachines, "vm-d", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-d"}}}, nil)
+		top.expectDenied(ctx, t, doomed, vpcs, "vpc-d", "still referenced by VirtualMachine/vm-d")
+		if err := e.DeleteWorkspace(ctx, doomed.Path); err != nil {
+			t.Fatalf("deleting a workspace that holds a referenced VPC: %v", err)
+		}
+	})
+
+	t.Run("cycles are reported on every rule involved", func(t *testing.T) {
+		// VPCs referencing VMs closes a cycle with the VM rule.
+		top.createRule(ctx, t, top.Network, ruleObject("vpc-needs-vm", vpcs, virtualMachines, top.Compute.Path, ".spec.gatewayVM"))
+		msg := top.waitCondition(ctx, t, top.Network, "vpc-needs-vm", v1alpha1.ConditionAcyclic, "False", "CycleDetected")
+		if !strings.Contains(msg, "skip-protection") {
+			t.Fatalf("the cycle message should say the way out: %s", msg)
+		}
+		top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionAcyclic, "False", "CycleDetected")
+		top.deleteRule(ctx, t, top.Network, "vpc-needs-vm")
+		top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionAcyclic, "True", "NoCycle")
+	})
+
+	t.Run("a missing workspace is reported", func(t *testing.T) {
+		top.createRule(ctx, t, top.Compute, ruleObject("dangling", managedDBs, firewallRules, top.Org.Path+":nowhere", ".spec.firewall"))
+		msg := top.waitCondition(ctx, t, top.Compute, "dangling", v1alpha1.ConditionWorkspacesResolved, "False", "WorkspaceNotFound")
+		if !strings.Contains(msg, top.Org.Path+":nowhere") {
+			t.Fatalf("message should name the path: %s", msg)
+		}
+		top.deleteRule(ctx, t, top.Compute, "dangling")
+	})
+}
+
+// assertConfiguration checks the installed configuration's fixed settings.
+func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
+	t.Helper()
+	u := top.webhookConfiguration(ctx, t, top.Network)
+	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+	if len(hooks) != 1 {
+		t.Fatalf("want one webhook, got %d", len(hooks))
+	}
+	h := hooks[0].(map[string]interface{})
+	for field, want := range map[string]string{"failurePolicy": "Fail", "sideEffects": "None", "matchPolicy": "Equivalent"} {
+		if got, _, _ := unstructured.NestedString(h, field); got != want {
+			t.Errorf("%s = %q, want %q", field, got, want)
+		}
+	}
+	if ops, _, _ := unstructured.NestedSlice(h, "rules"); len(ops) == 0 {
+		t.Error("no rules")
+	}
+}
+
+type errStill string
+
+func (e errStill) Error() string { return string(e) }

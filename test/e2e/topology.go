@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// Topology is the kcp side of an installation, bootstrapped the way a
+// platform team would: the dep-ctrl workspace with the export, provider
+// workspaces that bind it, root and per-shard RBAC, and consumers.
+type Topology struct {
+	Env       *env.Env
+	DepCtrl   env.Workspace
+	Org       env.Workspace
+	Network   env.Workspace // nested: root:<org>:network
+	Compute   env.Workspace
+	Consumers []env.Workspace
+}
+
+// setupTopology creates a fresh topology with unique workspace names, so
+// tests share a kcp without sharing state. Consumers are spread over the
+// shards.
+func setupTopology(ctx context.Context, t *testing.T, e *env.Env) *Topology {
+	t.Helper()
+	top := &Topology{Env: e}
+	var err error
+	prefix := env.UniqueName("e2e")
+	top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl")
+	must(t, err)
+	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org")
+	must(t, err)
+	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network")
+	must(t, err)
+	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute")
+	must(t, err)
+	for i, s := range e.Shards {
+		ws, err := e.CreateWorkspace(ctx, "root", fmt.Sprintf("%s-consumer-%d", prefix, i), env.OnShard(s.Name))
+		must(t, err)
+		top.Consumers = append(top.Consumers, ws)
+	}
+
+	runtimeUsers := []rbacv1.Subject{rbac.User(env.ControllerUser), rbac.User(env.WebhookUser)}
+	controllerOnly := []rbacv1.Subject{rbac.User(env.ControllerUser)}
+
+	// The dep-ctrl export and what the runtime may do with it.
+	apply(ctx, t, top.admin(t, top.DepCtrl.Path),
+		string(manifests.APIResourceSchemaYAML()), string(manifests.APIExportYAML()),
+		toYAML(t, rbac.ExportAccess(v1alpha1.DefaultAPIExportName, runtimeUsers)))
+	// Path resolution: read workspaces in root and in the intermediate org.
+	for _, p := range []string{"root", top.Org.Path} {
+		apply(ctx, t, top.admin(t, p), toYAML(t, rbac.WorkspaceReader(controllerOnly)))
+	}
+	// The webhook reads dependents on every shard.
+	for _, s := range e.Shards {
+		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
+		must(t, err)
+		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, nil)))
+	}
+
+	// Providers export their types and bind the dep-ctrl export.
+	apply(ctx, t, top.admin(t, top.Network.Path), exportYAML(vpcs, firewallRules, regions), depCtrlBindingYAML(top.DepCtrl.Path))
+	apply(ctx, t, top.admin(t, top.Compute.Path), exportYAML(virtualMachines, managedDBs), depCtrlBindingYAML(top.DepCtrl.Path))
+	// Consumers bind both providers.
+	for _, c := range top.Consumers {
+		apply(ctx, t, top.admin(t, c.Path),
+			bindingYAML("network", top.Network.Path, vpcs.Group),
+			bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+	}
+	return top
+}
+
+func (top *Topology) admin(t *testing.T, path string) *rest.Config {
+	t.Helper()
+	cfg, err := top.Env.AdminConfig(path)
+	must(t, err)
+	return cfg
+}
+
+// dynamicFor returns an admin dynamic client for a workspace.
+func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(top.admin(t, path))
+	must(t, err)
+	return c
+}
+
+// depCtrlBindingYAML binds the dep-ctrl export and accepts its claim.
+func depCtrlBindingYAML(depCtrlPath string) string {
+	verbs := "[" + strings.Join(gen.ClaimVerbs, ", ") + "]"
+	return fmt.Sprintf(`apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata:
+  name: dep-ctrl
+spec:
+  reference:
+    export:
+      path: %s
+      name: %s
+  permissionClaims:
+  - group: admissionregistration.k8s.io
+    resource: validatingwebhookconfigurations
+    verbs: %s
+    selector:
+      matchAll: true
+    state: Accepted
+`, depCtrlPath, v1alpha1.DefaultAPIExportName, verbs)
+}
+
+func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) {
+	t.Helper()
+	for _, d := range docs {
+		must(t, applyYAML(ctx, cfg, d))
+	}
+}
+
+func toYAML(t *testing.T, g rbac.Grant) string {
+	t.Helper()
+	role, err := yaml.Marshal(g.Role)
+	must(t, err)
+	binding, err := yaml.Marshal(g.Binding)
+	must(t, err)
+	return string(role) + "---\n" + string(binding)
+}

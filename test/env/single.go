@@ -1,0 +1,238 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const defaultReadyTimeout = 3 * time.Minute
+
+// Options tune how an environment is started.
+type Options struct {
+	// Dir is where the environment keeps its files; a temporary directory
+	// when empty. A directory that Start created is removed by Stop.
+	Dir string
+	// KeepDir leaves the directory in place after Stop, for inspection.
+	KeepDir bool
+	// ReadyTimeout bounds the wait for the environment to answer.
+	ReadyTimeout time.Duration
+}
+
+func (o *Options) prepare(prefix string) (cleanup func(), err error) {
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = defaultReadyTimeout
+	}
+	created := false
+	if o.Dir == "" {
+		o.Dir, err = os.MkdirTemp("", prefix)
+		if err != nil {
+			return nil, err
+		}
+		created = true
+	} else if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return nil, err
+	}
+	keep := o.KeepDir
+	dir := o.Dir
+	return func() {
+		if created && !keep {
+			_ = os.RemoveAll(dir)
+		}
+	}, nil
+}
+
+// Start starts an environment of the given topology.
+func Start(ctx context.Context, topology Topology, opts Options) (*Env, error) {
+	switch topology {
+	case SingleShard:
+		return StartSingleShard(ctx, opts)
+	case TwoShards:
+		return StartTwoShards(ctx, opts)
+	default:
+		return nil, fmt.Errorf("unknown topology %q (want %q or %q)", topology, SingleShard, TwoShards)
+	}
+}
+
+// StartSingleShard starts one kcp process on free loopback ports.
+func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) {
+	kcpBin, err := binary("kcp", "kcp")
+	if err != nil {
+		return nil, err
+	}
+	removeDir, err := opts.prepare("depctrl-kcp-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			removeDir()
+		}
+	}()
+
+	// kcp start has no client CA of its own; ours lets identities
+	// authenticate with certificates, as they do through a front-proxy.
+	ca, err := newCertAuthority("depctrl-test-client-ca")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: opts.Dir, Topology: SingleShard,
+		ClientCACert: filepath.Join(opts.Dir, "client-ca.crt"),
+		ClientCAKey:  filepath.Join(opts.Dir, "client-ca.key"),
+	}
+	if err := ca.write(e.ClientCACert, e.ClientCAKey); err != nil {
+		return nil, err
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(opts.Dir, ".kcp")
+	logFile := filepath.Join(opts.Dir, "kcp.log")
+	e.LogFiles = []string{logFile}
+	e.FrontProxyURL = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	args := []string{"start",
+		"--root-directory", root,
+		"--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(ports[0]),
+		"--embedded-etcd-client-port", strconv.Itoa(ports[1]),
+		"--embedded-etcd-peer-port", strconv.Itoa(ports[2]),
+		"--client-ca-file", e.ClientCACert,
+	}
+	p, err := StartProcess("kcp", kcpBin, args, opts.Dir, logFile)
+	if err != nil {
+		return nil, err
+	}
+	e.stop = func() error {
+		err := p.Stop(20 * time.Second)
+		removeDir()
+		return err
+	}
+	defer func() {
+		if retErr != nil {
+			retErr = fmt.Errorf("%w\n%s", retErr, e.TailLogs(30))
+			_ = e.stop()
+		}
+	}()
+
+	admin := filepath.Join(root, "admin.kubeconfig")
+	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return fileExists(admin) }); err != nil {
+		return nil, fmt.Errorf("waiting for kcp to write %s: %w", admin, err)
+	}
+	if err := e.adoptSingleShardKubeconfig(admin); err != nil {
+		return nil, err
+	}
+	e.Shards = []Shard{{Name: "root", URL: e.FrontProxyURL}}
+	if err := e.writeShardAdmin(0); err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return e.ready(ctx) == nil }); err != nil {
+		return nil, fmt.Errorf("waiting for kcp to become ready: %w (last: %v)", err, e.ready(ctx))
+	}
+	if err := e.writeDescriptor(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// adoptSingleShardKubeconfig takes the serving CA from the kubeconfig kcp
+// wrote and keeps that kubeconfig as the admin kubeconfig.
+func (e *Env) adoptSingleShardKubeconfig(path string) error {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	ctx, ok := cfg.Contexts["root"]
+	if !ok {
+		return fmt.Errorf("%s has no context \"root\"", path)
+	}
+	cfg.CurrentContext = "root"
+	cluster := cfg.Clusters[ctx.Cluster]
+	if cluster == nil || len(cluster.CertificateAuthorityData) == 0 {
+		return fmt.Errorf("%s has no certificate authority for context \"root\"", path)
+	}
+	e.CAFile = filepath.Join(e.Dir, "serving-ca.crt")
+	if err := os.WriteFile(e.CAFile, cluster.CertificateAuthorityData, 0o600); err != nil {
+		return err
+	}
+	e.AdminKubeconfig = filepath.Join(e.Dir, "admin.kubeconfig")
+	return clientcmd.WriteToFile(*cfg, e.AdminKubeconfig)
+}
+
+// writeShardAdmin issues a system:masters certificate for shard i and writes
+// a kubeconfig that talks to that shard directly.
+func (e *Env) writeShardAdmin(i int) error {
+	s := &e.Shards[i]
+	id, err := e.Identity("depctrl-shard-admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		return err
+	}
+	cert, err := os.ReadFile(id.CertFile)
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(id.KeyFile)
+	if err != nil {
+		return err
+	}
+	s.AdminKubeconfig = filepath.Join(e.Dir, "shard-"+s.Name+".kubeconfig")
+	return clientcmd.WriteToFile(kubeconfig(s.URL+"/clusters/system:admin", ca, cert, key, id.User), s.AdminKubeconfig)
+}
+
+// FreePorts asks the kernel for n distinct free loopback ports. Another
+// process may take one before kcp binds it; that shows up as a start failure.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitFor polls cond until it holds, the process exits, ctx ends or the
+// timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, p *Process, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return nil
+		}
+		if p != nil {
+			if done, err := p.Exited(); done {
+				return fmt.Errorf("%s exited early: %v", p.name, err)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,250 @@
+// Package runtimetest runs the depctrl controller and webhook as real
+// processes, built from this repository, under their own non-admin
+// identities, for integration and acceptance tests.
+package runtimetest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// runtimeBinaries builds the controller and webhook once per test binary.
+func runtimeBinaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "depctrl-runtime-bin-")
+		if buildErr != nil {
+			return
+		}
+		root, err := env.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/depctrl-controller", "./cmd/depctrl-webhook")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the runtime: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+// Runtime is a controller and a webhook running as processes under their
+// own identities.
+type Runtime struct {
+	Dir        string
+	WebhookURL string
+	CAFile     string
+	probePort  int
+	controller *env.Process
+	webhook    *env.Process
+	ctrlArgs   []string
+	whArgs     []string
+	bin        string
+}
+
+// Start starts the webhook and the controller against the dep-ctrl
+// workspace at depCtrlPath and waits until the webhook is ready.
+func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *Runtime {
+	t.Helper()
+	bin := runtimeBinaries(t)
+	dir := t.TempDir()
+	ports := freePorts(t, 5)
+	bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certDir := filepath.Join(dir, "tls")
+	must(t, os.MkdirAll(certDir, 0o700))
+	must(t, os.WriteFile(filepath.Join(certDir, "tls.crt"), bundle.ServerCert, 0o600))
+	must(t, os.WriteFile(filepath.Join(certDir, "tls.key"), bundle.ServerKey, 0o600))
+	caFile := filepath.Join(dir, "ca.crt")
+	must(t, os.WriteFile(caFile, bundle.CACert, 0o600))
+
+	kubeconfigFor := func(user string) string {
+		id, err := e.Identity(user)
+		must(t, err)
+		data, err := e.IdentityKubeconfig(id, depCtrlPath)
+		must(t, err)
+		p := filepath.Join(dir, user+".kubeconfig")
+		must(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+	r := &Runtime{
+		Dir:        dir,
+		WebhookURL: fmt.Sprintf("https://127.0.0.1:%d/validate", ports[0]),
+		CAFile:     caFile,
+		probePort:  ports[2],
+		bin:        bin,
+	}
+	r.whArgs = []string{
+		"--kubeconfig", kubeconfigFor(env.WebhookUser),
+		"--tls-cert-dir", certDir,
+		"--bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+	}
+	r.ctrlArgs = []string{
+		"--kubeconfig", kubeconfigFor(env.ControllerUser),
+		"--webhook-url", r.WebhookURL,
+		"--webhook-ca-bundle-file", caFile,
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[4]),
+		"--resync-period", "20s",
+	}
+	t.Cleanup(func() {
+		r.StopController(t)
+		r.StopWebhook(t)
+		if t.Failed() {
+			for _, f := range []string{"webhook.log", "controller.log"} {
+				data, _ := os.ReadFile(filepath.Join(dir, f))
+				t.Logf("==> %s <==\n%s", f, tail(string(data), 60))
+			}
+		}
+	})
+	r.StartWebhook(ctx, t)
+	r.StartController(t)
+	return r
+}
+
+// StartWebhook starts the webhook and waits until it reports ready.
+func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
+	t.Helper()
+	p, err := env.StartProcess("depctrl-webhook", filepath.Join(r.bin, "depctrl-webhook"), r.whArgs, r.Dir, filepath.Join(r.Dir, "webhook.log"))
+	must(t, err)
+	r.webhook = p
+	readyz := "http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz"
+	Eventually(ctx, t, time.Minute, "the webhook to become ready", func() error {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("webhook exited: %v", err)
+		}
+		resp, err := http.Get(readyz) //nolint:noctx // a probe on loopback
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("readyz: %s", resp.Status)
+		}
+		return nil
+	})
+}
+
+// StartController starts the controller.
+func (r *Runtime) StartController(t *testing.T) {
+	t.Helper()
+	p, err := env.StartProcess("depctrl-controller", filepath.Join(r.bin, "depctrl-controller"), r.ctrlArgs, r.Dir, filepath.Join(r.Dir, "controller.log"))
+	must(t, err)
+	r.controller = p
+}
+
+// StopWebhook stops the webhook process.
+func (r *Runtime) StopWebhook(t *testing.T) {
+	if r.webhook != nil {
+		if err := r.webhook.Stop(10 * time.Second); err != nil {
+			t.Errorf("stopping webhook: %v", err)
+		}
+		r.webhook = nil
+	}
+}
+
+// StopController stops the controller process.
+func (r *Runtime) StopController(t *testing.T) {
+	if r.controller != nil {
+		if err := r.controller.Stop(10 * time.Second); err != nil {
+			t.Errorf("stopping controller: %v", err)
+		}
+		r.controller = nil
+	}
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports, err := env.FreePorts(n)
+	must(t, err)
+	return ports
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Eventually polls check until it returns nil or timeout passes, and fails
+// the test with the last error otherwise.
+func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = check(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (last: %v)", what, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, lines int) string {
+	n := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			n++
+			if n > lines {
+				return s[i+1:]
+			}
+		}
+	}
+	return s
+}
+
+// StartControllerReplica starts one more controller with the same
+// arguments plus extra (later flags win, so extra can move its ports), and
+// logs to <name>.log in the runtime's directory. It is stopped with the
+// test.
+func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...string) (*env.Process, string) {
+	t.Helper()
+	logFile := filepath.Join(r.Dir, name+".log")
+	args := append(append([]string(nil), r.ctrlArgs...), extra...)
+	p, err := env.StartProcess(name, filepath.Join(r.bin, "depctrl-controller"), args, r.Dir, logFile)
+	must(t, err)
+	t.Cleanup(func() {
+		if err := p.Stop(10 * time.Second); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+		if t.Failed() {
+			data, _ := os.ReadFile(logFile)
+			t.Logf("==> %s <==\n%s", filepath.Base(logFile), tail(string(data), 60))
+		}
+	})
+	return p, logFile
+}
