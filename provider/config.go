@@ -16,21 +16,63 @@ import (
 // and in-cluster configuration are deliberately not consulted: a Terraform
 // run must never act on whatever cluster happens to be current.
 const (
-	EnvKubeconfig     = "KCP_KUBECONFIG"
-	EnvContext        = "KCP_CONTEXT"
-	EnvHost           = "KCP_HOST"
-	EnvToken          = "KCP_TOKEN"
-	EnvClientCert     = "KCP_CLIENT_CERTIFICATE"
-	EnvClientKey      = "KCP_CLIENT_KEY"
-	EnvClusterCA      = "KCP_CLUSTER_CA_CERTIFICATE"
-	EnvInsecure       = "KCP_INSECURE_SKIP_TLS_VERIFY"
-	userAgent         = "terraform-provider-depctrl"
+	EnvKubeconfig = "KCP_KUBECONFIG"
+	EnvContext    = "KCP_CONTEXT"
+	EnvHost       = "KCP_HOST"
+	EnvToken      = "KCP_TOKEN"
+	EnvClientCert = "KCP_CLIENT_CERTIFICATE"
+	EnvClientKey  = "KCP_CLIENT_KEY"
+	EnvClusterCA  = "KCP_CLUSTER_CA_CERTIFICATE"
+	EnvInsecure   = "KCP_INSECURE_SKIP_TLS_VERIFY"
+	userAgent     = "terraform-provider-depctrl"
+
+	// The Kubernetes cluster the runtime is deployed into; the same names
+	// as the helm and kubernetes providers use.
+	EnvKubeKubeconfig = "KUBE_CONFIG_PATH"
+	EnvKubeContext    = "KUBE_CTX"
+	EnvKubeHost       = "KUBE_HOST"
+	EnvKubeToken      = "KUBE_TOKEN"
+	EnvKubeClientCert = "KUBE_CLIENT_CERT_DATA"
+	EnvKubeClientKey  = "KUBE_CLIENT_KEY_DATA"
+	EnvKubeClusterCA  = "KUBE_CLUSTER_CA_CERT_DATA"
+	EnvKubeInsecure   = "KUBE_INSECURE"
 	defaultQPS        = 50
 	defaultBurst      = 100
 	nothingConfigured = "set kubeconfig_path, kubeconfig_raw or host in the provider block, or the " + EnvKubeconfig + " or " + EnvHost + " environment variable"
 )
 
-// ConnectionSettings is how the provider reaches kcp, after environment
+// connectionTarget is what a set of connection settings points at: kcp
+// (the provider's own attributes) or the Kubernetes cluster of the
+// provider's kubernetes block.
+type connectionTarget struct {
+	label string
+	// attrPrefix turns an attribute name into its path in the provider
+	// block, such as "kubernetes." + "host".
+	attrPrefix string
+	env        [8]string // kubeconfig, context, host, token, cert, key, CA, insecure
+	nothing    string
+	// workspaces: kcp URLs may name a workspace, which the provider drops.
+	workspaces bool
+}
+
+var (
+	kcpTarget = &connectionTarget{
+		label:      "kcp",
+		env:        [8]string{EnvKubeconfig, EnvContext, EnvHost, EnvToken, EnvClientCert, EnvClientKey, EnvClusterCA, EnvInsecure},
+		nothing:    nothingConfigured,
+		workspaces: true,
+	}
+	kubeTarget = &connectionTarget{
+		label:      "Kubernetes",
+		attrPrefix: "kubernetes.",
+		env:        [8]string{EnvKubeKubeconfig, EnvKubeContext, EnvKubeHost, EnvKubeToken, EnvKubeClientCert, EnvKubeClientKey, EnvKubeClusterCA, EnvKubeInsecure},
+		nothing: "depctrl_runtime deploys into a Kubernetes cluster: set kubeconfig_path, kubeconfig_raw or host in the provider's kubernetes block, or the " +
+			EnvKubeKubeconfig + " or " + EnvKubeHost + " environment variable",
+	}
+)
+
+// ConnectionSettings is how the provider reaches kcp (or, for the
+// kubernetes block, the cluster the runtime runs in), after environment
 // defaults are applied. Empty strings mean "not set".
 type ConnectionSettings struct {
 	KubeconfigPath     string
@@ -42,6 +84,15 @@ type ConnectionSettings struct {
 	ClientKey          string
 	ClusterCA          string
 	InsecureSkipVerify bool
+
+	target *connectionTarget // nil means kcp
+}
+
+func (s ConnectionSettings) tgt() *connectionTarget {
+	if s.target == nil {
+		return kcpTarget
+	}
+	return s.target
 }
 
 // withEnvironment fills unset settings from the environment.
@@ -51,18 +102,19 @@ func (s ConnectionSettings) withEnvironment(getenv func(string) string) (Connect
 			*v = getenv(name)
 		}
 	}
-	fill(&s.KubeconfigPath, EnvKubeconfig)
-	fill(&s.Context, EnvContext)
-	fill(&s.Host, EnvHost)
-	fill(&s.Token, EnvToken)
-	fill(&s.ClientCertificate, EnvClientCert)
-	fill(&s.ClientKey, EnvClientKey)
-	fill(&s.ClusterCA, EnvClusterCA)
+	env := s.tgt().env
+	fill(&s.KubeconfigPath, env[0])
+	fill(&s.Context, env[1])
+	fill(&s.Host, env[2])
+	fill(&s.Token, env[3])
+	fill(&s.ClientCertificate, env[4])
+	fill(&s.ClientKey, env[5])
+	fill(&s.ClusterCA, env[6])
 	if !s.InsecureSkipVerify {
-		if v := getenv(EnvInsecure); v != "" {
+		if v := getenv(env[7]); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return s, fmt.Errorf("%s=%q is not a boolean", EnvInsecure, v)
+				return s, fmt.Errorf("%s=%q is not a boolean", env[7], v)
 			}
 			s.InsecureSkipVerify = b
 		}
@@ -79,15 +131,25 @@ type settingError struct {
 
 func (e *settingError) Error() string { return e.Summary + ": " + e.Detail }
 
-// restConfig turns settings into a client configuration whose Host is the
-// kcp front-proxy base URL, without any /clusters path.
+// restConfig turns settings into a client configuration. For kcp, Host is
+// the front-proxy base URL, without any /clusters path. A settingError names
+// the attribute at fault by its path in the provider block.
 func (s ConnectionSettings) restConfig() (*rest.Config, error) {
+	cfg, err := s.buildConfig()
+	if se, ok := err.(*settingError); ok && se.Attribute != "" {
+		se.Attribute = s.tgt().attrPrefix + se.Attribute
+	}
+	return cfg, err
+}
+
+func (s ConnectionSettings) buildConfig() (*rest.Config, error) {
+	t := s.tgt()
 	var cfg *rest.Config
 	switch {
 	case s.KubeconfigPath != "" && s.KubeconfigRaw != "":
-		return nil, &settingError{"kubeconfig_raw", "Conflicting kcp connection settings", "set either kubeconfig_path or kubeconfig_raw, not both"}
+		return nil, &settingError{"kubeconfig_raw", "Conflicting " + t.label + " connection settings", "set either kubeconfig_path or kubeconfig_raw, not both"}
 	case s.Host != "" && (s.KubeconfigPath != "" || s.KubeconfigRaw != ""):
-		return nil, &settingError{"host", "Conflicting kcp connection settings", "host is an alternative to a kubeconfig: set either host (with credentials) or kubeconfig_path/kubeconfig_raw"}
+		return nil, &settingError{"host", "Conflicting " + t.label + " connection settings", "host is an alternative to a kubeconfig: set either host (with credentials) or kubeconfig_path/kubeconfig_raw"}
 	case s.KubeconfigPath != "" || s.KubeconfigRaw != "":
 		loaded, err := s.fromKubeconfig()
 		if err != nil {
@@ -97,7 +159,7 @@ func (s ConnectionSettings) restConfig() (*rest.Config, error) {
 	case s.Host != "":
 		u, err := url.Parse(s.Host)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return nil, &settingError{"host", "Invalid kcp host", fmt.Sprintf("host %q must be an https URL such as https://kcp.example.com:6443", s.Host)}
+			return nil, &settingError{"host", "Invalid " + t.label + " host", fmt.Sprintf("host %q must be an https URL such as https://kcp.example.com:6443", s.Host)}
 		}
 		if (s.ClientCertificate == "") != (s.ClientKey == "") {
 			attr := "client_key"
@@ -107,7 +169,7 @@ func (s ConnectionSettings) restConfig() (*rest.Config, error) {
 			return nil, &settingError{attr, "Incomplete client certificate", "client_certificate and client_key must be set together"}
 		}
 		if s.Token == "" && s.ClientCertificate == "" {
-			return nil, &settingError{"host", "Missing kcp credentials", "with host, also set token or client_certificate and client_key"}
+			return nil, &settingError{"host", "Missing " + t.label + " credentials", "with host, also set token or client_certificate and client_key"}
 		}
 		cfg = &rest.Config{
 			Host:        s.Host,
@@ -119,17 +181,19 @@ func (s ConnectionSettings) restConfig() (*rest.Config, error) {
 			},
 		}
 	default:
-		return nil, &settingError{"", "No kcp connection configured", nothingConfigured}
+		return nil, &settingError{"", "No " + t.label + " connection configured", t.nothing}
 	}
 	if s.InsecureSkipVerify {
 		cfg.Insecure = true
 		cfg.CAData, cfg.CAFile = nil, ""
 	}
-	base, err := stripClustersPath(cfg.Host)
-	if err != nil {
-		return nil, &settingError{"host", "Invalid kcp host", err.Error()}
+	if t.workspaces {
+		base, err := stripClustersPath(cfg.Host)
+		if err != nil {
+			return nil, &settingError{"host", "Invalid " + t.label + " host", err.Error()}
+		}
+		cfg.Host = base
 	}
-	cfg.Host = base
 	cfg.UserAgent = userAgent
 	cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
 	return cfg, nil

@@ -8,6 +8,7 @@ import (
 
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -18,10 +19,16 @@ import (
 type Connection struct {
 	base *rest.Config
 	err  error
+	// version of the provider binary: the default runtime image tag.
+	version string
 
 	once sync.Once
 	kcp  kcpclientset.ClusterInterface
 	kErr error
+
+	// The cluster the runtime is deployed into (the kubernetes block).
+	kube    *rest.Config
+	kubeErr error
 }
 
 // errConfigUnknown is returned while the provider configuration depends on
@@ -67,6 +74,45 @@ func (c *Connection) Dynamic(path string) (dynamic.Interface, error) {
 	d, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a client for %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// KubeHost is the Kubernetes API server of the kubernetes block, if any.
+func (c *Connection) KubeHost() string {
+	if c.kube == nil {
+		return ""
+	}
+	return c.kube.Host
+}
+
+// Kube returns a client for the cluster the runtime is deployed into.
+func (c *Connection) Kube() (kubernetes.Interface, error) {
+	if c.kubeErr != nil {
+		return nil, c.kubeErr
+	}
+	if c.kube == nil {
+		return nil, errors.New(kubeTarget.nothing)
+	}
+	k, err := kubernetes.NewForConfig(rest.CopyConfig(c.kube))
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", c.kube.Host, err)
+	}
+	return k, nil
+}
+
+// KubeDynamic returns a dynamic client for the cluster the runtime is
+// deployed into, for server-side apply of rendered objects.
+func (c *Connection) KubeDynamic() (dynamic.Interface, error) {
+	if c.kubeErr != nil {
+		return nil, c.kubeErr
+	}
+	if c.kube == nil {
+		return nil, errors.New(kubeTarget.nothing)
+	}
+	d, err := dynamic.NewForConfig(rest.CopyConfig(c.kube))
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", c.kube.Host, err)
 	}
 	return d, nil
 }

@@ -16,6 +16,15 @@ import (
 // explain turns an error from talking to kcp into a diagnostic that says
 // what failed and what to check.
 func explain(host, doing string, err error) diag.Diagnostic {
+	return explainAt("kcp", host, doing, err)
+}
+
+// explainKube is explain for the cluster of the provider's kubernetes block.
+func explainKube(conn *Connection, doing string, err error) diag.Diagnostic {
+	return explainAt("the Kubernetes API server", conn.KubeHost(), doing, err)
+}
+
+func explainAt(label, host, doing string, err error) diag.Diagnostic {
 	summary := "Failed " + doing
 	var se *settingError
 	var unknownAuthority x509.UnknownAuthorityError
@@ -29,16 +38,16 @@ func explain(host, doing string, err error) diag.Diagnostic {
 		return diag.NewErrorDiagnostic(se.Summary, se.Detail)
 	case apierrors.IsUnauthorized(err):
 		return diag.NewErrorDiagnostic(summary,
-			fmt.Sprintf("kcp at %s rejected the credentials (401 Unauthorized): check token, client_certificate/client_key or the kubeconfig user. (%v)", host, err))
+			fmt.Sprintf("%s at %s rejected the credentials (401 Unauthorized): check token, client_certificate/client_key or the kubeconfig user. (%v)", label, host, err))
 	case apierrors.IsForbidden(err):
 		return diag.NewErrorDiagnostic(summary,
-			fmt.Sprintf("kcp refused the request (403 Forbidden): %s. The identity in the provider configuration needs RBAC for this in that workspace.", statusMessage(err)))
+			fmt.Sprintf("%s refused the request (403 Forbidden): %s. The identity in the provider configuration needs RBAC for this.", label, statusMessage(err)))
 	case errors.As(err, &unknownAuthority), errors.As(err, &hostnameErr), strings.Contains(err.Error(), "x509:"):
 		return diag.NewErrorDiagnostic(summary,
 			fmt.Sprintf("the TLS certificate of %s could not be verified: set cluster_ca_certificate (or the kubeconfig's certificate-authority) to the CA that signed it. (%v)", host, err))
 	case errors.Is(err, syscall.ECONNREFUSED), errors.As(err, &dnsErr), errors.As(err, &netErr):
 		return diag.NewErrorDiagnostic(summary,
-			fmt.Sprintf("cannot reach kcp at %s: %v. Check host or the kubeconfig's server, and that the kcp front-proxy is running.", host, err))
+			fmt.Sprintf("cannot reach %s at %s: %v. Check host or the kubeconfig's server, and that it is running.", label, host, err))
 	}
 	return diag.NewErrorDiagnostic(summary, err.Error())
 }

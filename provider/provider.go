@@ -8,12 +8,12 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/client-go/rest"
 )
 
 var _ provider.Provider = &depctrlProvider{}
@@ -28,6 +28,14 @@ type depctrlProvider struct {
 }
 
 type providerModel struct {
+	connectionModel
+	Kubernetes *connectionModel `tfsdk:"kubernetes"`
+}
+
+// connectionModel is the set of attributes that say how to reach a cluster:
+// kcp at the top of the provider block, and the cluster the runtime runs in
+// inside its kubernetes block.
+type connectionModel struct {
 	KubeconfigPath     types.String `tfsdk:"kubeconfig_path"`
 	KubeconfigRaw      types.String `tfsdk:"kubeconfig_raw"`
 	Context            types.String `tfsdk:"context"`
@@ -49,48 +57,69 @@ func (p *depctrlProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 		MarkdownDescription: "The depctrl provider stands up a kcp topology that protects objects from being deleted while other objects still reference them. " +
 			"It connects to kcp through the front-proxy, with a kubeconfig or with `host` and credentials. " +
 			"It never falls back to `KUBECONFIG`, in-cluster configuration or localhost: when nothing points at kcp, it fails and says what to set.",
-		Attributes: map[string]schema.Attribute{
-			"kubeconfig_path": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "Path to a kubeconfig for the kcp front-proxy. Its server may name a workspace (`/clusters/root`); the provider addresses each workspace itself. " +
-					"Defaults to the `" + EnvKubeconfig + "` environment variable. Conflicts with `kubeconfig_raw` and `host`.",
+		Attributes: connectionAttributes(kcpTarget, "the kcp front-proxy", "https://kcp.example.com:6443"),
+		Blocks: map[string]schema.Block{
+			"kubernetes": schema.SingleNestedBlock{
+				MarkdownDescription: "The Kubernetes cluster `depctrl_runtime` deploys the runtime into (in a real installation, the cluster that hosts kcp). " +
+					"Only `depctrl_runtime` uses it; when it is missing, that resource fails and says what to set. " +
+					"The provider never falls back to `KUBECONFIG` or in-cluster configuration here either.",
+				Attributes: connectionAttributes(kubeTarget, "the Kubernetes API server", "https://k8s.example.com:6443"),
 			},
-			"kubeconfig_raw": schema.StringAttribute{
-				Optional:            true,
-				Sensitive:           true,
-				MarkdownDescription: "The content of a kubeconfig for the kcp front-proxy, as an alternative to `kubeconfig_path`. Conflicts with `kubeconfig_path` and `host`.",
-			},
-			"context": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "The kubeconfig context to use. Defaults to the `" + EnvContext + "` environment variable, then the kubeconfig's current context.",
-			},
-			"host": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "The https URL of the kcp front-proxy, such as `https://kcp.example.com:6443`. A `/clusters/...` suffix is ignored. " +
-					"Requires `token` or `client_certificate` and `client_key`. Defaults to the `" + EnvHost + "` environment variable.",
-			},
-			"token": schema.StringAttribute{
-				Optional:            true,
-				Sensitive:           true,
-				MarkdownDescription: "A bearer token for `host`. Defaults to the `" + EnvToken + "` environment variable.",
-			},
-			"client_certificate": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "A PEM client certificate for `host`; requires `client_key`. Defaults to the `" + EnvClientCert + "` environment variable.",
-			},
-			"client_key": schema.StringAttribute{
-				Optional:            true,
-				Sensitive:           true,
-				MarkdownDescription: "The PEM private key of `client_certificate`. Defaults to the `" + EnvClientKey + "` environment variable.",
-			},
-			"cluster_ca_certificate": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "The PEM CA that signed the front-proxy's serving certificate, for `host`. Defaults to the `" + EnvClusterCA + "` environment variable, then the system roots.",
-			},
-			"insecure_skip_tls_verify": schema.BoolAttribute{
-				Optional:            true,
-				MarkdownDescription: "Skip verifying the front-proxy's certificate. Only for throw-away test installations. Defaults to the `" + EnvInsecure + "` environment variable, then `false`.",
-			},
+		},
+	}
+}
+
+// connectionAttributes describes one set of connection attributes; t names
+// the environment variables that stand in for them.
+func connectionAttributes(t *connectionTarget, what, exampleURL string) map[string]schema.Attribute {
+	env := t.env
+	host := "The https URL of " + what + ", such as `" + exampleURL + "`. "
+	if t.workspaces {
+		host += "A `/clusters/...` suffix is ignored. "
+	}
+	kubeconfig := "Path to a kubeconfig for " + what + ". "
+	if t.workspaces {
+		kubeconfig += "Its server may name a workspace (`/clusters/root`); the provider addresses each workspace itself. "
+	}
+	return map[string]schema.Attribute{
+		"kubeconfig_path": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: kubeconfig + "Defaults to the `" + env[0] + "` environment variable. Conflicts with `kubeconfig_raw` and `host`.",
+		},
+		"kubeconfig_raw": schema.StringAttribute{
+			Optional:            true,
+			Sensitive:           true,
+			MarkdownDescription: "The content of a kubeconfig for " + what + ", as an alternative to `kubeconfig_path`. Conflicts with `kubeconfig_path` and `host`.",
+		},
+		"context": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "The kubeconfig context to use. Defaults to the `" + env[1] + "` environment variable, then the kubeconfig's current context.",
+		},
+		"host": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: host + "Requires `token` or `client_certificate` and `client_key`. Defaults to the `" + env[2] + "` environment variable.",
+		},
+		"token": schema.StringAttribute{
+			Optional:            true,
+			Sensitive:           true,
+			MarkdownDescription: "A bearer token for `host`. Defaults to the `" + env[3] + "` environment variable.",
+		},
+		"client_certificate": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "A PEM client certificate for `host`; requires `client_key`. Defaults to the `" + env[4] + "` environment variable.",
+		},
+		"client_key": schema.StringAttribute{
+			Optional:            true,
+			Sensitive:           true,
+			MarkdownDescription: "The PEM private key of `client_certificate`. Defaults to the `" + env[5] + "` environment variable.",
+		},
+		"cluster_ca_certificate": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "The PEM CA that signed the serving certificate of " + what + ", for `host`. Defaults to the `" + env[6] + "` environment variable, then the system roots.",
+		},
+		"insecure_skip_tls_verify": schema.BoolAttribute{
+			Optional:            true,
+			MarkdownDescription: "Skip verifying the serving certificate of " + what + ". Only for throw-away test installations. Defaults to the `" + env[7] + "` environment variable, then `false`.",
 		},
 	}
 }
@@ -101,15 +130,38 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if anyUnknown(m.KubeconfigPath, m.KubeconfigRaw, m.Context, m.Host, m.Token, m.ClientCertificate, m.ClientKey, m.ClusterCA) || m.InsecureSkipVerify.IsUnknown() {
+	kube := m.Kubernetes
+	if kube == nil {
+		kube = &connectionModel{}
+	}
+	if m.unknown() || kube.unknown() {
 		if req.ClientCapabilities.DeferralAllowed {
 			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
 			return
 		}
-		conn := &Connection{err: errConfigUnknown}
+		conn := &Connection{err: errConfigUnknown, kubeErr: errConfigUnknown, version: p.version}
 		resp.DataSourceData, resp.ResourceData = conn, conn
 		return
 	}
+	conn := &Connection{version: p.version}
+	conn.base, conn.err = m.restConfig(kcpTarget, p.version, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// A missing or broken kubernetes block only matters to depctrl_runtime:
+	// keep the error for it instead of failing every plan.
+	conn.kube, conn.kubeErr = kube.restConfig(kubeTarget, p.version, nil)
+	tflog.Debug(ctx, "configured connections", map[string]interface{}{"kcp": conn.Host(), "kubernetes": conn.KubeHost()})
+	resp.DataSourceData, resp.ResourceData = conn, conn
+}
+
+func (m *connectionModel) unknown() bool {
+	return anyUnknown(m.KubeconfigPath, m.KubeconfigRaw, m.Context, m.Host, m.Token, m.ClientCertificate, m.ClientKey, m.ClusterCA) || m.InsecureSkipVerify.IsUnknown()
+}
+
+// restConfig resolves the settings of one connection. With diags, a
+// problem becomes an attribute error there; without, it is returned.
+func (m *connectionModel) restConfig(t *connectionTarget, version string, diags *diag.Diagnostics) (*rest.Config, error) {
 	settings, err := ConnectionSettings{
 		KubeconfigPath:     m.KubeconfigPath.ValueString(),
 		KubeconfigRaw:      m.KubeconfigRaw.ValueString(),
@@ -120,28 +172,31 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 		ClientKey:          m.ClientKey.ValueString(),
 		ClusterCA:          m.ClusterCA.ValueString(),
 		InsecureSkipVerify: m.InsecureSkipVerify.ValueBool(),
+		target:             t,
 	}.withEnvironment(lookupEnv)
 	if err != nil {
-		resp.Diagnostics.AddError("Invalid provider environment", err.Error())
-		return
+		if diags != nil {
+			diags.AddError("Invalid provider environment", err.Error())
+		}
+		return nil, err
 	}
 	cfg, err := settings.restConfig()
 	if err != nil {
-		if se, ok := err.(*settingError); ok && se.Attribute != "" {
-			resp.Diagnostics.AddAttributeError(path.Root(se.Attribute), se.Summary, se.Detail)
-		} else {
-			resp.Diagnostics.AddError("No kcp connection configured", nothingConfigured)
+		if diags != nil {
+			if se, ok := err.(*settingError); ok && se.Attribute != "" {
+				diags.AddAttributeError(attributePath(se.Attribute), se.Summary, se.Detail)
+			} else {
+				diags.AddError("No "+t.label+" connection configured", t.nothing)
+			}
 		}
-		return
+		return nil, err
 	}
-	cfg.UserAgent = fmt.Sprintf("%s/%s", userAgent, p.version)
-	tflog.Debug(ctx, "configured kcp connection", map[string]interface{}{"host": cfg.Host})
-	conn := &Connection{base: cfg}
-	resp.DataSourceData, resp.ResourceData = conn, conn
+	cfg.UserAgent = fmt.Sprintf("%s/%s", userAgent, version)
+	return cfg, nil
 }
 
 func (p *depctrlProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewWorkspaceResource, NewExportResource, NewProviderBindingResource, NewRootRBACResource, NewShardResource, NewDependencyRuleResource}
+	return []func() resource.Resource{NewWorkspaceResource, NewExportResource, NewProviderBindingResource, NewRootRBACResource, NewShardResource, NewDependencyRuleResource, NewRuntimeResource}
 }
 
 func (p *depctrlProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -4,6 +4,7 @@
 package certs
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -32,15 +33,25 @@ func Issue(commonName string, hosts []string, validity time.Duration) (*Bundle, 
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("a serving certificate needs at least one host name or IP address")
 	}
+	caCert, caKey, err := NewCA(commonName+"-ca", validity)
+	if err != nil {
+		return nil, err
+	}
+	return IssueServing(caCert, caKey, commonName, hosts, validity)
+}
+
+// NewCA creates a self-signed CA valid for validity from now and returns its
+// certificate and key in PEM.
+func NewCA(commonName string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	// Certificates carry whole seconds; so does NotAfter.
 	now := time.Now().Truncate(time.Second)
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("generating CA key: %w", err)
+		return nil, nil, fmt.Errorf("generating CA key: %w", err)
 	}
 	caTmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: commonName + "-ca"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             now.Add(-5 * time.Minute),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -49,13 +60,36 @@ func Issue(commonName string, hosts []string, validity time.Duration) (*Bundle, 
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("self-signing CA: %w", err)
+		return nil, nil, fmt.Errorf("self-signing CA: %w", err)
 	}
-	caCert, err := x509.ParseCertificate(caDER)
+	keyPEM, err = encodeKey(caKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), keyPEM, nil
+}
 
+// IssueServing signs a new serving certificate for hosts with an existing
+// CA. Renewing only the serving certificate keeps the CA that kcp already
+// trusts, so a renewal never makes kcp refuse the webhook. The serving
+// certificate never outlives its CA.
+func IssueServing(caCertPEM, caKeyPEM []byte, commonName string, hosts []string, validity time.Duration) (*Bundle, error) {
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("a serving certificate needs at least one host name or IP address")
+	}
+	caCert, err := parseCert(caCertPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA certificate: %w", err)
+	}
+	caKey, err := parseKey(caKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA key: %w", err)
+	}
+	now := time.Now().Truncate(time.Second)
+	notAfter := now.Add(validity)
+	if notAfter.After(caCert.NotAfter) {
+		notAfter = caCert.NotAfter
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating serving key: %w", err)
@@ -64,7 +98,7 @@ func Issue(commonName string, hosts []string, validity time.Duration) (*Bundle, 
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: commonName},
 		NotBefore:    now.Add(-5 * time.Minute),
-		NotAfter:     now.Add(validity),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -79,16 +113,12 @@ func Issue(commonName string, hosts []string, validity time.Duration) (*Bundle, 
 	if err != nil {
 		return nil, fmt.Errorf("signing serving certificate: %w", err)
 	}
-	caKeyPEM, err := encodeKey(caKey)
-	if err != nil {
-		return nil, err
-	}
 	keyPEM, err := encodeKey(key)
 	if err != nil {
 		return nil, err
 	}
 	return &Bundle{
-		CACert:     pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		CACert:     caCertPEM,
 		CAKey:      caKeyPEM,
 		ServerCert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		ServerKey:  keyPEM,
@@ -96,17 +126,61 @@ func Issue(commonName string, hosts []string, validity time.Duration) (*Bundle, 
 	}, nil
 }
 
+// Hosts returns the DNS names and IP addresses the first certificate in
+// certPEM is valid for.
+func Hosts(certPEM []byte) ([]string, error) {
+	c, err := parseCert(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	hosts := append([]string{}, c.DNSNames...)
+	for _, ip := range c.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	return hosts, nil
+}
+
 // NotAfter returns the expiry of the first certificate in certPEM.
 func NotAfter(certPEM []byte) (time.Time, error) {
+	c, err := parseCert(certPEM)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.NotAfter, nil
+}
+
+func parseCert(certPEM []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return time.Time{}, fmt.Errorf("no PEM certificate found")
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("no PEM certificate found")
 	}
 	c, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("parsing certificate: %w", err)
+		return nil, fmt.Errorf("parsing certificate: %w", err)
 	}
-	return c.NotAfter, nil
+	return c, nil
+}
+
+func parseKey(keyPEM []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(keyPEM)
+	if block == nil {
+		return nil, fmt.Errorf("no PEM key found")
+	}
+	if k, err := x509.ParseECPrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing key: %w", err)
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("key of type %T cannot sign", k)
+	}
+	return signer, nil
 }
 
 func encodeKey(k *ecdsa.PrivateKey) ([]byte, error) {

@@ -17,7 +17,7 @@ if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ "$(cat "$stamp_file" 
   exit 0
 fi
 
-kube_version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' apiserver/go.mod)
+kube_version=$(awk '$1=="k8s.io/kubernetes" {print $2} $1=="require" && $2=="k8s.io/kubernetes" {print $3}' apiserver/go.mod)
 minor=$(echo "$kube_version" | cut -d. -f2)
 # Without version ldflags clients that parse the server version (kubectl) fail.
 ldflags="-s -w"

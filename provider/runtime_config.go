@@ -1,0 +1,261 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+)
+
+// Defaults of depctrl_runtime that are not the renderer's.
+const (
+	defaultCertificateValidity = "8760h"
+	defaultCertificateRenewal  = "720h"
+	// The CA outlives many serving certificates, so that renewing one never
+	// changes what kcp trusts.
+	caValidityFactor = 10
+)
+
+// componentModel is the part of depctrl_runtime's controller and webhook
+// blocks that both share.
+type componentModel struct {
+	KubeconfigPath types.String `tfsdk:"kubeconfig_path"`
+	Kubeconfig     types.String `tfsdk:"kubeconfig"`
+	Context        types.String `tfsdk:"context"`
+	Replicas       types.Int64  `tfsdk:"replicas"`
+	ExtraArgs      types.List   `tfsdk:"extra_args"`
+	CPURequest     types.String `tfsdk:"cpu_request"`
+	MemoryRequest  types.String `tfsdk:"memory_request"`
+	CPULimit       types.String `tfsdk:"cpu_limit"`
+	MemoryLimit    types.String `tfsdk:"memory_limit"`
+}
+
+type webhookModel struct {
+	componentModel
+	Port                   types.Int64  `tfsdk:"port"`
+	URL                    types.String `tfsdk:"url"`
+	ExtraSANs              types.List   `tfsdk:"extra_sans"`
+	TLSSecretName          types.String `tfsdk:"tls_secret_name"`
+	CertificateValidity    types.String `tfsdk:"certificate_validity"`
+	CertificateRenewBefore types.String `tfsdk:"certificate_renew_before"`
+}
+
+// runtimeInputs is what depctrl_runtime and depctrl_runtime_manifests have
+// in common: everything the renderer needs except the TLS material.
+type runtimeInputs struct {
+	Namespace       types.String    `tfsdk:"namespace"`
+	CreateNamespace types.Bool      `tfsdk:"create_namespace"`
+	Name            types.String    `tfsdk:"name"`
+	Image           types.String    `tfsdk:"image"`
+	ImageTag        types.String    `tfsdk:"image_tag"`
+	ImagePullPolicy types.String    `tfsdk:"image_pull_policy"`
+	APIExportName   types.String    `tfsdk:"api_export_name"`
+	Controller      *componentModel `tfsdk:"controller"`
+	Webhook         *webhookModel   `tfsdk:"webhook"`
+}
+
+// known reports whether every input is known, so that the objects can be
+// rendered during plan.
+func (in *runtimeInputs) known() bool {
+	if in.Controller == nil || in.Webhook == nil {
+		return false
+	}
+	vals := []unknowable{in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
+		in.Webhook.Port, in.Webhook.URL, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
+	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
+		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
+	}
+	return !anyUnknown(vals...)
+}
+
+// deployConfig turns the inputs into the renderer's configuration, reading
+// and embedding the kubeconfigs. TLS is left for the caller.
+func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	cfg := deploy.Config{
+		Namespace:       in.Namespace.ValueString(),
+		CreateNamespace: in.CreateNamespace.ValueBool(),
+		Name:            in.Name.ValueString(),
+		Image:           in.Image.ValueString(),
+		Tag:             in.ImageTag.ValueString(),
+		ImagePullPolicy: in.ImagePullPolicy.ValueString(),
+		APIExportName:   in.APIExportName.ValueString(),
+		WebhookPort:     int32(in.Webhook.Port.ValueInt64()), //nolint:gosec // validated range
+		WebhookURL:      in.Webhook.URL.ValueString(),
+		TLS:             deploy.TLS{SecretName: in.Webhook.TLSSecretName.ValueString()},
+	}
+	var d diag.Diagnostics
+	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"))
+	diags.Append(d...)
+	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"))
+	diags.Append(d...)
+	return cfg.WithDefaults(), diags
+}
+
+func (c *componentModel) component(ctx context.Context, at path.Path) (deploy.Component, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var args []string
+	diags.Append(c.ExtraArgs.ElementsAs(ctx, &args, false)...)
+	kubeconfig, err := c.kubeconfig()
+	if err != nil {
+		attr := "kubeconfig"
+		if c.KubeconfigPath.ValueString() != "" {
+			attr = "kubeconfig_path"
+		}
+		diags.AddAttributeError(at.AtName(attr), "Unusable kcp kubeconfig", err.Error())
+	}
+	return deploy.Component{
+		Replicas:   int32(c.Replicas.ValueInt64()), //nolint:gosec // validated range
+		Kubeconfig: kubeconfig,
+		ExtraArgs:  args,
+		Resources: deploy.Resources{
+			CPURequest:    c.CPURequest.ValueString(),
+			MemoryRequest: c.MemoryRequest.ValueString(),
+			CPULimit:      c.CPULimit.ValueString(),
+			MemoryLimit:   c.MemoryLimit.ValueString(),
+		},
+	}, diags
+}
+
+// kubeconfig reads the component's kubeconfig and makes it self-contained:
+// a pod has none of the files a local kubeconfig may point at.
+func (c *componentModel) kubeconfig() ([]byte, error) {
+	raw, dir := []byte(c.Kubeconfig.ValueString()), ""
+	if p := c.KubeconfigPath.ValueString(); p != "" {
+		expanded, err := expandHome(p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(expanded)
+		if err != nil {
+			return nil, fmt.Errorf("reading %q: %w", p, err)
+		}
+		raw, dir = data, filepath.Dir(expanded)
+	}
+	out, err := kcpconfig.SelfContained(raw, dir, c.Context.ValueString())
+	if err != nil {
+		return nil, fmt.Errorf("%w. The runtime needs a kubeconfig whose server is the dep-ctrl workspace through the front-proxy", err)
+	}
+	return out, nil
+}
+
+// servingHosts are the names the generated serving certificate covers: the
+// Service's cluster DNS names, the host of webhook.url, and extra_sans.
+func (in *runtimeInputs) servingHosts(ctx context.Context, cfg deploy.Config) []string {
+	hosts := cfg.ServiceHosts()
+	if u, err := url.Parse(cfg.WebhookURL); err == nil && cfg.WebhookURL != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	var extra []string
+	_ = in.Webhook.ExtraSANs.ElementsAs(ctx, &extra, false)
+	hosts = append(hosts, extra...)
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
+// tlsMaterial is the generated TLS state, kept in the resource's private
+// state: keys never show in plans or outputs.
+type tlsMaterial struct {
+	// CABundle is what kcp trusts: the current CA, followed by the previous
+	// one while webhook pods may still serve certificates it signed.
+	CABundle string `json:"caBundle"`
+	CACert   string `json:"caCert"`
+	// CAKey is empty after an import (the cluster never holds it); the
+	// next renewal then starts a new CA.
+	CAKey string `json:"caKey,omitempty"`
+	Cert  string `json:"cert"`
+	Key   string `json:"key"`
+}
+
+// renewal says what of the TLS material a plan replaces.
+type renewal struct{ serving, ca bool }
+
+func (r renewal) any() bool { return r.serving || r.ca }
+
+// planRenewal decides, from the material in state, whether the serving
+// certificate (hosts changed, or within renewBefore of expiry) or the CA
+// (too close to expiry to sign a full-length certificate) must be replaced.
+func planRenewal(prior *tlsMaterial, hosts []string, validity, renewBefore time.Duration, now time.Time) renewal {
+	if prior == nil || prior.Cert == "" {
+		return renewal{serving: true, ca: true}
+	}
+	if caNotAfter, err := certs.NotAfter([]byte(prior.CACert)); err != nil || caNotAfter.Before(now.Add(validity)) {
+		return renewal{serving: true, ca: true}
+	}
+	serving := false
+	if notAfter, err := certs.NotAfter([]byte(prior.Cert)); err != nil || notAfter.Sub(now) < renewBefore {
+		serving = true
+	}
+	have, err := certs.Hosts([]byte(prior.Cert))
+	slices.Sort(have)
+	if err != nil || !slices.Equal(have, hosts) {
+		serving = true
+	}
+	// Without the CA key (after an import) a new certificate needs a new CA.
+	return renewal{serving: serving, ca: serving && prior.CAKey == ""}
+}
+
+// issue carries out a renewal. A new CA is bundled with the previous one
+// (while that is still valid), so kcp keeps trusting webhook pods that
+// still serve the old certificate during the rollout.
+func (r renewal) issue(prior *tlsMaterial, commonName string, hosts []string, validity time.Duration, now time.Time) (*tlsMaterial, error) {
+	if !r.any() {
+		return prior, nil
+	}
+	out := &tlsMaterial{}
+	if prior != nil {
+		*out = *prior
+	}
+	if r.ca {
+		caCert, caKey, err := certs.NewCA(commonName+"-ca", caValidityFactor*validity)
+		if err != nil {
+			return nil, err
+		}
+		out.CABundle = string(caCert)
+		if prior != nil && prior.CACert != "" {
+			if na, err := certs.NotAfter([]byte(prior.CACert)); err == nil && na.After(now) {
+				out.CABundle += strings.TrimSpace(prior.CACert) + "\n"
+			}
+		}
+		out.CACert, out.CAKey = string(caCert), string(caKey)
+	}
+	b, err := certs.IssueServing([]byte(out.CACert), []byte(out.CAKey), commonName, hosts, validity)
+	if err != nil {
+		return nil, err
+	}
+	out.Cert, out.Key = string(b.ServerCert), string(b.ServerKey)
+	return out, nil
+}
+
+// withTLS completes cfg with generated material.
+func withTLS(cfg deploy.Config, m *tlsMaterial) deploy.Config {
+	cfg.TLS.CACert = []byte(m.CABundle)
+	cfg.TLS.Cert = []byte(m.Cert)
+	cfg.TLS.Key = []byte(m.Key)
+	return cfg
+}
+
+// durations parses the certificate settings (validated at plan).
+func (w *webhookModel) durations() (validity, renewBefore time.Duration, err error) {
+	validity, err = time.ParseDuration(w.CertificateValidity.ValueString())
+	if err != nil {
+		return 0, 0, fmt.Errorf("webhook.certificate_validity: %w", err)
+	}
+	renewBefore, err = time.ParseDuration(w.CertificateRenewBefore.ValueString())
+	if err != nil {
+		return 0, 0, fmt.Errorf("webhook.certificate_renew_before: %w", err)
+	}
+	return validity, renewBefore, nil
+}

@@ -1,0 +1,230 @@
+package provider
+
+import (
+	"context"
+	"encoding/pem"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+)
+
+// importRuntime reconstructs the configuration of a deployed runtime from
+// its Deployments and Secrets, and what was applied from that. found is
+// false when there is no runtime of that name.
+func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeModel, priv *privateState) (found bool, err error) {
+	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
+	base := deploy.Config{Namespace: ns, Name: name}
+	get := func(n string) (*appsv1.Deployment, error) {
+		return kube.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{})
+	}
+	ctrl, err := get(base.ControllerName())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading Deployment %s/%s: %w", ns, base.ControllerName(), err)
+	}
+	hook, err := get(base.WebhookName())
+	if err != nil {
+		return false, fmt.Errorf("reading Deployment %s/%s: %w", ns, base.WebhookName(), err)
+	}
+	cc, err := onlyContainer(ctrl)
+	if err != nil {
+		return false, err
+	}
+	wc, err := onlyContainer(hook)
+	if err != nil {
+		return false, err
+	}
+
+	image, tag := splitImage(cc.Image)
+	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address")
+	_, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address")
+	port := int64(deploy.DefaultWebhookPort)
+	for _, p := range wc.Ports {
+		if p.Name == "https" {
+			port = int64(p.ContainerPort)
+		}
+	}
+
+	m.ID = types.StringValue(ns + "/" + name)
+	// A namespace this resource created carries its instance label.
+	n, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	m.CreateNamespace = types.BoolValue(err == nil && n.Labels[deploy.InstanceLabel] == name)
+	m.Image, m.ImageTag = types.StringValue(image), types.StringValue(tag)
+	m.ImagePullPolicy = types.StringValue(string(cc.ImagePullPolicy))
+	m.APIExportName = types.StringValue(ctrlArgs["apiexport-name"])
+	m.WaitForRollout = types.BoolValue(true)
+	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
+
+	kubeconfig := func(component string) (types.String, error) {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, name+"-"+component+"-kubeconfig", metav1.GetOptions{})
+		if err != nil {
+			return types.StringNull(), fmt.Errorf("reading the %s kubeconfig Secret: %w", component, err)
+		}
+		return types.StringValue(string(s.Data[deploy.KubeconfigKey])), nil
+	}
+	m.Controller = componentFrom(ctrl, cc, ctrlExtra)
+	if m.Controller.Kubeconfig, err = kubeconfig("controller"); err != nil {
+		return false, err
+	}
+	m.Webhook = &webhookModel{componentModel: *componentFrom(hook, wc, hookExtra)}
+	if m.Webhook.Kubeconfig, err = kubeconfig("webhook"); err != nil {
+		return false, err
+	}
+	m.Webhook.Port = types.Int64Value(port)
+	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
+	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)
+	m.Webhook.URL = types.StringNull()
+	if u := ctrlArgs["webhook-url"]; u != (deploy.Config{Namespace: ns, Name: name}).EffectiveWebhookURL() {
+		m.Webhook.URL = types.StringValue(u)
+	}
+
+	// The TLS Secret: the generated one, or someone else's.
+	m.Webhook.TLSSecretName = types.StringNull()
+	m.Webhook.ExtraSANs = types.ListValueMust(types.StringType, nil)
+	tlsSecret := ""
+	for _, v := range hook.Spec.Template.Spec.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			tlsSecret = v.Secret.SecretName
+		}
+	}
+	cfg, diags := m.deployConfig(ctx)
+	if diags.HasError() {
+		return false, fmt.Errorf("the deployed configuration is not usable: %v", diags)
+	}
+	if tlsSecret != base.TLSSecretName() {
+		m.Webhook.TLSSecretName = types.StringValue(tlsSecret)
+		ca, notAfter, err := readTLSSecret(ctx, kube, ns, tlsSecret)
+		if err != nil {
+			return false, err
+		}
+		cfg.TLS.SecretName, cfg.TLS.CACert = tlsSecret, ca
+		m.CABundle = types.StringValue(string(ca))
+		m.CertificateNotAfter = types.StringValue(notAfter.Format(timeFormat))
+	} else {
+		tlsm, err := readGeneratedTLS(ctx, kube, ns, tlsSecret)
+		if err != nil {
+			return false, err
+		}
+		hosts, _ := certs.Hosts([]byte(tlsm.Cert))
+		implied := m.servingHosts(ctx, cfg)
+		var extra []attr.Value
+		for _, h := range hosts {
+			if !slices.Contains(implied, h) {
+				extra = append(extra, types.StringValue(h))
+			}
+		}
+		m.Webhook.ExtraSANs = types.ListValueMust(types.StringType, extra)
+		notAfter, err := certs.NotAfter([]byte(tlsm.Cert))
+		if err != nil {
+			return false, err
+		}
+		priv.TLS = tlsm
+		cfg = withTLS(cfg, tlsm)
+		m.CABundle = types.StringValue(tlsm.CABundle)
+		m.CertificateNotAfter = types.StringValue(notAfter.UTC().Format(timeFormat))
+	}
+	m.WebhookURL = types.StringValue(cfg.EffectiveWebhookURL())
+	objs, err := deploy.Render(cfg)
+	if err != nil {
+		return false, fmt.Errorf("the deployed configuration cannot be rendered: %w", err)
+	}
+	priv.Applied = nil
+	for _, o := range objs {
+		priv.Applied = append(priv.Applied, o.Object)
+	}
+	return true, nil
+}
+
+const timeFormat = "2006-01-02T15:04:05Z07:00"
+
+func onlyContainer(d *appsv1.Deployment) (*corev1.Container, error) {
+	if len(d.Spec.Template.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("Deployment %s/%s has %d containers; a depctrl runtime Deployment has one", d.Namespace, d.Name, len(d.Spec.Template.Spec.Containers))
+	}
+	return &d.Spec.Template.Spec.Containers[0], nil
+}
+
+func splitImage(ref string) (image, tag string) {
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return ref, "latest"
+	}
+	return ref[:i], ref[i+1:]
+}
+
+// splitArgs separates the flags the renderer sets (by name) from the extra
+// arguments the user added after them.
+func splitArgs(args []string, known ...string) (map[string]string, []string) {
+	values := map[string]string{}
+	var extra []string
+	for i, a := range args {
+		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if i < len(known) && slices.Contains(known, name) {
+			values[name] = value
+			continue
+		}
+		extra = append(extra, a)
+	}
+	return values, extra
+}
+
+func componentFrom(d *appsv1.Deployment, c *corev1.Container, extra []string) *componentModel {
+	replicas := int64(1)
+	if d.Spec.Replicas != nil {
+		replicas = int64(*d.Spec.Replicas)
+	}
+	q := func(list corev1.ResourceList, name corev1.ResourceName) types.String {
+		if v, ok := list[name]; ok {
+			return types.StringValue(v.String())
+		}
+		return types.StringNull()
+	}
+	args := make([]attr.Value, 0, len(extra))
+	for _, a := range extra {
+		args = append(args, types.StringValue(a))
+	}
+	return &componentModel{
+		KubeconfigPath: types.StringNull(),
+		Context:        types.StringNull(),
+		Replicas:       types.Int64Value(replicas),
+		ExtraArgs:      types.ListValueMust(types.StringType, args),
+		CPURequest:     q(c.Resources.Requests, corev1.ResourceCPU),
+		MemoryRequest:  q(c.Resources.Requests, corev1.ResourceMemory),
+		CPULimit:       q(c.Resources.Limits, corev1.ResourceCPU),
+		MemoryLimit:    q(c.Resources.Limits, corev1.ResourceMemory),
+	}
+}
+
+// readGeneratedTLS reads back a certificate this resource generated. The
+// CA key is not in the cluster, so the next renewal starts a new CA.
+func readGeneratedTLS(ctx context.Context, kube kubernetes.Interface, ns, name string) (*tlsMaterial, error) {
+	s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
+	}
+	bundle := s.Data[deploy.CAKey]
+	first, _ := pem.Decode(bundle)
+	if first == nil {
+		return nil, fmt.Errorf("Secret %s/%s holds no CA certificate in %s", ns, name, deploy.CAKey)
+	}
+	return &tlsMaterial{
+		CABundle: string(bundle),
+		CACert:   string(pem.EncodeToMemory(first)),
+		Cert:     string(s.Data[deploy.TLSCertKey]),
+		Key:      string(s.Data[deploy.TLSKeyKey]),
+	}, nil
+}

@@ -1,0 +1,543 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+)
+
+var (
+	_ resource.Resource                = &runtimeResource{}
+	_ resource.ResourceWithConfigure   = &runtimeResource{}
+	_ resource.ResourceWithImportState = &runtimeResource{}
+	_ resource.ResourceWithModifyPlan  = &runtimeResource{}
+)
+
+const (
+	defaultRuntimeTimeout = 10 * time.Minute
+	// privateKey is where the resource keeps what must not show in plans:
+	// the generated keys and the objects exactly as applied.
+	privateKey = "runtime"
+)
+
+// NewRuntimeResource returns the depctrl_runtime resource.
+func NewRuntimeResource() resource.Resource { return &runtimeResource{} }
+
+type runtimeResource struct {
+	conn *Connection
+}
+
+type runtimeModel struct {
+	runtimeInputs
+	ID                  types.String   `tfsdk:"id"`
+	WaitForRollout      types.Bool     `tfsdk:"wait_for_rollout"`
+	WebhookURL          types.String   `tfsdk:"webhook_url"`
+	CABundle            types.String   `tfsdk:"ca_bundle"`
+	CertificateNotAfter types.String   `tfsdk:"certificate_not_after"`
+	Objects             types.Map      `tfsdk:"objects"`
+	Timeouts            timeouts.Value `tfsdk:"timeouts"`
+}
+
+// privateState is stored with the resource but never shown.
+type privateState struct {
+	TLS     *tlsMaterial             `json:"tls,omitempty"`
+	Applied []map[string]interface{} `json:"applied"`
+}
+
+func (p *privateState) applied() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(p.Applied))
+	for _, m := range p.Applied {
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out
+}
+
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+func loadPrivate(ctx context.Context, p privateGetter) (*privateState, diag.Diagnostics) {
+	data, diags := p.GetKey(ctx, privateKey)
+	if diags.HasError() || len(data) == 0 {
+		return &privateState{}, diags
+	}
+	ps := &privateState{}
+	if err := json.Unmarshal(data, ps); err != nil {
+		diags.AddError("Corrupt private state", fmt.Sprintf("decoding the stored runtime state: %v; `terraform apply -replace` rebuilds it", err))
+	}
+	return ps, diags
+}
+
+type privateSetter interface {
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+func savePrivate(ctx context.Context, p privateSetter, ps *privateState) diag.Diagnostics {
+	data, err := json.Marshal(ps)
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError("Cannot store runtime state", err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, privateKey, data)
+}
+
+func (r *runtimeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_runtime"
+}
+
+func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	attrs := runtimeSchemaAttributes()
+	attrs["id"] = schema.StringAttribute{
+		Computed: true, MarkdownDescription: "`<namespace>/<name>`, the import ID.",
+		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+	}
+	attrs["wait_for_rollout"] = schema.BoolAttribute{
+		Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+		MarkdownDescription: "Wait until both Deployments have rolled out and all their pods are available, within the create or update timeout. Default `true`.",
+	}
+	attrs["webhook_url"] = schema.StringAttribute{
+		Computed:            true,
+		MarkdownDescription: "The URL the controller writes into the webhook configurations, which kcp calls: `webhook.url` or the Service URL.",
+	}
+	attrs["ca_bundle"] = schema.StringAttribute{
+		Computed: true,
+		MarkdownDescription: "The PEM CA bundle kcp verifies the webhook with; the controller already gets it from a ConfigMap. " +
+			"During a CA rotation it holds the new and the previous CA.",
+	}
+	attrs["certificate_not_after"] = schema.StringAttribute{
+		Computed:            true,
+		MarkdownDescription: "When the webhook's serving certificate expires (RFC 3339).",
+	}
+	attrs["objects"] = schema.MapAttribute{
+		Computed: true, ElementType: types.StringType,
+		MarkdownDescription: "Every Kubernetes object of the deployment (`Kind/name`) with a fingerprint of what was applied. " +
+			"A refresh replaces the fingerprint with `" + objectMissing + "` or `" + objectChanged + "` when someone deleted or edited the object, so the next plan repairs it.",
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Deploys the depctrl runtime (controller and webhook) into the Kubernetes cluster of the provider's `kubernetes` block: " +
+			"the namespace, ServiceAccounts, Secrets with each component's kcp kubeconfig, the webhook's TLS certificate (generated, or an existing Secret), " +
+			"the two Deployments and the webhook Service. Every object is applied with server-side apply, so a plan shows and an apply repairs " +
+			"what was changed by hand.\n\n" +
+			"The image tag defaults to this provider's version: upgrading the provider rolls the runtime to the matching version. " +
+			"The generated CA and keys are kept in the resource's private state, never in plans or outputs; the state file holds them, so protect it as any state with secrets. " +
+			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
+		Attributes: attrs,
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func (r *runtimeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan fills the image tag with the provider's version and works out
+// the objects, the CA bundle and the certificate expiry, so that a plan
+// shows exactly which objects change and when a certificate is renewed.
+func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan, config runtimeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if config.ImageTag.IsNull() {
+		plan.ImageTag = types.StringValue(r.conn.versionTag())
+	}
+	var state *runtimeModel
+	if !req.State.Raw.IsNull() {
+		state = &runtimeModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	defer func() { resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...) }()
+	if !plan.known() {
+		return
+	}
+	cfg, diags := plan.deployConfig(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.WebhookURL = types.StringValue(cfg.EffectiveWebhookURL())
+	plan.ID = types.StringValue(cfg.Namespace + "/" + cfg.Name)
+
+	priv, diags := loadPrivate(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	unknown := func() {
+		plan.Objects = types.MapUnknown(types.StringType)
+	}
+	if cfg.TLS.SecretName != "" {
+		if state == nil || state.Webhook == nil || state.Webhook.TLSSecretName.ValueString() != cfg.TLS.SecretName || state.CABundle.ValueString() == "" {
+			plan.CABundle, plan.CertificateNotAfter = types.StringUnknown(), types.StringUnknown()
+			unknown()
+			return
+		}
+		plan.CABundle, plan.CertificateNotAfter = state.CABundle, state.CertificateNotAfter
+		cfg.TLS.CACert = []byte(state.CABundle.ValueString())
+	} else {
+		validity, renewBefore, err := plan.Webhook.durations()
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid certificate settings", err.Error())
+			return
+		}
+		ren := planRenewal(priv.TLS, plan.servingHosts(ctx, cfg), validity, renewBefore, time.Now())
+		if ren.ca {
+			plan.CABundle = types.StringUnknown()
+		} else {
+			plan.CABundle = types.StringValue(priv.TLS.CABundle)
+		}
+		if ren.any() {
+			if state != nil {
+				tflog.Info(ctx, "planning a new webhook serving certificate", map[string]interface{}{"new_ca": ren.ca})
+			}
+			plan.CertificateNotAfter = types.StringUnknown()
+			unknown()
+			return
+		}
+		if state != nil {
+			plan.CertificateNotAfter = state.CertificateNotAfter
+		}
+		cfg = withTLS(cfg, priv.TLS)
+	}
+	objs, err := deploy.Render(cfg)
+	if err != nil {
+		resp.Diagnostics.Append(renderError(err))
+		return
+	}
+	plan.Objects = fingerprints(objs)
+}
+
+// versionTag is the image tag that matches this provider binary.
+func (c *Connection) versionTag() string {
+	if c == nil || c.version == "" {
+		return "dev"
+	}
+	return c.version
+}
+
+func fingerprints(objs []*unstructured.Unstructured) types.Map {
+	m := make(map[string]attr.Value, len(objs))
+	for _, o := range objs {
+		m[objectKey(o)] = types.StringValue(fingerprint(o))
+	}
+	return types.MapValueMust(types.StringType, m)
+}
+
+// renderError points a renderer complaint at the attribute it is about.
+func renderError(err error) diag.Diagnostic {
+	var fe *deploy.FieldError
+	if errors.As(err, &fe) {
+		return diag.NewAttributeErrorDiagnostic(attributePath(fe.Field), "Invalid runtime configuration", fe.Message)
+	}
+	return diag.NewErrorDiagnostic("Invalid runtime configuration", err.Error())
+}
+
+func (r *runtimeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan runtimeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultRuntimeTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &privateState{}, timeout, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+func (r *runtimeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan runtimeModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultRuntimeTimeout)
+	resp.Diagnostics.Append(diags...)
+	priv, diags := loadPrivate(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, priv, timeout, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+type stateSetter interface {
+	Set(ctx context.Context, val interface{}) diag.Diagnostics
+}
+
+// apply renders, applies and prunes the objects, records them, and waits
+// for the rollout. The state is recorded before waiting, so a rollout that
+// times out leaves a resource Terraform knows about.
+func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *privateState, timeout time.Duration, state stateSetter, private privateSetter, diags *diag.Diagnostics) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	kube, err := r.conn.Kube()
+	if err != nil {
+		diags.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+		return
+	}
+	dyn, err := r.conn.KubeDynamic()
+	if err != nil {
+		diags.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+		return
+	}
+	cfg, d := plan.deployConfig(ctx)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	next := &privateState{}
+	if cfg.TLS.SecretName != "" {
+		ca, notAfter, err := readTLSSecret(ctx, kube, cfg.Namespace, cfg.TLS.SecretName)
+		if err != nil {
+			diags.AddAttributeError(path.Root("webhook").AtName("tls_secret_name"), "Unusable TLS Secret", err.Error())
+			return
+		}
+		cfg.TLS.CACert = ca
+		plan.CABundle = types.StringValue(string(ca))
+		plan.CertificateNotAfter = types.StringValue(notAfter.Format(time.RFC3339))
+	} else {
+		validity, _, err := plan.Webhook.durations()
+		if err != nil {
+			diags.AddError("Invalid certificate settings", err.Error())
+			return
+		}
+		// The plan decided: unknown values are what is to be renewed.
+		ren := renewal{serving: plan.CertificateNotAfter.IsUnknown(), ca: plan.CABundle.IsUnknown()}
+		if prior.TLS == nil {
+			ren = renewal{serving: true, ca: true}
+		}
+		tlsm, err := ren.issue(prior.TLS, cfg.WebhookName(), plan.servingHosts(ctx, cfg), validity, time.Now())
+		if err != nil {
+			diags.AddError("Cannot issue the webhook certificate", err.Error())
+			return
+		}
+		next.TLS = tlsm
+		cfg = withTLS(cfg, tlsm)
+		plan.CABundle = types.StringValue(tlsm.CABundle)
+		notAfter, err := certs.NotAfter([]byte(tlsm.Cert))
+		if err != nil {
+			diags.AddError("Cannot read the webhook certificate", err.Error())
+			return
+		}
+		plan.CertificateNotAfter = types.StringValue(notAfter.UTC().Format(time.RFC3339))
+	}
+	objs, err := deploy.Render(cfg)
+	if err != nil {
+		diags.Append(renderError(err))
+		return
+	}
+	tflog.Info(ctx, "applying the runtime", map[string]interface{}{"namespace": cfg.Namespace, "objects": len(objs), "image": cfg.ImageRef()})
+	if err := applyKube(ctx, dyn, objs); err != nil {
+		diags.Append(explainKube(r.conn, "applying the runtime", err))
+		return
+	}
+	// Objects the configuration no longer renders (a generated TLS Secret
+	// after switching to tls_secret_name) are removed.
+	keep := map[string]bool{}
+	for _, o := range objs {
+		keep[objectKey(o)] = true
+	}
+	var stale []*unstructured.Unstructured
+	for _, o := range prior.applied() {
+		if !keep[objectKey(o)] {
+			stale = append(stale, o)
+		}
+	}
+	if err := deleteKube(ctx, dyn, timeout, stale); err != nil {
+		diags.Append(explainKube(r.conn, "removing objects the runtime no longer needs", err))
+		return
+	}
+	for _, o := range objs {
+		next.Applied = append(next.Applied, o.Object)
+	}
+	plan.ID = types.StringValue(cfg.Namespace + "/" + cfg.Name)
+	plan.WebhookURL = types.StringValue(cfg.EffectiveWebhookURL())
+	plan.Objects = fingerprints(objs)
+	diags.Append(state.Set(ctx, plan)...)
+	diags.Append(savePrivate(ctx, private, next)...)
+	if diags.HasError() || !plan.WaitForRollout.ValueBool() {
+		return
+	}
+	for _, name := range []string{cfg.ControllerName(), cfg.WebhookName()} {
+		if err := waitForRollout(ctx, kube, cfg.Namespace, name, timeout); err != nil {
+			diags.AddError("Runtime not rolled out", err.Error()+
+				". The objects are applied; set wait_for_rollout = false to not wait, or check the pods with kubectl -n "+cfg.Namespace+" describe deployment "+name)
+			return
+		}
+	}
+}
+
+// readTLSSecret reads an existing TLS Secret: its CA for kcp and its
+// certificate's expiry.
+func readTLSSecret(ctx context.Context, kube kubernetes.Interface, namespace, name string) ([]byte, time.Time, error) {
+	s, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("reading Secret %s/%s: %w", namespace, name, err)
+	}
+	for _, k := range []string{deploy.TLSCertKey, deploy.TLSKeyKey, deploy.CAKey} {
+		if len(s.Data[k]) == 0 {
+			return nil, time.Time{}, fmt.Errorf("Secret %s/%s has no %s; it needs %s, %s and %s", namespace, name, k, deploy.TLSCertKey, deploy.TLSKeyKey, deploy.CAKey)
+		}
+	}
+	notAfter, err := certs.NotAfter(s.Data[deploy.TLSCertKey])
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("Secret %s/%s: %s: %w", namespace, name, deploy.TLSCertKey, err)
+	}
+	return s.Data[deploy.CAKey], notAfter, nil
+}
+
+// waitForRollout waits as `kubectl rollout status` does: the Deployment
+// controller has seen the latest spec, and every replica is updated and
+// available.
+func waitForRollout(ctx context.Context, kube kubernetes.Interface, namespace, name string, timeout time.Duration) error {
+	return waitUntil(ctx, timeout, fmt.Sprintf("Deployment %s/%s to roll out", namespace, name), func(ctx context.Context) (bool, string, error) {
+		d, err := kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		st := d.Status
+		state := fmt.Sprintf("%d/%d updated, %d/%d available (generation %d observed %d)", st.UpdatedReplicas, want, st.AvailableReplicas, want, d.Generation, st.ObservedGeneration)
+		for _, c := range st.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+				return false, state, permanent(fmt.Errorf("deployment %s/%s exceeded its progress deadline: %s", namespace, name, c.Message))
+			}
+			if c.Status != "True" && c.Message != "" {
+				state += "; " + string(c.Type) + ": " + c.Message
+			}
+		}
+		done := st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.Replicas == want && st.AvailableReplicas == want
+		return done, state, nil
+	})
+}
+
+func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state runtimeModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	priv, diags := loadPrivate(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	kube, err := r.conn.Kube()
+	if err != nil {
+		resp.Diagnostics.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+		return
+	}
+	dyn, err := r.conn.KubeDynamic()
+	if err != nil {
+		resp.Diagnostics.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+		return
+	}
+	if len(priv.Applied) == 0 {
+		// Imported: learn the configuration from the cluster.
+		found, err := importRuntime(ctx, kube, &state, priv)
+		if err != nil {
+			resp.Diagnostics.Append(explainKube(r.conn, "importing the runtime", err))
+			return
+		}
+		if !found {
+			resp.Diagnostics.AddError("Runtime not found", fmt.Sprintf("no depctrl runtime %q in namespace %q: there is no Deployment %s-controller", state.Name.ValueString(), state.Namespace.ValueString(), state.Name.ValueString()))
+			return
+		}
+	}
+	objs := priv.applied()
+	live, missing, err := liveState(ctx, dyn, objs)
+	if err != nil {
+		resp.Diagnostics.Append(explainKube(r.conn, "reading the runtime", err))
+		return
+	}
+	if missing == len(objs) {
+		tflog.Info(ctx, "the runtime is gone from the cluster; removing it from state", map[string]interface{}{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	objects := make(map[string]attr.Value, len(live))
+	for _, k := range slices.Sorted(maps.Keys(live)) {
+		objects[k] = types.StringValue(live[k])
+	}
+	state.Objects = types.MapValueMust(types.StringType, objects)
+	if name := state.Webhook.TLSSecretName.ValueString(); name != "" {
+		// Someone else renews this Secret: pick up its CA and expiry.
+		if ca, notAfter, err := readTLSSecret(ctx, kube, state.Namespace.ValueString(), name); err == nil {
+			state.CABundle = types.StringValue(string(ca))
+			state.CertificateNotAfter = types.StringValue(notAfter.Format(time.RFC3339))
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(savePrivate(ctx, resp.Private, priv)...)
+}
+
+func (r *runtimeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state runtimeModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	timeout, diags := state.Timeouts.Delete(ctx, defaultRuntimeTimeout)
+	resp.Diagnostics.Append(diags...)
+	priv, diags := loadPrivate(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	dyn, err := r.conn.KubeDynamic()
+	if err != nil {
+		resp.Diagnostics.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tflog.Info(ctx, "deleting the runtime", map[string]interface{}{"id": state.ID.ValueString(), "objects": len(priv.Applied)})
+	if err := deleteKube(ctx, dyn, timeout, priv.applied()); err != nil {
+		resp.Diagnostics.Append(explainKube(r.conn, "deleting the runtime", err))
+	}
+}
+
+// ImportState accepts <namespace>/<name>, or <namespace> for the default
+// name; Read then learns everything else from the cluster.
+func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ns, name, found := strings.Cut(req.ID, "/")
+	if !found {
+		name = deploy.DefaultName
+	}
+	if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
+		resp.Diagnostics.AddError("Invalid import ID",
+			fmt.Sprintf("%q is not <namespace>/<name> or <namespace>, such as %s/%s", req.ID, deploy.DefaultNamespace, deploy.DefaultName))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}

@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+)
+
+// Descriptions shared by depctrl_runtime and depctrl_runtime_manifests.
+var runtimeDocs = map[string]string{
+	"namespace":         "The namespace the runtime runs in. Default `" + deploy.DefaultNamespace + "`. Changing it replaces the deployment.",
+	"create_namespace":  "Whether this resource creates (and on destroy deletes) the namespace. Default `true`; set `false` to deploy into a namespace managed elsewhere. Changing it replaces the deployment.",
+	"name":              "Prefix of every object: `<name>-controller`, `<name>-webhook`, `<name>-webhook-tls`, ... Default `" + deploy.DefaultName + "`. Change it only to run two installations in one namespace; changing it replaces the deployment.",
+	"image":             "The runtime image repository, without tag; the image holds both binaries (`make image` builds it). Default `" + deploy.DefaultImage + "`. Updates in place (the pods roll).",
+	"image_tag":         "The image tag. Defaults to the version of this provider, so that provider and runtime always match. Updates in place (the pods roll).",
+	"image_pull_policy": "`Always`, `IfNotPresent` (default) or `Never`. Updates in place.",
+	"api_export_name":   "The name of the dep-ctrl APIExport (and of its APIExportEndpointSlice) in the dep-ctrl workspace. Default `" + v1alpha1.DefaultAPIExportName + "`. Updates in place.",
+	"kubeconfig_path": "Path to a kubeconfig for this component's kcp identity, whose server is the dep-ctrl workspace through the front-proxy (`https://<front-proxy>/clusters/<path>`). " +
+		"Files it references are embedded, and only its current context (or `context`) is kept, so the Secret works in the pod. Only the path is stored in state; a change of the file's content shows as an update. Exactly one of `kubeconfig_path` and `kubeconfig` is required.",
+	"kubeconfig":     "The kubeconfig content instead of `kubeconfig_path`. Sensitive; it is stored in state.",
+	"context":        "The kubeconfig context to use; default its current context.",
+	"replicas":       "Number of pods. Default `2`. The controller elects a leader, so only one writes at a time; webhook replicas share the load. Updates in place.",
+	"extra_args":     "Arguments appended to the binary's command line, such as `[\"--zap-log-level=debug\"]`. Updates in place (the pods roll).",
+	"cpu_request":    "CPU request, a Kubernetes quantity. Default `50m`. Updates in place.",
+	"memory_request": "Memory request. Default `64Mi`. Updates in place.",
+	"cpu_limit":      "CPU limit. Default: none. Updates in place.",
+	"memory_limit":   "Memory limit. Default `256Mi`. Updates in place.",
+	"port":           fmt.Sprintf("The container port the webhook serves HTTPS on; the Service maps port 443 to it. Default `%d`. Updates in place.", deploy.DefaultWebhookPort),
+	"url": "The URL kcp calls the webhook at, when kcp does not run in this cluster (an ingress or load balancer in front of the Service). " +
+		"Default: the Service's cluster DNS name, `https://<name>-webhook.<namespace>.svc:443/validate`. Its host is added to the generated certificate. Updates in place.",
+	"extra_sans": "Further DNS names or IP addresses for the generated serving certificate. Changing them issues a new certificate in place.",
+	"tls_secret_name": "An existing `kubernetes.io/tls` Secret in the namespace to serve with instead of a generated certificate (for cert-manager and the like). " +
+		"It must also hold `ca.crt`, which the controller hands to kcp. Unset (default): the provider generates a CA and a serving certificate. Updates in place.",
+	"certificate_validity": "How long a generated serving certificate is valid, as a Go duration. Default `" + defaultCertificateValidity + "` (a year). " +
+		"The CA is valid ten times as long, so renewing the serving certificate never changes what kcp trusts.",
+	"certificate_renew_before": "A plan within this duration of the serving certificate's expiry issues a new one (in place, the webhook pods roll). Default `" + defaultCertificateRenewal + "` (30 days).",
+}
+
+func runtimeComponentAttributes(component string, sensitive map[string]bool) map[string]schema.Attribute {
+	opt := func(name string) schema.StringAttribute {
+		return schema.StringAttribute{Optional: true, Sensitive: sensitive[name], MarkdownDescription: runtimeDocs[name]}
+	}
+	quantity := func(name, def string) schema.StringAttribute {
+		a := schema.StringAttribute{
+			Optional: true, Computed: def != "", MarkdownDescription: runtimeDocs[name],
+			Validators: []validator.String{quantityValidator{}},
+		}
+		if def != "" {
+			a.Default = stringdefault.StaticString(def)
+		}
+		return a
+	}
+	return map[string]schema.Attribute{
+		"kubeconfig_path": schema.StringAttribute{
+			Optional: true, MarkdownDescription: runtimeDocs["kubeconfig_path"],
+			Validators: []validator.String{
+				stringvalidator.LengthAtLeast(1),
+				stringvalidator.ExactlyOneOf(path.MatchRoot(component).AtName("kubeconfig_path"), path.MatchRoot(component).AtName("kubeconfig")),
+			},
+		},
+		"kubeconfig": opt("kubeconfig"),
+		"context":    opt("context"),
+		"replicas": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(deploy.DefaultReplicas),
+			MarkdownDescription: runtimeDocs["replicas"],
+			Validators:          []validator.Int64{int64validator.Between(0, 10)},
+		},
+		"extra_args": schema.ListAttribute{
+			Optional: true, Computed: true, ElementType: types.StringType,
+			Default:             listdefault.StaticValue(types.ListValueMust(types.StringType, nil)),
+			MarkdownDescription: runtimeDocs["extra_args"],
+			Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(flagRE, "must be a flag such as --zap-log-level=debug"))},
+		},
+		"cpu_request":    quantity("cpu_request", "50m"),
+		"memory_request": quantity("memory_request", "64Mi"),
+		"cpu_limit":      quantity("cpu_limit", ""),
+		"memory_limit":   quantity("memory_limit", "256Mi"),
+	}
+}
+
+func runtimeSchemaAttributes() map[string]schema.Attribute {
+	controller := runtimeComponentAttributes("controller", map[string]bool{"kubeconfig": true})
+	webhook := runtimeComponentAttributes("webhook", map[string]bool{"kubeconfig": true})
+	webhook["port"] = schema.Int64Attribute{
+		Optional: true, Computed: true, Default: int64default.StaticInt64(deploy.DefaultWebhookPort),
+		MarkdownDescription: runtimeDocs["port"],
+		Validators:          []validator.Int64{int64validator.Between(1, 65535), int64validator.NoneOf(8080, 8081)},
+	}
+	webhook["url"] = schema.StringAttribute{
+		Optional: true, MarkdownDescription: runtimeDocs["url"],
+		Validators: []validator.String{stringvalidator.RegexMatches(httpsURLRE, "must be an https URL such as https://depctrl-webhook.example.com/validate")},
+	}
+	webhook["extra_sans"] = schema.ListAttribute{
+		Optional: true, Computed: true, ElementType: types.StringType,
+		Default:             listdefault.StaticValue(types.ListValueMust(types.StringType, nil)),
+		MarkdownDescription: runtimeDocs["extra_sans"],
+		Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(sanRE, "must be a DNS name or an IP address"))},
+	}
+	webhook["tls_secret_name"] = schema.StringAttribute{
+		Optional: true, MarkdownDescription: runtimeDocs["tls_secret_name"],
+		Validators: []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a Secret name")},
+	}
+	webhook["certificate_validity"] = schema.StringAttribute{
+		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateValidity),
+		MarkdownDescription: runtimeDocs["certificate_validity"],
+		Validators:          []validator.String{durationValidator{min: time.Hour}},
+	}
+	webhook["certificate_renew_before"] = schema.StringAttribute{
+		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateRenewal),
+		MarkdownDescription: runtimeDocs["certificate_renew_before"],
+		Validators:          []validator.String{durationValidator{}},
+	}
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	name := func(attr, def string) schema.StringAttribute {
+		return schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(def),
+			MarkdownDescription: runtimeDocs[attr], PlanModifiers: replace,
+			Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: lower case letters, digits and '-'")},
+		}
+	}
+	return map[string]schema.Attribute{
+		"namespace": name("namespace", deploy.DefaultNamespace),
+		"name":      name("name", deploy.DefaultName),
+		"create_namespace": schema.BoolAttribute{
+			Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+			MarkdownDescription: runtimeDocs["create_namespace"],
+			PlanModifiers:       []planmodifier.Bool{boolRequiresReplace()},
+		},
+		"image": schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(deploy.DefaultImage),
+			MarkdownDescription: runtimeDocs["image"],
+			Validators:          []validator.String{stringvalidator.RegexMatches(imageRE, "must be an image repository without tag or digest, such as registry.example.com/depctrl/runtime")},
+		},
+		"image_tag": schema.StringAttribute{
+			Optional: true, Computed: true, MarkdownDescription: runtimeDocs["image_tag"],
+			Validators: []validator.String{stringvalidator.RegexMatches(imageTagRE, "must be an image tag such as v1.2.3")},
+		},
+		"image_pull_policy": schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(deploy.DefaultPullPolicy),
+			MarkdownDescription: runtimeDocs["image_pull_policy"],
+			Validators:          []validator.String{stringvalidator.OneOf("Always", "IfNotPresent", "Never")},
+		},
+		"api_export_name": schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
+			MarkdownDescription: runtimeDocs["api_export_name"],
+			Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be an APIExport name")},
+		},
+		"controller": schema.SingleNestedAttribute{
+			Required:            true,
+			MarkdownDescription: "The controller: it watches DependencyRules and installs the webhook configuration in protected workspaces.",
+			Attributes:          controller,
+		},
+		"webhook": schema.SingleNestedAttribute{
+			Required:            true,
+			MarkdownDescription: "The admission webhook: it decides DELETEs of protected objects.",
+			Attributes:          webhook,
+		},
+	}
+}

@@ -1,0 +1,244 @@
+// Package deploy renders the Kubernetes objects that run the depctrl runtime:
+// the controller and the webhook as Deployments, their ServiceAccounts, the
+// Secrets holding their kcp kubeconfigs and the webhook's TLS material, and
+// the webhook Service. The Terraform provider applies these objects and the
+// depctrl_runtime_manifests data source prints them as YAML, so both ways of
+// deploying come from this one renderer.
+package deploy
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
+)
+
+// Defaults of the deployment. The image tag has no default here: it is the
+// version of the binary that renders, so provider and runtime move together.
+const (
+	DefaultNamespace   = "depctrl-system"
+	DefaultName        = "depctrl"
+	DefaultImage       = "ghcr.io/depctrl/depctrl-runtime"
+	DefaultPullPolicy  = "IfNotPresent"
+	DefaultWebhookPort = 9443
+	DefaultReplicas    = 2
+
+	// Paths of the binaries inside the runtime image.
+	ControllerBinary = "/usr/local/bin/depctrl-controller"
+	WebhookBinary    = "/usr/local/bin/depctrl-webhook"
+
+	// Where the pods find their files.
+	KubeconfigDir = "/etc/depctrl/kcp"
+	TLSDir        = "/etc/depctrl/tls"
+	CADir         = "/etc/depctrl/webhook-ca"
+
+	// Keys in the Secrets and the ConfigMap.
+	KubeconfigKey = "kubeconfig"
+	CAKey         = "ca.crt"
+	TLSCertKey    = "tls.crt"
+	TLSKeyKey     = "tls.key"
+
+	probePort   = 8081
+	metricsPort = 8080
+
+	// ConfigHashAnnotation on a pod template changes whenever a Secret or
+	// ConfigMap the pods read changes, so new credentials roll the pods.
+	ConfigHashAnnotation = "depctrl.opendefense.cloud/config-hash"
+	// ComponentLabel tells the controller's objects from the webhook's.
+	ComponentLabel = "app.kubernetes.io/component"
+	// InstanceLabel carries Config.Name, so two installations in one
+	// namespace never select each other's pods.
+	InstanceLabel = "app.kubernetes.io/instance"
+)
+
+// Resources are a container's requests and limits, as Kubernetes quantities
+// ("100m", "128Mi"). Empty values are left out.
+type Resources struct {
+	CPURequest    string
+	MemoryRequest string
+	CPULimit      string
+	MemoryLimit   string
+}
+
+// Component is what the controller and the webhook have in common.
+type Component struct {
+	Replicas int32
+	// Kubeconfig is a self-contained kubeconfig (certificates embedded)
+	// whose server is the dep-ctrl workspace through the front-proxy.
+	Kubeconfig []byte
+	Resources  Resources
+	// ExtraArgs are appended to the container's arguments.
+	ExtraArgs []string
+}
+
+// TLS is the webhook's serving certificate. Either SecretName names an
+// existing kubernetes.io/tls Secret, or Cert and Key hold material the
+// renderer puts into a Secret of its own. CACert is always needed: the
+// controller hands it to kcp.
+type TLS struct {
+	SecretName string
+	CACert     []byte
+	Cert       []byte
+	Key        []byte
+}
+
+// Config is everything the renderer needs.
+type Config struct {
+	Namespace       string
+	CreateNamespace bool
+	// Name prefixes every object: <name>-controller, <name>-webhook.
+	Name            string
+	Image           string
+	Tag             string
+	ImagePullPolicy string
+	APIExportName   string
+
+	Controller Component
+	Webhook    Component
+	// WebhookPort is the container port the webhook serves HTTPS on.
+	WebhookPort int32
+	// WebhookURL is how kcp reaches the webhook. Empty means the Service's
+	// cluster DNS name, which is right when kcp runs in this cluster.
+	WebhookURL string
+	TLS        TLS
+}
+
+// ControllerName and the other helpers name the rendered objects.
+func (c Config) ControllerName() string { return c.Name + "-controller" }
+
+// WebhookName is the webhook Deployment, ServiceAccount and Service name.
+func (c Config) WebhookName() string { return c.Name + "-webhook" }
+
+// TLSSecretName is the Secret the webhook reads its certificate from.
+func (c Config) TLSSecretName() string {
+	if c.TLS.SecretName != "" {
+		return c.TLS.SecretName
+	}
+	return c.Name + "-webhook-tls"
+}
+
+// CAConfigMapName holds the webhook CA for the controller, which must not
+// see the webhook's private key.
+func (c Config) CAConfigMapName() string { return c.Name + "-webhook-ca" }
+
+func (c Config) kubeconfigSecretName(component string) string {
+	return c.Name + "-" + component + "-kubeconfig"
+}
+
+// ServiceHosts are the DNS names the webhook Service answers to inside the
+// cluster; a generated serving certificate covers all of them.
+func (c Config) ServiceHosts() []string {
+	svc := c.WebhookName()
+	return []string{
+		svc,
+		svc + "." + c.Namespace,
+		svc + "." + c.Namespace + ".svc",
+		svc + "." + c.Namespace + ".svc.cluster.local",
+	}
+}
+
+// EffectiveWebhookURL is WebhookURL or, by default, the Service URL.
+func (c Config) EffectiveWebhookURL() string {
+	if c.WebhookURL != "" {
+		return c.WebhookURL
+	}
+	return "https://" + c.WebhookName() + "." + c.Namespace + ".svc:443" + webhook.ValidatePath
+}
+
+// ImageRef is image:tag.
+func (c Config) ImageRef() string { return c.Image + ":" + c.Tag }
+
+// WithDefaults fills every unset field that has a default.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = DefaultPullPolicy
+	}
+	if c.APIExportName == "" {
+		c.APIExportName = v1alpha1.DefaultAPIExportName
+	}
+	if c.WebhookPort == 0 {
+		c.WebhookPort = DefaultWebhookPort
+	}
+	return c
+}
+
+// FieldError names the configuration field at fault, so the provider can
+// point at the attribute.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Validate checks what Kubernetes would otherwise reject half-way through
+// an apply.
+func (c Config) Validate() error {
+	for _, f := range []struct{ field, value string }{{"namespace", c.Namespace}, {"name", c.Name}} {
+		if errs := validation.IsDNS1123Label(f.value); len(errs) > 0 {
+			return &FieldError{f.field, fmt.Sprintf("%q is not a valid name: %s", f.value, strings.Join(errs, "; "))}
+		}
+	}
+	// The longest derived name must still be a DNS label (Services are).
+	if n := len(c.Name + "-controller-kubeconfig"); n > validation.DNS1123SubdomainMaxLength {
+		return &FieldError{"name", fmt.Sprintf("%q is too long: derived object names would exceed %d characters", c.Name, validation.DNS1123SubdomainMaxLength)}
+	}
+	if len(c.WebhookName()) > validation.DNS1123LabelMaxLength {
+		return &FieldError{"name", fmt.Sprintf("%q is too long: the webhook Service name %q would exceed %d characters", c.Name, c.WebhookName(), validation.DNS1123LabelMaxLength)}
+	}
+	if c.Image == "" || strings.ContainsAny(c.Image, " \t@") || strings.HasSuffix(c.Image, ":") {
+		return &FieldError{"image", fmt.Sprintf("%q is not an image repository (without tag or digest)", c.Image)}
+	}
+	if c.Tag == "" || strings.ContainsAny(c.Tag, " \t:/@") {
+		return &FieldError{"image_tag", fmt.Sprintf("%q is not an image tag", c.Tag)}
+	}
+	switch c.ImagePullPolicy {
+	case "Always", "IfNotPresent", "Never":
+	default:
+		return &FieldError{"image_pull_policy", fmt.Sprintf("%q must be Always, IfNotPresent or Never", c.ImagePullPolicy)}
+	}
+	if c.WebhookPort < 1 || c.WebhookPort > 65535 || c.WebhookPort == probePort || c.WebhookPort == metricsPort {
+		return &FieldError{"webhook.port", fmt.Sprintf("%d must be a port number other than %d and %d (probes and metrics)", c.WebhookPort, probePort, metricsPort)}
+	}
+	if c.WebhookURL != "" {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return &FieldError{"webhook.url", fmt.Sprintf("%q must be an https URL", c.WebhookURL)}
+		}
+	}
+	for name, comp := range map[string]Component{"controller": c.Controller, "webhook": c.Webhook} {
+		if comp.Replicas < 0 {
+			return &FieldError{name + ".replicas", "must not be negative"}
+		}
+		r := comp.Resources
+		for field, q := range map[string]string{"cpu_request": r.CPURequest, "memory_request": r.MemoryRequest, "cpu_limit": r.CPULimit, "memory_limit": r.MemoryLimit} {
+			if q == "" {
+				continue
+			}
+			if _, err := resource.ParseQuantity(q); err != nil {
+				return &FieldError{name + ".resources." + field, fmt.Sprintf("%q is not a Kubernetes quantity such as 100m or 128Mi", q)}
+			}
+		}
+	}
+	if len(c.TLS.CACert) == 0 {
+		return &FieldError{"webhook.tls_secret_name", "no CA certificate for the webhook: the TLS Secret must hold ca.crt"}
+	}
+	if c.TLS.SecretName == "" && (len(c.TLS.Cert) == 0 || len(c.TLS.Key) == 0) {
+		return &FieldError{"webhook.tls_secret_name", "no TLS material: give an existing Secret or let the certificate be generated"}
+	}
+	return nil
+}
