@@ -200,7 +200,7 @@ func (p *depctrlProvider) Resources(context.Context) []func() resource.Resource 
 }
 
 func (p *depctrlProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewWorkspaceDataSource, NewShardsDataSource, NewDependencyRulesDataSource}
+	return []func() datasource.DataSource{NewWorkspaceDataSource, NewShardsDataSource, NewDependencyRulesDataSource, NewRuntimeManifestsDataSource}
 }
 
 type unknowable interface{ IsUnknown() bool }

@@ -30,7 +30,8 @@ func accEnv(t *testing.T, topology env.Topology) *env.Env {
 	}
 	// Settings from the developer's shell must not leak into the provider
 	// blocks the tests write.
-	for _, v := range []string{EnvKubeconfig, EnvContext, EnvHost, EnvToken, EnvClientCert, EnvClientKey, EnvClusterCA, EnvInsecure} {
+	for _, v := range []string{EnvKubeconfig, EnvContext, EnvHost, EnvToken, EnvClientCert, EnvClientKey, EnvClusterCA, EnvInsecure,
+		EnvKubeKubeconfig, EnvKubeContext, EnvKubeHost, EnvKubeToken, EnvKubeClientCert, EnvKubeClientKey, EnvKubeClusterCA, EnvKubeInsecure} {
 		t.Setenv(v, "")
 	}
 	return env.ForTest(t, topology)

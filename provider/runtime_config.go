@@ -114,7 +114,7 @@ func (c *componentModel) component(ctx context.Context, at path.Path) (deploy.Co
 		if c.KubeconfigPath.ValueString() != "" {
 			attr = "kubeconfig_path"
 		}
-		diags.AddAttributeError(at.AtName(attr), "Unusable kcp kubeconfig", err.Error())
+		diags.AddAttributeError(at.AtName(attr), "Unusable kcp kubeconfig", at.AtName(attr).String()+": "+err.Error())
 	}
 	return deploy.Component{
 		Replicas:   int32(c.Replicas.ValueInt64()), //nolint:gosec // validated range

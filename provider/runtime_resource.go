@@ -31,10 +31,11 @@ import (
 )
 
 var (
-	_ resource.Resource                = &runtimeResource{}
-	_ resource.ResourceWithConfigure   = &runtimeResource{}
-	_ resource.ResourceWithImportState = &runtimeResource{}
-	_ resource.ResourceWithModifyPlan  = &runtimeResource{}
+	_ resource.Resource                   = &runtimeResource{}
+	_ resource.ResourceWithConfigure      = &runtimeResource{}
+	_ resource.ResourceWithImportState    = &runtimeResource{}
+	_ resource.ResourceWithModifyPlan     = &runtimeResource{}
+	_ resource.ResourceWithValidateConfig = &runtimeResource{}
 )
 
 const (
@@ -153,6 +154,38 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 	}
 }
 
+// ValidateConfig rejects a renewal window as long as the certificate's
+// validity: every plan would issue a new certificate.
+func (r *runtimeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m runtimeModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() || m.Webhook == nil {
+		return
+	}
+	resp.Diagnostics.Append(validateRenewal(m.Webhook)...)
+}
+
+func validateRenewal(w *webhookModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if w.CertificateValidity.IsUnknown() || w.CertificateRenewBefore.IsUnknown() {
+		return diags
+	}
+	validity, renew := defaultCertificateValidity, defaultCertificateRenewal
+	if !w.CertificateValidity.IsNull() {
+		validity = w.CertificateValidity.ValueString()
+	}
+	if !w.CertificateRenewBefore.IsNull() {
+		renew = w.CertificateRenewBefore.ValueString()
+	}
+	v, err1 := time.ParseDuration(validity)
+	r, err2 := time.ParseDuration(renew)
+	if err1 == nil && err2 == nil && r >= v {
+		diags.AddAttributeError(path.Root("webhook").AtName("certificate_renew_before"), "Invalid renewal window",
+			fmt.Sprintf("webhook.certificate_renew_before (%s) must be shorter than webhook.certificate_validity (%s), or every plan would issue a new certificate", renew, validity))
+	}
+	return diags
+}
+
 func (r *runtimeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -256,7 +289,7 @@ func fingerprints(objs []*unstructured.Unstructured) types.Map {
 func renderError(err error) diag.Diagnostic {
 	var fe *deploy.FieldError
 	if errors.As(err, &fe) {
-		return diag.NewAttributeErrorDiagnostic(attributePath(fe.Field), "Invalid runtime configuration", fe.Message)
+		return diag.NewAttributeErrorDiagnostic(attributePath(fe.Field), "Invalid runtime configuration", fe.Error())
 	}
 	return diag.NewErrorDiagnostic("Invalid runtime configuration", err.Error())
 }

@@ -22,6 +22,13 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
 )
 
+// Resource defaults of both components.
+const (
+	defaultCPURequest    = "50m"
+	defaultMemoryRequest = "64Mi"
+	defaultMemoryLimit   = "256Mi"
+)
+
 // Descriptions shared by depctrl_runtime and depctrl_runtime_manifests.
 var runtimeDocs = map[string]string{
 	"namespace":         "The namespace the runtime runs in. Default `" + deploy.DefaultNamespace + "`. Changing it replaces the deployment.",
@@ -87,10 +94,10 @@ func runtimeComponentAttributes(component string, sensitive map[string]bool) map
 			MarkdownDescription: runtimeDocs["extra_args"],
 			Validators:          []validator.List{listvalidator.ValueStringsAre(stringvalidator.RegexMatches(flagRE, "must be a flag such as --zap-log-level=debug"))},
 		},
-		"cpu_request":    quantity("cpu_request", "50m"),
-		"memory_request": quantity("memory_request", "64Mi"),
+		"cpu_request":    quantity("cpu_request", defaultCPURequest),
+		"memory_request": quantity("memory_request", defaultMemoryRequest),
 		"cpu_limit":      quantity("cpu_limit", ""),
-		"memory_limit":   quantity("memory_limit", "256Mi"),
+		"memory_limit":   quantity("memory_limit", defaultMemoryLimit),
 	}
 }
 

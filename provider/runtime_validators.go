@@ -37,7 +37,7 @@ func (quantityValidator) ValidateString(_ context.Context, req validator.StringR
 	}
 	if _, err := resource.ParseQuantity(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid quantity",
-			fmt.Sprintf("%q is not a Kubernetes quantity such as 100m, 0.5 or 128Mi", req.ConfigValue.ValueString()))
+			fmt.Sprintf("%s: %q is not a Kubernetes quantity such as 100m, 0.5 or 128Mi", req.Path, req.ConfigValue.ValueString()))
 	}
 }
 
@@ -57,9 +57,9 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	switch {
 	case err != nil:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%q is not a duration such as 720h or 90m", req.ConfigValue.ValueString()))
+			fmt.Sprintf("%s: %q is not a duration such as 720h or 90m", req.Path, req.ConfigValue.ValueString()))
 	case d < v.min || d < 0:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%q is too short: it must be at least %s", req.ConfigValue.ValueString(), v.min))
+			fmt.Sprintf("%s: %q is too short: it must be at least %s", req.Path, req.ConfigValue.ValueString(), v.min))
 	}
 }

@@ -32,6 +32,11 @@ import (
 type topology struct {
 	e      *env.Env
 	prefix string
+	// extra HCL for the provider block, such as a kubernetes block.
+	providerExtra string
+	// bindingsAfter makes the bindings depend on these resources, so that
+	// they are created after and destroyed before them.
+	bindingsAfter string
 }
 
 func (tp topology) path(name string) string {
@@ -45,10 +50,14 @@ func (tp topology) path(name string) string {
 
 func (tp topology) base() string {
 	var b strings.Builder
-	b.WriteString(providerConfig(tp.e))
+	b.WriteString(strings.Replace(providerConfig(tp.e), "}\n", tp.providerExtra+"}\n", 1))
+	dependsOn := ""
+	if tp.bindingsAfter != "" {
+		dependsOn = "\n  depends_on     = [" + tp.bindingsAfter + "]"
+	}
 	fmt.Fprintf(&b, `
 locals {
-  prefix = %q
+  prefix = %[1]q
 }
 
 resource "depctrl_workspace" "dep_ctrl" {
@@ -73,27 +82,27 @@ resource "depctrl_workspace" "compute" {
 
 resource "depctrl_export" "this" {
   workspace_path = depctrl_workspace.dep_ctrl.path
-  runtime_users  = [%q, %q]
+  runtime_users  = [%[2]q, %[3]q]
 }
 
 resource "depctrl_provider_binding" "network" {
   workspace_path = depctrl_workspace.network.path
   export_path    = depctrl_export.this.workspace_path
-  export_name    = depctrl_export.this.name
+  export_name    = depctrl_export.this.name%[5]s
 }
 
 resource "depctrl_provider_binding" "compute" {
   workspace_path = depctrl_workspace.compute.path
   export_path    = depctrl_export.this.workspace_path
-  export_name    = depctrl_export.this.name
+  export_name    = depctrl_export.this.name%[5]s
 }
 
 resource "depctrl_root_rbac" "this" {
   name             = "${local.prefix}:workspace-reader"
-  controller_users = [%q]
+  controller_users = [%[4]q]
   parent_paths     = [depctrl_workspace.org.path]
 }
-`, tp.prefix, env.ControllerUser, env.WebhookUser, env.ControllerUser)
+`, tp.prefix, env.ControllerUser, env.WebhookUser, env.ControllerUser, dependsOn)
 	for i, s := range tp.e.Shards {
 		fmt.Fprintf(&b, `
 resource "depctrl_workspace" "consumer_%[1]d" {

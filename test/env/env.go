@@ -54,6 +54,9 @@ type Env struct {
 	Shards       []Shard `json:"shards"`
 	// LogFiles lists the log files of the processes, for failure reports.
 	LogFiles []string `json:"logFiles"`
+	// Kube is a Kubernetes API server started with the environment
+	// (depctrl-testenv -kube), for deploying the runtime.
+	Kube *Kube `json:"kube,omitempty"`
 
 	mu       sync.Mutex
 	stop     func() error
@@ -67,7 +70,8 @@ func (e *Env) DescriptorPath() string { return filepath.Join(e.Dir, "env.json") 
 // other process started (and will stop).
 func (e *Env) Attached() bool { return e.attached }
 
-func (e *Env) writeDescriptor() error {
+// WriteDescriptor (re)writes env.json, for example after adding Kube.
+func (e *Env) WriteDescriptor() error {
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding environment descriptor: %w", err)
@@ -108,7 +112,13 @@ func (e *Env) Stop() error {
 	if e.attached || e.stop == nil {
 		return nil
 	}
-	err := e.stop()
+	var err error
+	if e.Kube != nil {
+		err = e.Kube.Stop()
+	}
+	if stopErr := e.stop(); stopErr != nil {
+		err = stopErr
+	}
 	e.stop = nil
 	return err
 }

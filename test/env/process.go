@@ -25,6 +25,12 @@ type Process struct {
 // detached reaper kills the process group if this process dies without
 // stopping it, which covers test timeouts and panics.
 func StartProcess(name, bin string, args []string, dir, logFile string, extraEnv ...string) (*Process, error) {
+	return StartProcessWithEnv(name, bin, args, dir, logFile, append(os.Environ(), extraEnv...))
+}
+
+// StartProcessWithEnv is StartProcess with exactly the environment environ,
+// nothing inherited: what a container gets.
+func StartProcessWithEnv(name, bin string, args []string, dir, logFile string, environ []string) (*Process, error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening log for %s: %w", name, err)
@@ -33,7 +39,7 @@ func StartProcess(name, bin string, args []string, dir, logFile string, extraEnv
 	cmd.Dir = dir
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(os.Environ(), extraEnv...)
+	cmd.Env = environ
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()

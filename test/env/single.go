@@ -138,7 +138,7 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return e.ready(ctx) == nil }); err != nil {
 		return nil, fmt.Errorf("waiting for kcp to become ready: %w (last: %v)", err, e.ready(ctx))
 	}
-	if err := e.writeDescriptor(); err != nil {
+	if err := e.WriteDescriptor(); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -85,6 +85,12 @@ func RunTests(m *testing.M) int {
 		}
 		delete(sharedEnv, topo)
 	}
+	if err := stopSharedKube(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping kube-apiserver: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	return code
 }
 

@@ -25,8 +25,9 @@ var (
 	buildErr  error
 )
 
-// runtimeBinaries builds the controller and webhook once per test binary.
-func runtimeBinaries(t *testing.T) string {
+// Binaries builds the controller and webhook once per test binary and
+// returns the directory holding them.
+func Binaries(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "depctrl-runtime-bin-")
@@ -68,7 +69,7 @@ type Runtime struct {
 // workspace at depCtrlPath and waits until the webhook is ready.
 func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *Runtime {
 	t.Helper()
-	bin := runtimeBinaries(t)
+	bin := Binaries(t)
 	dir := t.TempDir()
 	ports := freePorts(t, 5)
 	bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ func main() {
 	topology := flag.String("topology", string(env.TwoShards), "single-shard or two-shards")
 	dir := flag.String("dir", "", "directory for the environment's files (default: a temporary directory, removed on exit)")
 	keep := flag.Bool("keep-dir", false, "keep the directory after stopping")
+	kube := flag.Bool("kube", false, "also start a Kubernetes API server (make kube) to deploy the runtime into")
 	timeout := flag.Duration("ready-timeout", 5*time.Minute, "how long to wait for kcp to become ready")
 	flag.Parse()
 
@@ -36,6 +38,21 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "kcp is ready after %s at %s\n", time.Since(start).Round(time.Second), e.FrontProxyURL)
+	if *kube {
+		k, err := env.StartKube(ctx, filepath.Join(e.Dir, "kube"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "error: %v\n", err)
+			_ = e.Stop()
+			os.Exit(1)
+		}
+		e.Kube = k
+		if err := e.WriteDescriptor(); err != nil {
+			fmt.Fprintf(os.Stderr, "error: %v\n", err)
+			_ = e.Stop()
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "kube-apiserver is ready at %s\n", k.Host)
+	}
 	fmt.Printf("export %s=%s\n", env.AttachVariable, e.DescriptorPath())
 	fmt.Printf("export KUBECONFIG=%s\n", e.AdminKubeconfig)
 

@@ -1,0 +1,326 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/podrunner"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
+)
+
+// TestAccRuntime deploys the runtime with depctrl_runtime into a real
+// kube-apiserver, runs what was deployed (test/podrunner plays the kubelet)
+// and checks that deletes are blocked through kcp on every shard. Then it
+// updates the image tag and replicas, issues new certificates, imports,
+// repairs drift and destroys.
+func TestAccRuntime(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	kube := env.KubeForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+
+	prefix := env.UniqueName("rt")
+	ns := prefix
+	tp := topology{
+		e: e, prefix: prefix,
+		providerExtra: fmt.Sprintf("  kubernetes {\n    kubeconfig_path = %q\n  }\n", kube.Kubeconfig),
+		bindingsAfter: "depctrl_runtime.this",
+	}
+	depCtrl := tp.path("depctrl")
+	dir := t.TempDir()
+	kubeconfigs := map[string]string{}
+	for _, user := range []string{env.ControllerUser, env.WebhookUser} {
+		id, err := e.Identity(user)
+		must(t, err)
+		kc, err := e.IdentityKubeconfig(id, depCtrl)
+		must(t, err)
+		kubeconfigs[user] = filepath.Join(dir, user+".kubeconfig")
+		must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
+	}
+	webhookIP := podrunner.PodIP(ns, deploy.DefaultName+"-webhook", 0)
+	runtimeHCL := func(tag string, controllerReplicas int, webhook string) string {
+		return fmt.Sprintf(`
+resource "depctrl_runtime" "this" {
+  namespace = %q
+  image_tag = %q
+
+  controller = {
+    kubeconfig_path = %q
+    replicas        = %d
+  }
+
+  webhook = {
+    kubeconfig_path = %q
+    replicas        = 1
+    url             = "https://%s:9443/validate"
+%s
+  }
+
+  depends_on = [depctrl_export.this, depctrl_root_rbac.this, depctrl_shard.s0, depctrl_shard.s1]
+}
+`, ns, tag, kubeconfigs[env.ControllerUser], controllerReplicas, kubeconfigs[env.WebhookUser], webhookIP, webhook)
+	}
+	config := func(tag string, controllerReplicas int, webhook string) string {
+		return tp.withRules(".spec.vpcRef.name", runtimeHCL(tag, controllerReplicas, webhook))
+	}
+
+	kcfg, err := kube.Config()
+	must(t, err)
+	kc, err := kubernetes.NewForConfig(kcfg)
+	must(t, err)
+	runner := &podrunner.Runner{
+		Client: kc, Namespace: ns, BinDir: runtimetest.Binaries(t), Dir: filepath.Join(dir, "pods"),
+		Logf: t.Logf,
+	}
+	runCtx, stopRunner := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); runner.Run(runCtx, 500*time.Millisecond) }()
+	t.Cleanup(func() { stopRunner(); <-done })
+
+	consumers := []string{tp.path("consumer-0"), tp.path("consumer-1")}
+	fixturesFor := func() {
+		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
+		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
+		for _, c := range consumers {
+			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, c),
+				fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
+					fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
+					"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
+		}
+	}
+	// protected checks, on every shard, that the deployed runtime refuses
+	// to delete a referenced VPC and allows it once the VM is gone.
+	protected := func(*terraform.State) error {
+		for _, c := range consumers {
+			d := adminDynamic(t, e, c)
+			vm := fmt.Sprintf("vm-%d", time.Now().UnixNano())
+			create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
+				u := &unstructured.Unstructured{Object: map[string]interface{}{
+					"apiVersion": a.Group + "/v1", "kind": a.Kind,
+					"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
+					"spec":     spec,
+				}}
+				runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+c, func() error {
+					_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
+					if apierrors.IsAlreadyExists(err) {
+						return nil
+					}
+					return err
+				})
+			}
+			create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
+			create(fixtures.VirtualMachines, vm, map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
+			err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
+			if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/"+vm) {
+				return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming %s, got %v", c, vm, err)
+			}
+			must(t, d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, vm, metav1.DeleteOptions{}))
+		}
+		return nil
+	}
+	image := func(name string) string {
+		d, err := kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		must(t, err)
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	rt := "depctrl_runtime.this"
+	sameCA := statecheck.CompareValue(compare.ValuesSame())
+	newCert := statecheck.CompareValue(compare.ValuesDiffer())
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			for _, name := range []string{"depctrl-controller", "depctrl-webhook"} {
+				if _, err := kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("Deployment %s left behind (err=%v)", name, err)
+				}
+			}
+			for _, name := range []string{"depctrl-webhook-tls", "depctrl-controller-kubeconfig", "depctrl-webhook-kubeconfig"} {
+				if _, err := kc.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("Secret %s left behind (err=%v)", name, err)
+				}
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				// The kcp side and the runtime, which rolls out once the
+				// export and the RBAC it needs exist.
+				Config: tp.base() + runtimeHCL("v1.0.0", 1, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/depctrl")),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook_url"), knownvalue.StringExact("https://"+webhookIP+":9443/validate")),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("ca_bundle"), knownvalue.StringRegexp(regexp.MustCompile(`^-----BEGIN CERTIFICATE-----`))),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(10)),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects").AtMapKey("Deployment/depctrl-webhook"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:`))),
+					sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle")),
+					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
+				},
+				Check: func(*terraform.State) error {
+					if got := image("depctrl-controller"); got != deploy.DefaultImage+":v1.0.0" {
+						return fmt.Errorf("controller image %q", got)
+					}
+					return nil
+				},
+			},
+			{
+				// Rules, enforced by what Terraform deployed, on every shard.
+				PreConfig: fixturesFor,
+				Config:    config("v1.0.0", 1, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_dependency_rule.vm_needs_vpc", tfjsonpath.New("ready"), knownvalue.Bool(true)),
+				},
+				Check: protected,
+			},
+			{
+				// A new image tag and a second controller replica roll the
+				// pods in place; protection holds.
+				Config: config("v1.0.1", 2, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(protected, func(*terraform.State) error {
+					if got := image("depctrl-webhook"); got != deploy.DefaultImage+":v1.0.1" {
+						return fmt.Errorf("webhook image %q", got)
+					}
+					return nil
+				}),
+			},
+			{
+				// Another SAN issues a new serving certificate from the same
+				// CA, so kcp's trust is unchanged.
+				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
+					plancheck.ExpectKnownValue(rt, tfjsonpath.New("ca_bundle"), knownvalue.StringRegexp(regexp.MustCompile(`CERTIFICATE`))),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle")),
+					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
+				},
+				Check: protected,
+			},
+			{
+				// Within certificate_renew_before of expiry, a plan renews.
+				// Every later plan renews again with this setting, hence
+				// the non-empty plan after apply.
+				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "59m59s"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
+				}},
+				ExpectNonEmptyPlan: true,
+				Check:              protected,
+			},
+			{
+				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"`),
+				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
+			},
+			{
+				ResourceName:      rt,
+				ImportState:       true,
+				ImportStateId:     ns + "/depctrl",
+				ImportStateVerify: true,
+				// Import reads the kubeconfigs' content, not where it came
+				// from, and cannot know the certificate policy.
+				ImportStateVerifyIgnore: []string{"controller.kubeconfig_path", "controller.kubeconfig", "webhook.kubeconfig_path", "webhook.kubeconfig",
+					"webhook.certificate_validity", "webhook.certificate_renew_before", "timeouts"},
+			},
+			{
+				// Drift: the Service is deleted and the webhook scaled by
+				// hand; the plan shows it and apply repairs it.
+				PreConfig: func() {
+					must(t, kc.CoreV1().Services(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
+					_, err := kc.AppsV1().Deployments(ns).Patch(ctx, "depctrl-webhook", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
+					must(t, err)
+				},
+				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
+					if _, err := kc.CoreV1().Services(ns).Get(ctx, "depctrl-webhook", metav1.GetOptions{}); err != nil {
+						return fmt.Errorf("the Service was not restored: %v", err)
+					}
+					return nil
+				}, protected),
+			},
+		},
+	})
+}
+
+// TestAccRuntimeInvalid checks that bad values fail at plan, naming the
+// attribute, before anything is deployed.
+func TestAccRuntimeInvalid(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	kubeconfig := func(server string) string {
+		p := filepath.Join(t.TempDir(), "kubeconfig")
+		must(t, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: "+server+
+			"\ncontexts:\n- name: k\n  context:\n    cluster: k\n    user: u\ncurrent-context: k\nusers:\n- name: u\n  user:\n    token: x\n"), 0o600))
+		return p
+	}
+	kcPath := kubeconfig("https://kcp.example.com/clusters/root:depctrl")
+	noWorkspace := kubeconfig("https://kcp.example.com")
+	hcl := func(body string) string {
+		return providerConfig(e) + `
+resource "depctrl_runtime" "bad" {
+` + body + `
+}
+`
+	}
+	ok := fmt.Sprintf(`controller = { kubeconfig_path = %q }`, kcPath)
+	cases := []struct {
+		name, body string
+		want       string
+	}{
+		{"quantity", ok + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q, memory_limit = "lots" }`, kcPath), `webhook.memory_limit[\s\S]*not a Kubernetes quantity`},
+		{"port", ok + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q, port = 8081 }`, kcPath), `webhook.port`},
+		{"kubeconfig without workspace", ok + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q }`, noWorkspace), `webhook.kubeconfig_path[\s\S]*does not name a\s+workspace`},
+		{"both kubeconfigs", fmt.Sprintf(`controller = { kubeconfig_path = %q, kubeconfig = "x" }`, kcPath) + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q }`, kcPath), `controller.kubeconfig`},
+		{"namespace", `namespace = "Not_A_Name"` + "\n" + ok + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q }`, kcPath), `namespace[\s\S]*DNS label`},
+		{"renewal window", ok + "\n" + fmt.Sprintf(`webhook = { kubeconfig_path = %q, certificate_validity = "2h", certificate_renew_before = "3h" }`, kcPath), `certificate_renew_before[\s\S]*shorter than\s+webhook.certificate_validity`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      hcl(tc.body),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tc.want),
+				}},
+			})
+		})
+	}
+}

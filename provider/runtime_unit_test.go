@@ -1,0 +1,127 @@
+package provider
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+)
+
+func TestPlanRenewal(t *testing.T) {
+	hosts := []string{"depctrl-webhook.depctrl-system.svc", "127.0.0.1"}
+	slices.Sort(hosts)
+	now := time.Now()
+	fresh, err := renewal{serving: true, ca: true}.issue(nil, "depctrl-webhook", hosts, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported := *fresh
+	imported.CAKey = ""
+	tests := []struct {
+		name        string
+		prior       *tlsMaterial
+		hosts       []string
+		renewBefore time.Duration
+		at          time.Time
+		want        renewal
+	}{
+		{"nothing yet", nil, hosts, 30 * time.Minute, now, renewal{serving: true, ca: true}},
+		{"fresh", fresh, hosts, 30 * time.Minute, now, renewal{}},
+		{"near expiry", fresh, hosts, 30 * time.Minute, now.Add(40 * time.Minute), renewal{serving: true}},
+		{"new host", fresh, append([]string{"extra.example.com"}, hosts...), 30 * time.Minute, now, renewal{serving: true}},
+		{"CA too close to expiry", fresh, hosts, 30 * time.Minute, now.Add(9*time.Hour + 30*time.Minute), renewal{serving: true, ca: true}},
+		{"imported, still fresh", &imported, hosts, 30 * time.Minute, now, renewal{}},
+		{"imported, near expiry: no CA key", &imported, hosts, 30 * time.Minute, now.Add(40 * time.Minute), renewal{serving: true, ca: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := slices.Clone(tt.hosts)
+			slices.Sort(h)
+			if got := planRenewal(tt.prior, h, time.Hour, tt.renewBefore, tt.at); got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRenewalKeepsTrust: renewing the serving certificate keeps the CA; a
+// new CA is bundled with the old one so pods still serving the old
+// certificate stay trusted during the rollout.
+func TestRenewalKeepsTrust(t *testing.T) {
+	hosts := []string{"a.example.com"}
+	now := time.Now()
+	first, err := renewal{serving: true, ca: true}.issue(nil, "w", hosts, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := renewal{serving: true}.issue(first, "w", hosts, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.CABundle != first.CABundle || second.Cert == first.Cert {
+		t.Error("a serving renewal must keep the CA bundle and change the certificate")
+	}
+	third, err := renewal{serving: true, ca: true}.issue(second, "w", hosts, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.CACert == second.CACert {
+		t.Fatal("a CA renewal must create a new CA")
+	}
+	if third.CABundle != third.CACert+second.CACert {
+		t.Errorf("the bundle after a CA renewal must hold the new and the previous CA, got\n%s", third.CABundle)
+	}
+	got, _ := certs.Hosts([]byte(third.Cert))
+	if !slices.Equal(got, hosts) {
+		t.Errorf("hosts %v", got)
+	}
+}
+
+func TestContains(t *testing.T) {
+	applied := map[string]interface{}{
+		"spec": map[string]interface{}{
+			"replicas": int64(2),
+			"template": map[string]interface{}{"spec": map[string]interface{}{
+				"automountServiceAccountToken": false,
+				"containers":                   []interface{}{map[string]interface{}{"name": "c", "args": []interface{}{"--a"}}},
+			}},
+		},
+	}
+	tests := []struct {
+		name string
+		live map[string]interface{}
+		want bool
+	}{
+		{"equal, with server defaults", map[string]interface{}{
+			"status": map[string]interface{}{"replicas": int64(2)},
+			"spec": map[string]interface{}{
+				"replicas": float64(2), "progressDeadlineSeconds": int64(600),
+				"template": map[string]interface{}{"spec": map[string]interface{}{
+					"automountServiceAccountToken": false, "dnsPolicy": "ClusterFirst",
+					"containers": []interface{}{map[string]interface{}{"name": "c", "args": []interface{}{"--a"}, "terminationMessagePath": "/dev/termination-log"}},
+				}},
+			},
+		}, true},
+		{"scaled by hand", map[string]interface{}{"spec": map[string]interface{}{
+			"replicas": int64(0),
+			"template": map[string]interface{}{"spec": map[string]interface{}{
+				"containers": []interface{}{map[string]interface{}{"name": "c", "args": []interface{}{"--a"}}},
+			}},
+		}}, false},
+		{"argument added by hand", map[string]interface{}{"spec": map[string]interface{}{
+			"replicas": int64(2),
+			"template": map[string]interface{}{"spec": map[string]interface{}{
+				"containers": []interface{}{map[string]interface{}{"name": "c", "args": []interface{}{"--a", "--b"}}},
+			}},
+		}}, false},
+		{"gone", map[string]interface{}{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := contains(tt.live, applied); got != tt.want {
+				t.Errorf("contains = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
