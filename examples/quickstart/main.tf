@@ -10,6 +10,11 @@ terraform {
 
 provider "depctrl" {
   kubeconfig_path = var.kcp_kubeconfig
+
+  # Where the runtime runs: in a real installation, the cluster hosting kcp.
+  kubernetes {
+    kubeconfig_path = var.kube_kubeconfig
+  }
 }
 
 # The workspace that serves the DependencyRule API, and the API itself.
@@ -21,6 +26,24 @@ resource "depctrl_workspace" "dep_ctrl" {
 resource "depctrl_export" "this" {
   workspace_path = depctrl_workspace.dep_ctrl.path
   runtime_users  = [var.controller_user, var.webhook_user]
+}
+
+# The runtime: controller and webhook, each with its own kcp identity. The
+# webhook's certificate is generated; the controller hands its CA to kcp.
+resource "depctrl_runtime" "this" {
+  namespace = "depctrl-system"
+
+  controller = {
+    kubeconfig_path = var.controller_kubeconfig
+  }
+
+  webhook = {
+    kubeconfig_path = var.webhook_kubeconfig
+    url             = var.webhook_url
+  }
+
+  # The runtime reads its export; it rolls out once that and its RBAC exist.
+  depends_on = [depctrl_export.this, depctrl_root_rbac.this, depctrl_shard.this]
 }
 
 # Two API providers: networking in a nested workspace, compute at the top.
@@ -40,17 +63,21 @@ resource "depctrl_workspace" "compute" {
 }
 
 # Both bind the dep-ctrl export: VPCs in network are protected, and rules
-# live in compute.
+# live in compute. Bindings (and the rules in them) come after the runtime,
+# so that on destroy they go first, while the controller can still remove
+# the webhook configurations it installed.
 resource "depctrl_provider_binding" "network" {
   workspace_path = depctrl_workspace.network.path
   export_path    = depctrl_export.this.workspace_path
   export_name    = depctrl_export.this.name
+  depends_on     = [depctrl_runtime.this]
 }
 
 resource "depctrl_provider_binding" "compute" {
   workspace_path = depctrl_workspace.compute.path
   export_path    = depctrl_export.this.workspace_path
   export_name    = depctrl_export.this.name
+  depends_on     = [depctrl_runtime.this]
 }
 
 # The controller resolves root:org:network by reading workspaces in root and

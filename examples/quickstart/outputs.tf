@@ -12,3 +12,8 @@ output "rules_ready" {
   description = "Whether the webhook enforces each rule."
   value       = concat(depctrl_dependency_rule.vm_needs_vpc[*].ready, depctrl_dependency_rule.db_needs_firewall[*].ready)
 }
+
+output "webhook_url" {
+  description = "Where kcp calls the webhook."
+  value       = depctrl_runtime.this.webhook_url
+}

@@ -1,7 +1,8 @@
 // Command quickstart runs the depctrl quickstart on this machine: a local
-// two-shard kcp, the quickstart topology applied with Terraform through a
-// development override of the provider built here, the runtime started from
-// the binaries built here, and a blocked delete.
+// two-shard kcp and a local Kubernetes API server, the quickstart topology
+// (runtime included) applied with Terraform through a development override
+// of the provider built here, the runtime run from what Terraform deployed,
+// and a blocked delete.
 //
 //	go run ./hack/quickstart up     # everything, then leaves kcp and the runtime running
 //	go run ./hack/quickstart down   # stops everything and removes the state
@@ -14,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,15 +28,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/podrunner"
 )
 
 const (
-	depCtrlPath = "root:depctrl"
-	networkPath = "root:org:network"
-	computePath = "root:compute"
+	runtimeNamespace = "depctrl-system"
+	depCtrlPath      = "root:depctrl"
+	networkPath      = "root:org:network"
+	computePath      = "root:compute"
 )
 
 func main() {
@@ -88,13 +90,18 @@ func (q *quickstart) up(ctx context.Context) error {
 		return err
 	}
 
-	q.say("Starting a local kcp with two shards, a cache server and a front-proxy (30-90s)")
+	q.say("Starting a local kcp with two shards, a cache server and a front-proxy, and a Kubernetes API server (30-90s)")
 	if err := q.startKCP(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("    kcp front-proxy: %s\n    admin kubeconfig: %s\n", q.e.FrontProxyURL, q.e.AdminKubeconfig)
+	fmt.Printf("    kcp front-proxy: %s\n    admin kubeconfig: %s\n    Kubernetes API server: %s\n", q.e.FrontProxyURL, q.e.AdminKubeconfig, q.e.Kube.Host)
 
-	q.say("Applying the kcp topology with Terraform: workspaces, the dep-ctrl export, bindings, RBAC in root and on every shard")
+	q.say("Starting the pod runner: this API server has no nodes, so it plays the kubelet and runs the runtime's pods from %s", q.bin)
+	if err := q.startPodRunner(); err != nil {
+		return err
+	}
+
+	q.say("terraform apply: workspaces, the dep-ctrl export, bindings, RBAC in root and on every shard, and the runtime (waits for its rollout)")
 	if err := q.terraform(ctx, false); err != nil {
 		return err
 	}
@@ -104,12 +111,7 @@ func (q *quickstart) up(ctx context.Context) error {
 		return err
 	}
 
-	q.say("Starting the depctrl webhook and controller, each under its own non-admin identity")
-	if err := q.startRuntime(ctx); err != nil {
-		return err
-	}
-
-	q.say("Applying the DependencyRules; Terraform waits until the webhook enforces them")
+	q.say("terraform apply: the DependencyRules; Terraform waits until the webhook enforces them")
 	if err := q.terraform(ctx, true); err != nil {
 		return err
 	}
@@ -117,9 +119,10 @@ func (q *quickstart) up(ctx context.Context) error {
 	if err := q.demo(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("\nDone in %s. kcp and the runtime keep running:\n", time.Since(start).Round(time.Second))
+	fmt.Printf("\nDone in %s. kcp, the Kubernetes API server and the runtime keep running:\n", time.Since(start).Round(time.Second))
 	fmt.Printf("    export KUBECONFIG=%s\n", q.e.AdminKubeconfig)
 	fmt.Printf("    kubectl --server %s/clusters/root:tenant-root get vpcs,virtualmachines -A\n", q.e.FrontProxyURL)
+	fmt.Printf("    kubectl --kubeconfig %s -n %s get deployments,secrets,services\n", q.e.Kube.Kubeconfig, runtimeNamespace)
 	fmt.Printf("    terraform -chdir=%s plan   (with TF_CLI_CONFIG_FILE=%s)\n", filepath.Join(q.dir, "terraform"), filepath.Join(q.dir, "dev.tfrc"))
 	fmt.Println("Stop everything and remove the state with: make quickstart-down")
 	return nil
@@ -129,7 +132,7 @@ func (q *quickstart) up(ctx context.Context) error {
 // this command.
 func (q *quickstart) startKCP(ctx context.Context) error {
 	dir := filepath.Join(q.dir, "kcp")
-	if err := startDetached(filepath.Join(q.bin, "depctrl-testenv"), []string{"-topology", string(env.TwoShards), "-dir", dir},
+	if err := startDetached(filepath.Join(q.bin, "depctrl-testenv"), []string{"-topology", string(env.TwoShards), "-kube", "-dir", dir},
 		filepath.Join(q.dir, "kcp.log"), filepath.Join(q.dir, "kcp.pid")); err != nil {
 		return err
 	}
@@ -139,14 +142,58 @@ func (q *quickstart) startKCP(ctx context.Context) error {
 			log, _ := os.ReadFile(filepath.Join(q.dir, "kcp.log"))
 			return errStop{fmt.Errorf("kcp exited:\n%s", log)}
 		}
-		_, err := os.Stat(descriptor)
-		return err
+		// The descriptor names the API server once that is ready too.
+		data, err := os.ReadFile(descriptor)
+		if err != nil {
+			return err
+		}
+		var e env.Env
+		if err := json.Unmarshal(data, &e); err != nil || e.Kube == nil {
+			return errors.New("the Kubernetes API server is not ready yet")
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	q.e, err = env.Attach(descriptor)
 	return err
+}
+
+// startPodRunner runs depctrl-podrunner detached for the runtime's
+// namespace.
+func (q *quickstart) startPodRunner() error {
+	return startDetached(filepath.Join(q.bin, "depctrl-podrunner"), []string{
+		"-kubeconfig", q.e.Kube.Kubeconfig, "-namespace", runtimeNamespace,
+		"-bin-dir", q.bin, "-dir", filepath.Join(q.dir, "pods"),
+	}, filepath.Join(q.dir, "podrunner.log"), filepath.Join(q.dir, "podrunner.pid"))
+}
+
+// identityKubeconfigs writes kcp kubeconfigs for the controller's and the
+// webhook's own identities, pointing at the dep-ctrl workspace: what an
+// operator would issue in a real installation.
+func (q *quickstart) identityKubeconfigs() (controller, webhook string, err error) {
+	dir := filepath.Join(q.dir, "identities")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	write := func(user string) (string, error) {
+		id, err := q.e.Identity(user)
+		if err != nil {
+			return "", err
+		}
+		data, err := q.e.IdentityKubeconfig(id, depCtrlPath)
+		if err != nil {
+			return "", err
+		}
+		p := filepath.Join(dir, user+".kubeconfig")
+		return p, os.WriteFile(p, data, 0o600)
+	}
+	if controller, err = write(env.ControllerUser); err != nil {
+		return "", "", err
+	}
+	webhook, err = write(env.WebhookUser)
+	return controller, webhook, err
 }
 
 // terraform applies examples/quickstart through a development override of
@@ -178,12 +225,22 @@ func (q *quickstart) terraform(ctx context.Context, rules bool) error {
 	for _, s := range q.e.Shards {
 		shards[s.Name] = s.AdminKubeconfig
 	}
+	controllerKubeconfig, webhookKubeconfig, err := q.identityKubeconfigs()
+	if err != nil {
+		return err
+	}
 	vars, err := json.MarshalIndent(map[string]interface{}{
-		"kcp_kubeconfig":  q.e.AdminKubeconfig,
-		"shards":          shards,
-		"controller_user": env.ControllerUser,
-		"webhook_user":    env.WebhookUser,
-		"install_rules":   rules,
+		"kcp_kubeconfig":        q.e.AdminKubeconfig,
+		"kube_kubeconfig":       q.e.Kube.Kubeconfig,
+		"shards":                shards,
+		"controller_user":       env.ControllerUser,
+		"webhook_user":          env.WebhookUser,
+		"controller_kubeconfig": controllerKubeconfig,
+		"webhook_kubeconfig":    webhookKubeconfig,
+		// kcp runs outside the API server's "cluster": it calls the
+		// webhook pod at the address the pod runner gives it.
+		"webhook_url":   fmt.Sprintf("https://%s:%d/validate", podrunner.PodIP(runtimeNamespace, "depctrl-webhook", 0), deploy.DefaultWebhookPort),
+		"install_rules": rules,
 	}, "", "  ")
 	if err != nil {
 		return err
@@ -236,95 +293,6 @@ func (q *quickstart) fixtures(ctx context.Context) error {
 		}
 		fmt.Printf("    %s (shard %s) binds network.test.io and compute.test.io\n", consumer, s.Name)
 	}
-	return nil
-}
-
-// startRuntime starts the webhook and the controller detached, with
-// kubeconfigs for their own identities pointing at the dep-ctrl workspace
-// and a serving certificate for the webhook.
-func (q *quickstart) startRuntime(ctx context.Context) error {
-	dir := filepath.Join(q.dir, "runtime")
-	certDir := filepath.Join(dir, "tls")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return err
-	}
-	bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 30*24*time.Hour)
-	if err != nil {
-		return err
-	}
-	caFile := filepath.Join(dir, "ca.crt")
-	for path, data := range map[string][]byte{
-		filepath.Join(certDir, "tls.crt"): bundle.ServerCert,
-		filepath.Join(certDir, "tls.key"): bundle.ServerKey,
-		caFile:                            bundle.CACert,
-	} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return err
-		}
-	}
-	kubeconfig := func(user string) (string, error) {
-		id, err := q.e.Identity(user)
-		if err != nil {
-			return "", err
-		}
-		data, err := q.e.IdentityKubeconfig(id, depCtrlPath)
-		if err != nil {
-			return "", err
-		}
-		p := filepath.Join(dir, user+".kubeconfig")
-		return p, os.WriteFile(p, data, 0o600)
-	}
-	webhookKubeconfig, err := kubeconfig(env.WebhookUser)
-	if err != nil {
-		return err
-	}
-	controllerKubeconfig, err := kubeconfig(env.ControllerUser)
-	if err != nil {
-		return err
-	}
-	ports, err := env.FreePorts(5)
-	if err != nil {
-		return err
-	}
-	webhookURL := fmt.Sprintf("https://127.0.0.1:%d/validate", ports[0])
-	if err := startDetached(filepath.Join(q.bin, "depctrl-webhook"), []string{
-		"--kubeconfig", webhookKubeconfig,
-		"--tls-cert-dir", certDir,
-		"--bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
-	}, filepath.Join(q.dir, "webhook.log"), filepath.Join(q.dir, "webhook.pid")); err != nil {
-		return err
-	}
-	readyz := "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/readyz"
-	if err := waitFor(ctx, 2*time.Minute, "the webhook to become ready", func() error {
-		if !alive(filepath.Join(q.dir, "webhook.pid")) {
-			log, _ := os.ReadFile(filepath.Join(q.dir, "webhook.log"))
-			return errStop{fmt.Errorf("the webhook exited:\n%s", log)}
-		}
-		resp, err := http.Get(readyz) //nolint:noctx // a probe on loopback
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	fmt.Printf("    webhook ready at %s (metrics on :%d)\n", webhookURL, ports[1])
-	if err := startDetached(filepath.Join(q.bin, "depctrl-controller"), []string{
-		"--kubeconfig", controllerKubeconfig,
-		"--webhook-url", webhookURL,
-		"--webhook-ca-bundle-file", caFile,
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[4]),
-	}, filepath.Join(q.dir, "controller.log"), filepath.Join(q.dir, "controller.pid")); err != nil {
-		return err
-	}
-	fmt.Printf("    controller started (logs: %s)\n", filepath.Join(q.dir, "controller.log"))
 	return nil
 }
 
@@ -395,15 +363,15 @@ func create(ctx context.Context, c dynamic.ResourceInterface, a fixtures.APIType
 
 func (q *quickstart) down() error {
 	stopped := false
-	for _, name := range []string{"controller", "webhook", "kcp"} {
+	for _, name := range []string{"podrunner", "kcp"} {
 		pidFile := filepath.Join(q.dir, name+".pid")
 		pid, err := readPID(pidFile)
 		if err != nil {
 			continue
 		}
 		fmt.Printf("stopping %s (pid %d) ...\n", name, pid)
-		// The whole session: kcp's test environment stops its own children
-		// on SIGINT.
+		// The whole session: the pod runner and kcp's test environment stop
+		// their own children on SIGINT.
 		_ = syscall.Kill(-pid, syscall.SIGINT)
 		deadline := time.Now().Add(45 * time.Second)
 		for alive(pidFile) && time.Now().Before(deadline) {
