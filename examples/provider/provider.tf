@@ -17,3 +17,15 @@ variable "kcp_token" {
   type      = string
   sensitive = true
 }
+
+# depctrl_runtime deploys into the cluster of the kubernetes block: in a real
+# installation, the cluster that hosts kcp. Only that resource uses it.
+provider "depctrl" {
+  alias           = "with_runtime"
+  kubeconfig_path = "~/.kube/kcp-admin.kubeconfig"
+
+  kubernetes {
+    kubeconfig_path = "~/.kube/config"
+    context         = "kcp-hosting-cluster"
+  }
+}

@@ -1,0 +1,54 @@
+variable "kcp_kubeconfig" {
+  description = "A kubeconfig with kcp admin rights, through the front-proxy."
+  type        = string
+}
+
+variable "kube_kubeconfig" {
+  description = "A kubeconfig for the cluster the runtime runs in (the one hosting kcp)."
+  type        = string
+}
+
+variable "shards" {
+  description = "Every kcp shard: its name (the Shard object in root) to a kubeconfig that reaches the shard directly with system:masters rights. Adding a shard is adding an entry."
+  type        = map(string)
+}
+
+variable "controller_kubeconfig" {
+  description = "The controller's kcp kubeconfig, issued for controller_user, with the dep-ctrl workspace as server (https://<front-proxy>/clusters/root:depctrl)."
+  type        = string
+}
+
+variable "webhook_kubeconfig" {
+  description = "The webhook's kcp kubeconfig, issued for webhook_user, with the dep-ctrl workspace as server."
+  type        = string
+}
+
+variable "controller_user" {
+  description = "The user the controller's kubeconfig authenticates as."
+  type        = string
+  default     = "depctrl-controller"
+}
+
+variable "webhook_user" {
+  description = "The user the webhook's kubeconfig authenticates as."
+  type        = string
+  default     = "depctrl-webhook"
+}
+
+variable "webhook_url" {
+  description = "How kcp reaches the webhook, when kcp does not run in the runtime's cluster. null: the Service's cluster DNS name."
+  type        = string
+  default     = null
+}
+
+variable "runtime_image" {
+  description = "The runtime image repository (`make image` builds it). null: the provider's default."
+  type        = string
+  default     = null
+}
+
+variable "dependent_types" {
+  description = "The dependent types the webhook may read on every shard (resource.group). null: everything, secrets included."
+  type        = list(string)
+  default     = ["virtualmachines.compute.test.io", "manageddbs.compute.test.io"]
+}

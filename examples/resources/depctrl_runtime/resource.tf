@@ -1,0 +1,39 @@
+# The runtime in the cluster that hosts kcp: kcp reaches the webhook through
+# its Service, and the provider generates the webhook's certificate.
+resource "depctrl_runtime" "this" {
+  controller = {
+    # Issued for the controller's own identity; the server is the dep-ctrl
+    # workspace: https://<front-proxy>/clusters/root:depctrl
+    kubeconfig_path = "secrets/depctrl-controller.kubeconfig"
+  }
+
+  webhook = {
+    kubeconfig_path = "secrets/depctrl-webhook.kubeconfig"
+    memory_limit    = "512Mi"
+  }
+}
+
+# kcp elsewhere: it calls the webhook through a load balancer, and
+# cert-manager keeps the serving certificate in a Secret of its own.
+resource "depctrl_runtime" "external" {
+  namespace        = "depctrl"
+  create_namespace = false
+  image            = "registry.example.com/platform/depctrl-runtime"
+
+  controller = {
+    kubeconfig_path = "secrets/depctrl-controller.kubeconfig"
+    replicas        = 2
+    extra_args      = ["--zap-log-level=debug"]
+  }
+
+  webhook = {
+    kubeconfig_path = "secrets/depctrl-webhook.kubeconfig"
+    replicas        = 3
+    url             = "https://depctrl-webhook.example.com/validate"
+    tls_secret_name = "depctrl-webhook-cert"
+  }
+
+  timeouts {
+    create = "15m"
+  }
+}
