@@ -153,7 +153,7 @@ const timeFormat = "2006-01-02T15:04:05Z07:00"
 
 func onlyContainer(d *appsv1.Deployment) (*corev1.Container, error) {
 	if len(d.Spec.Template.Spec.Containers) != 1 {
-		return nil, fmt.Errorf("Deployment %s/%s has %d containers; a depctrl runtime Deployment has one", d.Namespace, d.Name, len(d.Spec.Template.Spec.Containers))
+		return nil, fmt.Errorf("the Deployment %s/%s has %d containers; a depctrl runtime Deployment has one", d.Namespace, d.Name, len(d.Spec.Template.Spec.Containers))
 	}
 	return &d.Spec.Template.Spec.Containers[0], nil
 }
@@ -219,7 +219,7 @@ func readGeneratedTLS(ctx context.Context, kube kubernetes.Interface, ns, name s
 	bundle := s.Data[deploy.CAKey]
 	first, _ := pem.Decode(bundle)
 	if first == nil {
-		return nil, fmt.Errorf("Secret %s/%s holds no CA certificate in %s", ns, name, deploy.CAKey)
+		return nil, fmt.Errorf("the Secret %s/%s holds no CA certificate in %s", ns, name, deploy.CAKey)
 	}
 	return &tlsMaterial{
 		CABundle: string(bundle),

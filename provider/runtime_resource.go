@@ -440,12 +440,12 @@ func readTLSSecret(ctx context.Context, kube kubernetes.Interface, namespace, na
 	}
 	for _, k := range []string{deploy.TLSCertKey, deploy.TLSKeyKey, deploy.CAKey} {
 		if len(s.Data[k]) == 0 {
-			return nil, time.Time{}, fmt.Errorf("Secret %s/%s has no %s; it needs %s, %s and %s", namespace, name, k, deploy.TLSCertKey, deploy.TLSKeyKey, deploy.CAKey)
+			return nil, time.Time{}, fmt.Errorf("the Secret %s/%s has no %s; it needs %s, %s and %s", namespace, name, k, deploy.TLSCertKey, deploy.TLSKeyKey, deploy.CAKey)
 		}
 	}
 	notAfter, err := certs.NotAfter(s.Data[deploy.TLSCertKey])
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("Secret %s/%s: %s: %w", namespace, name, deploy.TLSCertKey, err)
+		return nil, time.Time{}, fmt.Errorf("the Secret %s/%s: %s: %w", namespace, name, deploy.TLSCertKey, err)
 	}
 	return s.Data[deploy.CAKey], notAfter, nil
 }

@@ -305,7 +305,7 @@ func configHash(parts ...any) string {
 			}
 			writeSorted(h, conv)
 		case string:
-			fmt.Fprintf(h, "%q\n", v)
+			_, _ = fmt.Fprintf(h, "%q\n", v)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
@@ -318,6 +318,6 @@ func writeSorted(h io.Writer, m map[string][]byte) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%x\n", k, m[k])
+		_, _ = fmt.Fprintf(h, "%s=%x\n", k, m[k])
 	}
 }

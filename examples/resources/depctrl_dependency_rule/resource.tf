@@ -1,8 +1,8 @@
-# VirtualMachines (exported from root:org:compute) name their VPC (exported
+# VirtualMachines (exported from root:compute) name their VPC (exported
 # from root:org:network) in .spec.vpcRef.name: a VPC cannot be deleted while
 # a VM in the same consumer workspace still names it.
 resource "depctrl_dependency_rule" "vm_needs_vpc" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
+  workspace_path = "root:compute"
   name           = "vm-needs-vpc"
 
   dependent {
@@ -14,7 +14,7 @@ resource "depctrl_dependency_rule" "vm_needs_vpc" {
   }
 
   dependency {
-    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.example.io" }
+    api_export_ref = { path = "root:org:network", name = "network.example.io" }
     group          = "network.example.io"
     version        = "v1"
     resource       = "vpcs"
@@ -23,7 +23,7 @@ resource "depctrl_dependency_rule" "vm_needs_vpc" {
 
   # A list of references: any element that names the subnet counts.
   dependency {
-    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.example.io" }
+    api_export_ref = { path = "root:org:network", name = "network.example.io" }
     group          = "network.example.io"
     version        = "v1"
     resource       = "subnets"

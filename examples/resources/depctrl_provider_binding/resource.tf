@@ -2,6 +2,6 @@
 # VPCs can be protected and rules can live there.
 resource "depctrl_provider_binding" "network" {
   workspace_path = "root:org:network"
-  export_path    = depctrl_export.this.workspace_path
-  export_name    = depctrl_export.this.name
+  export_path    = "root:depctrl"
+  export_name    = "dependencies.opendefense.cloud"
 }
