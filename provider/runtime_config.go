@@ -62,6 +62,7 @@ type runtimeInputs struct {
 	ImageTag        types.String    `tfsdk:"image_tag"`
 	ImagePullPolicy types.String    `tfsdk:"image_pull_policy"`
 	APIExportName   types.String    `tfsdk:"api_export_name"`
+	WorkspacePath   types.String    `tfsdk:"workspace_path"`
 	Controller      *componentModel `tfsdk:"controller"`
 	Webhook         *webhookModel   `tfsdk:"webhook"`
 }
@@ -72,7 +73,7 @@ func (in *runtimeInputs) known() bool {
 	if in.Controller == nil || in.Webhook == nil {
 		return false
 	}
-	vals := []unknowable{in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
+	vals := []unknowable{in.WorkspacePath, in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
 		in.Webhook.Port, in.Webhook.URL, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
 	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
@@ -97,18 +98,19 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 		TLS:             deploy.TLS{SecretName: in.Webhook.TLSSecretName.ValueString()},
 	}
 	var d diag.Diagnostics
-	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"))
+	ws := in.WorkspacePath.ValueString()
+	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"), ws)
 	diags.Append(d...)
-	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"))
+	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"), ws)
 	diags.Append(d...)
 	return cfg.WithDefaults(), diags
 }
 
-func (c *componentModel) component(ctx context.Context, at path.Path) (deploy.Component, diag.Diagnostics) {
+func (c *componentModel) component(ctx context.Context, at path.Path, workspace string) (deploy.Component, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var args []string
 	diags.Append(c.ExtraArgs.ElementsAs(ctx, &args, false)...)
-	kubeconfig, err := c.kubeconfig()
+	kubeconfig, err := c.kubeconfig(workspace)
 	if err != nil {
 		attr := "kubeconfig"
 		if c.KubeconfigPath.ValueString() != "" {
@@ -129,9 +131,10 @@ func (c *componentModel) component(ctx context.Context, at path.Path) (deploy.Co
 	}, diags
 }
 
-// kubeconfig reads the component's kubeconfig and makes it self-contained:
-// a pod has none of the files a local kubeconfig may point at.
-func (c *componentModel) kubeconfig() ([]byte, error) {
+// kubeconfig reads the component's kubeconfig and makes it self-contained
+// (a pod has none of the files a local kubeconfig may point at), pointed at
+// workspace when that is set.
+func (c *componentModel) kubeconfig(workspace string) ([]byte, error) {
 	raw, dir := []byte(c.Kubeconfig.ValueString()), ""
 	if p := c.KubeconfigPath.ValueString(); p != "" {
 		expanded, err := expandHome(p)
@@ -144,9 +147,9 @@ func (c *componentModel) kubeconfig() ([]byte, error) {
 		}
 		raw, dir = data, filepath.Dir(expanded)
 	}
-	out, err := kcpconfig.SelfContained(raw, dir, c.Context.ValueString())
+	out, err := kcpconfig.SelfContained(raw, dir, c.Context.ValueString(), workspace)
 	if err != nil {
-		return nil, fmt.Errorf("%w. The runtime needs a kubeconfig whose server is the dep-ctrl workspace through the front-proxy", err)
+		return nil, fmt.Errorf("%w. The runtime needs a kubeconfig whose server is the dep-ctrl workspace through the front-proxy; or set workspace_path", err)
 	}
 	return out, nil
 }

@@ -66,6 +66,8 @@ func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeMod
 	m.Image, m.ImageTag = types.StringValue(image), types.StringValue(tag)
 	m.ImagePullPolicy = types.StringValue(string(cc.ImagePullPolicy))
 	m.APIExportName = types.StringValue(ctrlArgs["apiexport-name"])
+	// The kubeconfigs in the Secrets already name the workspace.
+	m.WorkspacePath = types.StringNull()
 	m.WaitForRollout = types.BoolValue(true)
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 

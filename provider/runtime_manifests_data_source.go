@@ -52,6 +52,7 @@ type runtimeManifestsModel struct {
 	ImageTag        types.String           `tfsdk:"image_tag"`
 	ImagePullPolicy types.String           `tfsdk:"image_pull_policy"`
 	APIExportName   types.String           `tfsdk:"api_export_name"`
+	WorkspacePath   types.String           `tfsdk:"workspace_path"`
 	Controller      *componentModel        `tfsdk:"controller"`
 	Webhook         *manifestsWebhookModel `tfsdk:"webhook"`
 	WebhookURL      types.String           `tfsdk:"webhook_url"`
@@ -109,6 +110,7 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 			"image_tag":         opt("image_tag"),
 			"image_pull_policy": opt("image_pull_policy"),
 			"api_export_name":   opt("api_export_name"),
+			"workspace_path":    opt("workspace_path"),
 			"controller": schema.SingleNestedAttribute{
 				Required: true, MarkdownDescription: "The controller, as in `depctrl_runtime`.",
 				Attributes: manifestsComponentAttributes("controller"),
@@ -205,6 +207,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		ImageTag:        str(m.ImageTag, version),
 		ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
 		APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
+		WorkspacePath:   m.WorkspacePath,
 		Controller:      defaults(m.Controller),
 		Webhook: &webhookModel{
 			componentModel: *defaults(&m.Webhook.componentModel),

@@ -33,7 +33,7 @@ func TestAccRuntimeManifests(t *testing.T) {
 	bundle, err := certs.Issue("depctrl-webhook", []string{"depctrl-webhook.gitops.svc"}, 24*time.Hour)
 	must(t, err)
 
-	self, err := kcpconfig.SelfContained(kc, dir, "")
+	self, err := kcpconfig.SelfContained(kc, dir, "", "")
 	must(t, err)
 	want, err := deploy.Render(deploy.Config{
 		Namespace: "gitops", CreateNamespace: false, Name: "depctrl", Tag: "v9.9.9",

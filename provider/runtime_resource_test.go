@@ -48,13 +48,14 @@ func TestAccRuntime(t *testing.T) {
 		providerExtra: fmt.Sprintf("  kubernetes {\n    kubeconfig_path = %q\n  }\n", kube.Kubeconfig),
 		bindingsAfter: "depctrl_runtime.this",
 	}
-	depCtrl := tp.path("depctrl")
 	dir := t.TempDir()
 	kubeconfigs := map[string]string{}
 	for _, user := range []string{env.ControllerUser, env.WebhookUser} {
 		id, err := e.Identity(user)
 		must(t, err)
-		kc, err := e.IdentityKubeconfig(id, depCtrl)
+		// Issued for the front-proxy in general; workspace_path points
+		// them at the dep-ctrl workspace.
+		kc, err := e.IdentityKubeconfig(id, "root")
 		must(t, err)
 		kubeconfigs[user] = filepath.Join(dir, user+".kubeconfig")
 		must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
@@ -63,8 +64,9 @@ func TestAccRuntime(t *testing.T) {
 	runtimeHCL := func(tag string, controllerReplicas int, webhook string) string {
 		return fmt.Sprintf(`
 resource "depctrl_runtime" "this" {
-  namespace = %q
-  image_tag = %q
+  namespace      = %q
+  image_tag      = %q
+  workspace_path = depctrl_export.this.workspace_path
 
   controller = {
     kubeconfig_path = %q
@@ -78,7 +80,7 @@ resource "depctrl_runtime" "this" {
 %s
   }
 
-  depends_on = [depctrl_export.this, depctrl_root_rbac.this, depctrl_shard.s0, depctrl_shard.s1]
+  depends_on = [depctrl_root_rbac.this, depctrl_shard.s0, depctrl_shard.s1]
 }
 `, ns, tag, kubeconfigs[env.ControllerUser], controllerReplicas, kubeconfigs[env.WebhookUser], webhookIP, webhook)
 	}
@@ -252,7 +254,7 @@ resource "depctrl_runtime" "this" {
 				ImportStateVerify: true,
 				// Import reads the kubeconfigs' content, not where it came
 				// from, and cannot know the certificate policy.
-				ImportStateVerifyIgnore: []string{"controller.kubeconfig_path", "controller.kubeconfig", "webhook.kubeconfig_path", "webhook.kubeconfig",
+				ImportStateVerifyIgnore: []string{"workspace_path", "controller.kubeconfig_path", "controller.kubeconfig", "webhook.kubeconfig_path", "webhook.kubeconfig",
 					"webhook.certificate_validity", "webhook.certificate_renew_before", "timeouts"},
 			},
 			{

@@ -51,6 +51,11 @@ resource "depctrl_shard" "this" {
 resource "depctrl_runtime" "this" {
   image = var.runtime_image
 
+  # Points both kubeconfigs at the dep-ctrl workspace (kubeconfigs issued
+  # for the front-proxy work as they are), and orders the runtime after the
+  # export it reads.
+  workspace_path = depctrl_export.this.workspace_path
+
   controller = {
     kubeconfig_path = var.controller_kubeconfig
     replicas        = 2
@@ -62,7 +67,7 @@ resource "depctrl_runtime" "this" {
     url             = var.webhook_url
   }
 
-  depends_on = [depctrl_export.this, depctrl_root_rbac.this, depctrl_shard.this]
+  depends_on = [depctrl_root_rbac.this, depctrl_shard.this]
 }
 
 # 5. The API providers: networking in a nested workspace, compute at the

@@ -14,12 +14,12 @@ variable "shards" {
 }
 
 variable "controller_kubeconfig" {
-  description = "The controller's kcp kubeconfig, issued for controller_user, with the dep-ctrl workspace as server (https://<front-proxy>/clusters/root:depctrl)."
+  description = "The controller's kcp kubeconfig, issued for controller_user through the front-proxy (the kcp-operator's Kubeconfig with a frontProxyRef, for example). Its server is pointed at the dep-ctrl workspace."
   type        = string
 }
 
 variable "webhook_kubeconfig" {
-  description = "The webhook's kcp kubeconfig, issued for webhook_user, with the dep-ctrl workspace as server."
+  description = "The webhook's kcp kubeconfig, issued for webhook_user through the front-proxy. Its server is pointed at the dep-ctrl workspace."
   type        = string
 }
 

@@ -33,6 +33,10 @@ resource "depctrl_export" "this" {
 resource "depctrl_runtime" "this" {
   namespace = "depctrl-system"
 
+  # Points both kubeconfigs at the dep-ctrl workspace, and orders the
+  # runtime after the export it reads.
+  workspace_path = depctrl_export.this.workspace_path
+
   controller = {
     kubeconfig_path = var.controller_kubeconfig
   }
@@ -42,8 +46,8 @@ resource "depctrl_runtime" "this" {
     url             = var.webhook_url
   }
 
-  # The runtime reads its export; it rolls out once that and its RBAC exist.
-  depends_on = [depctrl_export.this, depctrl_root_rbac.this, depctrl_shard.this]
+  # It rolls out once its RBAC exists.
+  depends_on = [depctrl_root_rbac.this, depctrl_shard.this]
 }
 
 # Two API providers: networking in a nested workspace, compute at the top.
