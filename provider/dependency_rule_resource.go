@@ -182,9 +182,10 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 					},
 				},
 			},
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the rule", map[string]time.Duration{"create": defaultRuleTimeout, "update": defaultRuleTimeout, "delete": defaultRuleDeleteTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *dependencyRuleResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

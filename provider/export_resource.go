@@ -136,9 +136,10 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the export", map[string]time.Duration{"create": defaultExportTimeout, "update": defaultExportTimeout, "delete": defaultExportTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *exportResource) ConfigValidators(context.Context) []resource.ConfigValidator {

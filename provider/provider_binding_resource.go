@@ -122,9 +122,10 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the binding", map[string]time.Duration{"create": defaultBindingTimeout, "update": defaultBindingTimeout, "delete": defaultBindingTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *providerBindingResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

@@ -107,9 +107,10 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the grants", map[string]time.Duration{"create": defaultRBACTimeout, "update": defaultRBACTimeout, "delete": defaultRBACTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *rootRBACResource) ConfigValidators(context.Context) []resource.ConfigValidator {
@@ -178,6 +179,13 @@ func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.apply(ctx, &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -197,6 +205,8 @@ func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	// Workspaces dropped from parent_paths lose the grant.
 	keep := map[string]bool{}
 	for _, p := range plan.paths(ctx) {

@@ -149,9 +149,10 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
 		Attributes: attrs,
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the runtime", map[string]time.Duration{"create": defaultRuntimeTimeout, "update": defaultRuntimeTimeout, "delete": defaultRuntimeTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 // ValidateConfig rejects a renewal window as long as the certificate's

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -160,9 +161,10 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the grant", map[string]time.Duration{"create": defaultRBACTimeout, "update": defaultRBACTimeout, "delete": defaultRBACTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValidator {
@@ -282,6 +284,13 @@ func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	client, cfg, ok := r.verify(ctx, &plan, &resp.Diagnostics)
 	if !ok {
 		return
@@ -300,6 +309,13 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultRBACTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	client, _, err := plan.client()
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())

@@ -123,9 +123,10 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the workspace", map[string]time.Duration{"create": defaultWorkspaceCreateTimeout, "delete": defaultWorkspaceDeleteTimeout}),
 		},
 	}
+	documentSchema(ctx, &resp.Schema)
 }
 
 func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

@@ -1,0 +1,213 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/defaults"
+)
+
+// documentSchema completes every configurable attribute's description with
+// its default and with what a plan does when it changes, derived from the
+// schema itself (its Default and its RequiresReplace plan modifiers), so
+// the documentation cannot drift from the behaviour. A description that
+// already says it ("default", "replaces", "in place") is left alone.
+func documentSchema(ctx context.Context, s *schema.Schema) {
+	for name, a := range s.Attributes {
+		s.Attributes[name] = documentAttribute(ctx, a, false)
+	}
+	for name, b := range s.Blocks {
+		s.Blocks[name] = documentBlock(ctx, b, false)
+	}
+}
+
+// timeoutsBlock is the timeouts block with one attribute per operation in
+// defaults, each saying what it bounds and its default.
+func timeoutsBlock(ctx context.Context, what string, defaults map[string]time.Duration) schema.Block {
+	b := timeouts.Block(ctx, timeouts.Opts{Create: defaults["create"] > 0, Update: defaults["update"] > 0, Delete: defaults["delete"] > 0})
+	nb, ok := b.(schema.SingleNestedBlock)
+	if !ok {
+		return b
+	}
+	ops := make([]string, 0, len(defaults))
+	for op := range defaults {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, op := range ops {
+		a, ok := nb.Attributes[op].(schema.StringAttribute)
+		if !ok {
+			continue
+		}
+		a.Description = ""
+		a.MarkdownDescription = fmt.Sprintf("How long %s may take, as a duration such as `30s` or `5m`. Default `%s`. Changing it only changes the state.",
+			strings.ReplaceAll(what, "{op}", op), shortDuration(defaults[op]))
+		nb.Attributes[op] = a
+	}
+	nb.MarkdownDescription = "Bounds on how long Terraform waits."
+	return nb
+}
+
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	return strings.TrimSuffix(s, "0m")
+}
+
+func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces bool) schema.Attribute {
+	switch v := a.(type) {
+	case schema.StringAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, stringDefault(ctx, v.Default))
+		return v
+	case schema.BoolAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		def := ""
+		if v.Default != nil {
+			resp := &defaults.BoolResponse{}
+			v.Default.DefaultBool(ctx, defaults.BoolRequest{}, resp)
+			def = fmt.Sprint(resp.PlanValue.ValueBool())
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		return v
+	case schema.Int64Attribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		def := ""
+		if v.Default != nil {
+			resp := &defaults.Int64Response{}
+			v.Default.DefaultInt64(ctx, defaults.Int64Request{}, resp)
+			def = fmt.Sprint(resp.PlanValue.ValueInt64())
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		return v
+	case schema.ListAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		def := ""
+		if v.Default != nil {
+			def = "[]"
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		return v
+	case schema.SetAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
+		return v
+	case schema.MapAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
+		return v
+	case schema.SingleNestedAttribute:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		for name, inner := range v.Attributes {
+			v.Attributes[name] = documentAttribute(ctx, inner, replaces)
+		}
+		return v
+	case schema.ListNestedAttribute:
+		for name, inner := range v.NestedObject.Attributes {
+			v.NestedObject.Attributes[name] = documentAttribute(ctx, inner, parentReplaces)
+		}
+		return v
+	}
+	return a
+}
+
+func documentBlock(ctx context.Context, b schema.Block, parentReplaces bool) schema.Block {
+	switch v := b.(type) {
+	case schema.ListNestedBlock:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		for name, a := range v.NestedObject.Attributes {
+			v.NestedObject.Attributes[name] = documentAttribute(ctx, a, replaces)
+		}
+		for name, inner := range v.NestedObject.Blocks {
+			v.NestedObject.Blocks[name] = documentBlock(ctx, inner, replaces)
+		}
+		return v
+	case schema.SingleNestedBlock:
+		replaces := parentReplaces
+		for _, m := range v.PlanModifiers {
+			replaces = replaces || requiresReplace(ctx, m)
+		}
+		for name, a := range v.Attributes {
+			v.Attributes[name] = documentAttribute(ctx, a, replaces)
+		}
+		for name, inner := range v.Blocks {
+			v.Blocks[name] = documentBlock(ctx, inner, replaces)
+		}
+		return v
+	}
+	return b
+}
+
+type describer interface {
+	Description(context.Context) string
+}
+
+// requiresReplace recognizes the framework's RequiresReplace modifiers by
+// what they say they do.
+func requiresReplace(ctx context.Context, m describer) bool {
+	return strings.Contains(m.Description(ctx), "destroy and recreate")
+}
+
+func stringDefault(ctx context.Context, d defaults.String) string {
+	if d == nil {
+		return ""
+	}
+	resp := &defaults.StringResponse{}
+	d.DefaultString(ctx, defaults.StringRequest{}, resp)
+	return fmt.Sprintf("%q", resp.PlanValue.ValueString())
+}
+
+// complete appends the default and the change behaviour to desc unless it
+// already says them. Attributes only the provider sets are left alone.
+func complete(desc string, configurable, computedOnly, replaces bool, def string) string {
+	if !configurable || computedOnly {
+		return desc
+	}
+	low := strings.ToLower(desc)
+	desc = strings.TrimSpace(desc)
+	if def != "" && !strings.Contains(low, "default") {
+		if def == `""` {
+			def = "empty"
+		} else {
+			def = "`" + strings.Trim(def, `"`) + "`"
+		}
+		desc += " Default " + def + "."
+	}
+	if !strings.Contains(low, "replace") && !strings.Contains(low, "in place") && !strings.Contains(low, "only changes the state") {
+		if replaces {
+			desc += " Changing it replaces the resource."
+		} else {
+			desc += " Changing it updates the resource in place."
+		}
+	}
+	return desc
+}
