@@ -57,12 +57,17 @@ type Runtime struct {
 	Dir        string
 	WebhookURL string
 	CAFile     string
-	probePort  int
-	controller *env.Process
-	webhook    *env.Process
-	ctrlArgs   []string
-	whArgs     []string
-	bin        string
+	// CertDir holds the webhook's tls.crt and tls.key; it reloads them.
+	CertDir string
+	// WebhookMetricsURL and WebhookReadyzURL are the webhook's endpoints.
+	WebhookMetricsURL string
+	WebhookReadyzURL  string
+	probePort         int
+	controller        *env.Process
+	webhook           *env.Process
+	ctrlArgs          []string
+	whArgs            []string
+	bin               string
 }
 
 // Start starts the webhook and the controller against the dep-ctrl
@@ -96,9 +101,12 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		Dir:        dir,
 		WebhookURL: fmt.Sprintf("https://127.0.0.1:%d/validate", ports[0]),
 		CAFile:     caFile,
+		CertDir:    certDir,
 		probePort:  ports[2],
 		bin:        bin,
 	}
+	r.WebhookMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	r.WebhookReadyzURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2])
 	r.whArgs = []string{
 		"--kubeconfig", kubeconfigFor(env.WebhookUser),
 		"--tls-cert-dir", certDir,
@@ -129,12 +137,19 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 	return r
 }
 
-// StartWebhook starts the webhook and waits until it reports ready.
-func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
+// StartWebhookNoWait starts the webhook and returns at once.
+func (r *Runtime) StartWebhookNoWait(t *testing.T) {
 	t.Helper()
 	p, err := env.StartProcess("depctrl-webhook", filepath.Join(r.bin, "depctrl-webhook"), r.whArgs, r.Dir, filepath.Join(r.Dir, "webhook.log"))
 	must(t, err)
 	r.webhook = p
+}
+
+// StartWebhook starts the webhook and waits until it reports ready.
+func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
+	t.Helper()
+	r.StartWebhookNoWait(t)
+	p := r.webhook
 	readyz := "http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz"
 	Eventually(ctx, t, time.Minute, "the webhook to become ready", func() error {
 		if done, err := p.Exited(); done {

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// Bounds the faults test holds the runtime to. They are generous for a
+// loaded two-core CI machine; the measured times are logged.
+const (
+	webhookRecoveryBound = 10 * time.Second
+	convergenceBound     = 45 * time.Second
+)
+
+// TestFaults kills, restarts and disturbs the runtime's processes and
+// objects, and checks that nothing referenced is deleted meanwhile and that
+// everything converges within a stated bound, which it measures.
+func TestFaults(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	consumer := top.Consumers[len(top.Consumers)-1]
+	top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
+
+	// enforced waits until the referenced VPC is refused with the
+	// webhook's own message and an unreferenced one can be deleted, and
+	// returns how long that took.
+	enforced := func(t *testing.T, what string, bound time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		name := fmt.Sprintf("free-%d", start.UnixNano())
+		top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
+		eventually(ctx, t, bound, what, func() error {
+			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			if err == nil {
+				t.Fatal("vpc-1 was deleted while vm-1 references it")
+			}
+			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
+				return fmt.Errorf("not yet decided by the webhook: %v", err)
+			}
+			if top.exists(ctx, t, consumer, vpcs, name) {
+				if err := top.remove(ctx, t, consumer, vpcs, name); err != nil {
+					return fmt.Errorf("an unreferenced VPC is not deletable yet: %v", err)
+				}
+			}
+			return nil
+		})
+		took := time.Since(start)
+		t.Logf("%s: %s (bound %s)", what, took.Round(time.Millisecond), bound)
+		return took
+	}
+
+	t.Run("webhook down: protected deletes fail closed, others go on", func(t *testing.T) {
+		rt.StopWebhook(t)
+		for range 3 {
+			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			if err == nil {
+				t.Fatal("vpc-1 was deleted while the webhook was down")
+			}
+			if !strings.Contains(err.Error(), "deletion-protection") {
+				t.Fatalf("the refusal does not say that deletion protection is unavailable: %v", err)
+			}
+		}
+		// A type nothing protects is not affected.
+		top.object(ctx, t, consumer, virtualMachines, "vm-unprotected", ref("nothing"), nil)
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-unprotected")
+
+		// Ready only with a complete registry: at the first 200 from
+		// /readyz, the registry holds the rule.
+		rt.StartWebhookNoWait(t)
+		start := time.Now()
+		eventually(ctx, t, time.Minute, "the restarted webhook to report ready", func() error {
+			if code := httpStatus(ctx, rt.WebhookReadyzURL); code != http.StatusOK {
+				return fmt.Errorf("readyz: %d", code)
+			}
+			return nil
+		})
+		if got := metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered"); got != "1" {
+			t.Fatalf("the webhook reported ready with %q rules registered, want 1", got)
+		}
+		t.Logf("restarted webhook ready after %s", time.Since(start).Round(time.Millisecond))
+		enforced(t, "enforcement after the webhook restarted", webhookRecoveryBound)
+	})
+
+	t.Run("controller down during a rule change", func(t *testing.T) {
+		rt.StopController(t)
+		// The webhook follows rules itself: an edit takes effect with the
+		// controller down.
+		rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
+		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.networks[*].vpc", "fieldRef", "path"))
+		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
+		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+		must(t, err)
+		top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "vm-2", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-2"}}}, nil)
+		eventually(ctx, t, convergenceBound, "the edited path to be enforced with the controller down", func() error {
+			err := top.remove(ctx, t, consumer, vpcs, "vpc-2")
+			if err == nil {
+				t.Fatal("vpc-2 was deleted while vm-2 references it")
+			}
+			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-2") {
+				return err
+			}
+			return nil
+		})
+		start := time.Now()
+		rt.StartController(t)
+		took := top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		t.Logf("controller restarted: rule Ready again after %s (bound %s)", took.Round(time.Millisecond), convergenceBound)
+		if time.Since(start) > convergenceBound {
+			t.Errorf("convergence took %s, more than %s", time.Since(start), convergenceBound)
+		}
+		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-2")
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-2")
+		// Back to the original path for the next steps.
+		rule = top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
+		deps, _, _ = unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.vpcRef.name", "fieldRef", "path"))
+		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
+		_, err = top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+		must(t, err)
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	})
+
+	t.Run("webhook configuration deleted or edited by hand", func(t *testing.T) {
+		network := top.dynamicFor(t, top.Network.Path).Resource(webhookGVR)
+		// Edited: the failure policy weakened to Ignore.
+		_, err := network.Patch(ctx, v1alpha1.WebhookConfigurationName, types.JSONPatchType,
+			[]byte(`[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`), metav1.PatchOptions{})
+		must(t, err)
+		start := time.Now()
+		eventually(ctx, t, convergenceBound, "the edited configuration to be restored", func() error {
+			u := top.webhookConfiguration(ctx, t, top.Network)
+			if u == nil {
+				return fmt.Errorf("configuration missing")
+			}
+			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			if len(hooks) == 0 || hooks[0].(map[string]interface{})["failurePolicy"] != "Fail" {
+				return fmt.Errorf("failurePolicy still weakened")
+			}
+			return nil
+		})
+		t.Logf("hand-edited configuration restored after %s (bound %s)", time.Since(start).Round(time.Millisecond), convergenceBound)
+
+		must(t, network.Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
+		start = time.Now()
+		eventually(ctx, t, convergenceBound, "the deleted configuration to be recreated", func() error {
+			if top.webhookConfiguration(ctx, t, top.Network) == nil {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		t.Logf("deleted configuration recreated after %s (bound %s)", time.Since(start).Round(time.Millisecond), convergenceBound)
+		enforced(t, "enforcement after the configuration was recreated", convergenceBound)
+	})
+
+	t.Run("CA and serving certificate rotated", func(t *testing.T) {
+		bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+		must(t, err)
+		start := time.Now()
+		// The controller reads the CA file, the webhook its certificate
+		// directory; both reload without a restart.
+		must(t, writeAtomic(rt.CAFile, bundle.CACert))
+		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), bundle.ServerCert))
+		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), bundle.ServerKey))
+		eventually(ctx, t, convergenceBound, "the new CA in the webhook configuration", func() error {
+			u := top.webhookConfiguration(ctx, t, top.Network)
+			if u == nil {
+				return fmt.Errorf("configuration missing")
+			}
+			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			ca, _, _ := unstructured.NestedString(hooks[0].(map[string]interface{}), "clientConfig", "caBundle")
+			if ca != base64.StdEncoding.EncodeToString(bundle.CACert) {
+				return fmt.Errorf("old CA still configured")
+			}
+			return nil
+		})
+		enforced(t, "enforcement after the CA and certificate rotated", convergenceBound)
+		t.Logf("rotation converged after %s", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("rule deleted while the controller is down", func(t *testing.T) {
+		rt.StopController(t)
+		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
+		// The webhook drops the rule itself: the delete goes through
+		// without the controller.
+		start := time.Now()
+		eventually(ctx, t, convergenceBound, "vpc-1 to be deletable once its rule is gone", func() error {
+			return top.remove(ctx, t, consumer, vpcs, "vpc-1")
+		})
+		t.Logf("rule deleted: protection lifted by the webhook after %s", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		rt.StartController(t)
+		eventually(ctx, t, convergenceBound, "the controller to remove the configuration no rule needs", func() error {
+			if top.webhookConfiguration(ctx, t, top.Network) != nil && len(top.protectedResources(ctx, t, top.Network)) > 0 {
+				return fmt.Errorf("configuration still protects %v", top.protectedResources(ctx, t, top.Network))
+			}
+			return nil
+		})
+		t.Logf("restarted controller removed the stale configuration after %s (bound %s)", time.Since(start).Round(time.Millisecond), convergenceBound)
+	})
+}
+
+func httpStatus(ctx context.Context, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// metricValue reads one unlabelled metric from a Prometheus endpoint.
+func metricValue(ctx context.Context, t *testing.T, url, name string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
