@@ -207,6 +207,11 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if config.ImageTag.IsNull() {
 		plan.ImageTag = types.StringValue(r.conn.versionTag())
 	}
+	// A missing or broken kubernetes block fails the plan, not the apply.
+	if r.conn != nil && r.conn.kubeErr != nil && !errors.Is(r.conn.kubeErr, errConfigUnknown) {
+		resp.Diagnostics.Append(explainKube(r.conn, "configuring the Kubernetes connection for depctrl_runtime", r.conn.kubeErr))
+		return
+	}
 	var state *runtimeModel
 	if !req.State.Raw.IsNull() {
 		state = &runtimeModel{}
