@@ -251,8 +251,8 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
-					Config:      tc.config,
-					PlanOnly:    true,
+					Config:   tc.config,
+					PlanOnly: true,
 					// Anchored at "Error:", so an echoed plan cannot match.
 					ExpectError: regexp.MustCompile(`Error: (?s:.*)` + tc.want),
 				}},

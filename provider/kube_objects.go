@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -40,12 +41,38 @@ const (
 // object of one runtime is in the same namespace).
 func objectKey(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetName() }
 
-// fingerprint digests an applied object; the objects attribute holds one
-// per object, so that any change, ours or someone else's, shows in a plan.
+// fingerprint digests an object as applied (redacted); the objects
+// attribute holds one per object, so that any change, ours or someone
+// else's, shows in a plan.
 func fingerprint(u *unstructured.Unstructured) string {
-	data, _ := json.Marshal(u.Object) // maps marshal with sorted keys
+	data, _ := json.Marshal(redact(u).Object) // maps marshal with sorted keys
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// redact replaces the values of a Secret's data with their digests. What
+// the provider keeps of an applied Secret (to notice changes) then holds
+// no key or credential: Terraform state never does, unless the user wrote
+// it into the configuration.
+func redact(u *unstructured.Unstructured) *unstructured.Unstructured {
+	if u.GetKind() != "Secret" {
+		return u
+	}
+	out := u.DeepCopy()
+	data, _, _ := unstructured.NestedMap(out.Object, "data")
+	for k, v := range data {
+		s, _ := v.(string) // base64, as the API returns it
+		raw, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			raw = []byte(s)
+		}
+		sum := sha256.Sum256(raw)
+		data[k] = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	if data != nil {
+		_ = unstructured.SetNestedMap(out.Object, data, "data")
+	}
+	return out
 }
 
 func kubeResource(d dynamic.Interface, u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
@@ -136,7 +163,7 @@ func liveState(ctx context.Context, d dynamic.Interface, applied []*unstructured
 		case live.GetDeletionTimestamp() != nil:
 			out[objectKey(u)] = objectMissing
 			missing++
-		case !contains(live.Object, u.Object):
+		case !contains(redact(live).Object, redact(u).Object):
 			out[objectKey(u)] = objectChanged
 		default:
 			out[objectKey(u)] = fingerprint(u)

@@ -168,15 +168,15 @@ func (in *runtimeInputs) servingHosts(ctx context.Context, cfg deploy.Config) []
 	return slices.Compact(hosts)
 }
 
-// tlsMaterial is the generated TLS state, kept in the resource's private
-// state: keys never show in plans or outputs.
+// tlsMaterial is the generated TLS state. It lives in the cluster only (the
+// webhook's TLS Secret and the issuer Secret), never in Terraform state.
 type tlsMaterial struct {
 	// CABundle is what kcp trusts: the current CA, followed by the previous
 	// one while webhook pods may still serve certificates it signed.
 	CABundle string `json:"caBundle"`
 	CACert   string `json:"caCert"`
-	// CAKey is empty after an import (the cluster never holds it); the
-	// next renewal then starts a new CA.
+	// CAKey is empty when the issuer Secret is gone; the next renewal then
+	// starts a new CA.
 	CAKey string `json:"caKey,omitempty"`
 	Cert  string `json:"cert"`
 	Key   string `json:"key"`
@@ -206,7 +206,7 @@ func planRenewal(prior *tlsMaterial, hosts []string, validity, renewBefore time.
 	if err != nil || !slices.Equal(have, hosts) {
 		serving = true
 	}
-	// Without the CA key (after an import) a new certificate needs a new CA.
+	// Without the CA key (its Secret deleted) a new certificate needs a new CA.
 	return renewal{serving: serving, ca: serving && prior.CAKey == ""}
 }
 
@@ -247,6 +247,9 @@ func withTLS(cfg deploy.Config, m *tlsMaterial) deploy.Config {
 	cfg.TLS.CACert = []byte(m.CABundle)
 	cfg.TLS.Cert = []byte(m.Cert)
 	cfg.TLS.Key = []byte(m.Key)
+	if m.CAKey != "" {
+		cfg.TLS.IssuerCert, cfg.TLS.IssuerKey = []byte(m.CACert), []byte(m.CAKey)
+	}
 	return cfg
 }
 

@@ -23,7 +23,7 @@ import (
 // importRuntime reconstructs the configuration of a deployed runtime from
 // its Deployments and Secrets, and what was applied from that. found is
 // false when there is no runtime of that name.
-func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeModel, priv *privateState) (found bool, err error) {
+func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeModel, priv *privateState) (found bool, err error) {
 	ns, name := m.Namespace.ValueString(), m.Name.ValueString()
 	base := deploy.Config{Namespace: ns, Name: name}
 	get := func(n string) (*appsv1.Deployment, error) {
@@ -117,9 +117,12 @@ func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeMod
 		m.CABundle = types.StringValue(string(ca))
 		m.CertificateNotAfter = types.StringValue(notAfter.Format(timeFormat))
 	} else {
-		tlsm, err := readGeneratedTLS(ctx, kube, ns, tlsSecret)
+		tlsm, err := readGeneratedTLS(ctx, kube, cfg)
 		if err != nil {
 			return false, err
+		}
+		if tlsm == nil {
+			return false, fmt.Errorf("the webhook TLS Secret %s/%s is gone; delete the runtime's Deployments and apply again, or recreate the Secret", ns, tlsSecret)
 		}
 		hosts, _ := certs.Hosts([]byte(tlsm.Cert))
 		implied := m.servingHosts(ctx, cfg)
@@ -134,7 +137,6 @@ func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeMod
 		if err != nil {
 			return false, err
 		}
-		priv.TLS = tlsm
 		cfg = withTLS(cfg, tlsm)
 		m.CABundle = types.StringValue(tlsm.CABundle)
 		m.CertificateNotAfter = types.StringValue(notAfter.UTC().Format(timeFormat))
@@ -146,7 +148,7 @@ func importRuntime(ctx context.Context, kube kubernetes.Interface, m *runtimeMod
 	}
 	priv.Applied = nil
 	for _, o := range objs {
-		priv.Applied = append(priv.Applied, o.Object)
+		priv.Applied = append(priv.Applied, redact(o).Object)
 	}
 	return true, nil
 }
@@ -211,22 +213,36 @@ func componentFrom(d *appsv1.Deployment, c *corev1.Container, extra []string) *c
 	}
 }
 
-// readGeneratedTLS reads back a certificate this resource generated. The
-// CA key is not in the cluster, so the next renewal starts a new CA.
-func readGeneratedTLS(ctx context.Context, kube kubernetes.Interface, ns, name string) (*tlsMaterial, error) {
-	s, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+// readGeneratedTLS reads back a certificate this resource generated: the
+// webhook's TLS Secret and, when it still exists, the issuer Secret with
+// the CA key. nil when there is no TLS Secret.
+func readGeneratedTLS(ctx context.Context, kube kubernetes.Interface, cfg deploy.Config) (*tlsMaterial, error) {
+	s, err := kube.CoreV1().Secrets(cfg.Namespace).Get(ctx, cfg.TLSSecretName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading Secret %s/%s: %w", ns, name, err)
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", cfg.Namespace, cfg.TLSSecretName(), err)
 	}
 	bundle := s.Data[deploy.CAKey]
 	first, _ := pem.Decode(bundle)
-	if first == nil {
-		return nil, fmt.Errorf("the Secret %s/%s holds no CA certificate in %s", ns, name, deploy.CAKey)
+	if first == nil || len(s.Data[deploy.TLSCertKey]) == 0 || len(s.Data[deploy.TLSKeyKey]) == 0 {
+		// Unusable: treat it as absent, so the next apply issues anew.
+		return nil, nil
 	}
-	return &tlsMaterial{
+	m := &tlsMaterial{
 		CABundle: string(bundle),
 		CACert:   string(pem.EncodeToMemory(first)),
 		Cert:     string(s.Data[deploy.TLSCertKey]),
 		Key:      string(s.Data[deploy.TLSKeyKey]),
-	}, nil
+	}
+	issuer, err := kube.CoreV1().Secrets(cfg.Namespace).Get(ctx, cfg.IssuerSecretName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", cfg.Namespace, cfg.IssuerSecretName(), err)
+	case len(issuer.Data[deploy.TLSKeyKey]) > 0:
+		m.CACert, m.CAKey = string(issuer.Data[deploy.TLSCertKey]), string(issuer.Data[deploy.TLSKeyKey])
+	}
+	return m, nil
 }

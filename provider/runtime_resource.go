@@ -63,9 +63,11 @@ type runtimeModel struct {
 	Timeouts            timeouts.Value `tfsdk:"timeouts"`
 }
 
-// privateState is stored with the resource but never shown.
+// privateState is stored with the resource but never shown: the objects
+// as applied, with Secret data redacted to digests (see redact). Keys and
+// credentials stay in the cluster; the provider reads them back when it
+// needs them.
 type privateState struct {
-	TLS     *tlsMaterial             `json:"tls,omitempty"`
 	Applied []map[string]interface{} `json:"applied"`
 }
 
@@ -229,8 +231,6 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.WebhookURL = types.StringValue(cfg.EffectiveWebhookURL())
 	plan.ID = types.StringValue(cfg.Namespace + "/" + cfg.Name)
 
-	priv, diags := loadPrivate(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
 	unknown := func() {
 		plan.Objects = types.MapUnknown(types.StringType)
 	}
@@ -248,11 +248,18 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 			resp.Diagnostics.AddError("Invalid certificate settings", err.Error())
 			return
 		}
-		ren := planRenewal(priv.TLS, plan.servingHosts(ctx, cfg), validity, renewBefore, time.Now())
+		var prior *tlsMaterial
+		if state != nil {
+			if prior, err = r.readTLS(ctx, cfg); err != nil {
+				resp.Diagnostics.Append(explainKube(r.conn, "reading the webhook certificate", err))
+				return
+			}
+		}
+		ren := planRenewal(prior, plan.servingHosts(ctx, cfg), validity, renewBefore, time.Now())
 		if ren.ca {
 			plan.CABundle = types.StringUnknown()
 		} else {
-			plan.CABundle = types.StringValue(priv.TLS.CABundle)
+			plan.CABundle = types.StringValue(prior.CABundle)
 		}
 		if ren.any() {
 			if state != nil {
@@ -265,7 +272,7 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		if state != nil {
 			plan.CertificateNotAfter = state.CertificateNotAfter
 		}
-		cfg = withTLS(cfg, priv.TLS)
+		cfg = withTLS(cfg, prior)
 	}
 	objs, err := deploy.Render(cfg)
 	if err != nil {
@@ -371,17 +378,21 @@ func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *
 			diags.AddError("Invalid certificate settings", err.Error())
 			return
 		}
+		priorTLS, err := r.readTLS(ctx, cfg)
+		if err != nil {
+			diags.Append(explainKube(r.conn, "reading the webhook certificate", err))
+			return
+		}
 		// The plan decided: unknown values are what is to be renewed.
 		ren := renewal{serving: plan.CertificateNotAfter.IsUnknown(), ca: plan.CABundle.IsUnknown()}
-		if prior.TLS == nil {
+		if priorTLS == nil {
 			ren = renewal{serving: true, ca: true}
 		}
-		tlsm, err := ren.issue(prior.TLS, cfg.WebhookName(), plan.servingHosts(ctx, cfg), validity, time.Now())
+		tlsm, err := ren.issue(priorTLS, cfg.WebhookName(), plan.servingHosts(ctx, cfg), validity, time.Now())
 		if err != nil {
 			diags.AddError("Cannot issue the webhook certificate", err.Error())
 			return
 		}
-		next.TLS = tlsm
 		cfg = withTLS(cfg, tlsm)
 		plan.CABundle = types.StringValue(tlsm.CABundle)
 		notAfter, err := certs.NotAfter([]byte(tlsm.Cert))
@@ -418,7 +429,7 @@ func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *
 		return
 	}
 	for _, o := range objs {
-		next.Applied = append(next.Applied, o.Object)
+		next.Applied = append(next.Applied, redact(o).Object)
 	}
 	plan.ID = types.StringValue(cfg.Namespace + "/" + cfg.Name)
 	plan.WebhookURL = types.StringValue(cfg.EffectiveWebhookURL())
@@ -504,7 +515,7 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	if len(priv.Applied) == 0 {
 		// Imported: learn the configuration from the cluster.
-		found, err := importRuntime(ctx, kube, &state, priv)
+		found, err := r.importRuntime(ctx, kube, &state, priv)
 		if err != nil {
 			resp.Diagnostics.Append(explainKube(r.conn, "importing the runtime", err))
 			return
@@ -579,4 +590,15 @@ func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+}
+
+// readTLS reads the generated certificate and its issuer back from the
+// cluster; nil when there is none yet (or someone deleted it, which the
+// next apply repairs with a new one).
+func (r *runtimeResource) readTLS(ctx context.Context, cfg deploy.Config) (*tlsMaterial, error) {
+	kube, err := r.conn.Kube()
+	if err != nil {
+		return nil, err
+	}
+	return readGeneratedTLS(ctx, kube, cfg)
 }

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +43,10 @@ func TestAccRuntime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 
+	// Working directories (and so state files) under a directory of ours,
+	// so that noSecretsInState can read them.
+	tfDir := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", tfDir)
 	prefix := env.UniqueName("rt")
 	ns := prefix
 	tp := topology{
@@ -175,7 +181,7 @@ resource "depctrl_runtime" "this" {
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/depctrl")),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook_url"), knownvalue.StringExact("https://"+webhookIP+":9443/validate")),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("ca_bundle"), knownvalue.StringRegexp(regexp.MustCompile(`^-----BEGIN CERTIFICATE-----`))),
-					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(10)),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(11)),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects").AtMapKey("Deployment/depctrl-webhook"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:`))),
 					sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle")),
 					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -203,7 +209,7 @@ resource "depctrl_runtime" "this" {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},
-				Check: resource.ComposeTestCheckFunc(protected, func(*terraform.State) error {
+				Check: resource.ComposeTestCheckFunc(protected, noSecretsInState(tfDir), func(*terraform.State) error {
 					if got := image("depctrl-webhook"); got != deploy.DefaultImage+":v1.0.1" {
 						return fmt.Errorf("webhook image %q", got)
 					}
@@ -280,4 +286,59 @@ resource "depctrl_runtime" "this" {
 			},
 		},
 	})
+}
+
+// noSecretsInState reads every state file under dir, private state
+// included, and fails if it holds a private key or client credentials:
+// those stay in the cluster.
+func noSecretsInState(dir string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		found := 0
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Base(p) != "terraform.tfstate" {
+				return err
+			}
+			found++
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			var st struct {
+				Resources []struct {
+					Type      string `json:"type"`
+					Instances []struct {
+						Private string `json:"private"`
+					} `json:"instances"`
+				} `json:"resources"`
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			texts := []string{string(raw)}
+			for _, r := range st.Resources {
+				for _, in := range r.Instances {
+					if in.Private == "" {
+						continue
+					}
+					dec, err := base64.StdEncoding.DecodeString(in.Private)
+					if err != nil {
+						return fmt.Errorf("%s: private state of %s: %w", p, r.Type, err)
+					}
+					texts = append(texts, string(dec))
+				}
+			}
+			for _, text := range texts {
+				for _, secret := range []string{"PRIVATE KEY", "client-key-data", "LS0tLS1CRUdJTi"} {
+					if strings.Contains(text, secret) {
+						return fmt.Errorf("%s holds %q", p, secret)
+					}
+				}
+			}
+			return nil
+		})
+		if err == nil && found == 0 {
+			err = fmt.Errorf("no state file under %s", dir)
+		}
+		return err
+	}
 }

@@ -85,6 +85,11 @@ type TLS struct {
 	CACert     []byte
 	Cert       []byte
 	Key        []byte
+	// IssuerCert and IssuerKey are the CA that signed Cert. When set, they
+	// go into a Secret of their own that no pod mounts, so that the next
+	// renewal can sign with the same CA; kcp's trust then does not change.
+	IssuerCert []byte
+	IssuerKey  []byte
 }
 
 // Config is everything the renderer needs.
@@ -121,6 +126,9 @@ func (c Config) TLSSecretName() string {
 	}
 	return c.Name + "-webhook-tls"
 }
+
+// IssuerSecretName holds the CA key of a generated certificate.
+func (c Config) IssuerSecretName() string { return c.Name + "-webhook-issuer" }
 
 // CAConfigMapName holds the webhook CA for the controller, which must not
 // see the webhook's private key.

@@ -63,6 +63,14 @@ func Render(c Config) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, tls)
 		webhookHash = append(webhookHash, tls.Data)
+		if len(c.TLS.IssuerKey) > 0 {
+			objs = append(objs, &corev1.Secret{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+				ObjectMeta: c.meta(c.IssuerSecretName(), "webhook"),
+				Type:       corev1.SecretTypeTLS,
+				Data:       map[string][]byte{TLSCertKey: c.TLS.IssuerCert, TLSKeyKey: c.TLS.IssuerKey},
+			})
+		}
 	}
 	objs = append(objs,
 		c.webhookService(),
