@@ -48,6 +48,7 @@ type webhookModel struct {
 	URL                    types.String `tfsdk:"url"`
 	ExtraSANs              types.List   `tfsdk:"extra_sans"`
 	TLSSecretName          types.String `tfsdk:"tls_secret_name"`
+	SkipProtectionGroups   types.List   `tfsdk:"skip_protection_groups"`
 	CertificateValidity    types.String `tfsdk:"certificate_validity"`
 	CertificateRenewBefore types.String `tfsdk:"certificate_renew_before"`
 }
@@ -74,7 +75,7 @@ func (in *runtimeInputs) known() bool {
 		return false
 	}
 	vals := []unknowable{in.WorkspacePath, in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
-		in.Webhook.Port, in.Webhook.URL, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
+		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
 	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
 	}
@@ -98,6 +99,7 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 		TLS:             deploy.TLS{SecretName: in.Webhook.TLSSecretName.ValueString()},
 	}
 	var d diag.Diagnostics
+	diags.Append(in.Webhook.SkipProtectionGroups.ElementsAs(ctx, &cfg.SkipProtectionGroups, false)...)
 	ws := in.WorkspacePath.ValueString()
 	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"), ws)
 	diags.Append(d...)

@@ -51,7 +51,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 
 	image, tag := splitImage(cc.Image)
 	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address")
-	_, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address")
+	hookArgs, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address", "skip-protection-groups")
 	port := int64(deploy.DefaultWebhookPort)
 	for _, p := range wc.Ports {
 		if p.Name == "https" {
@@ -87,6 +87,14 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		return false, err
 	}
 	m.Webhook.Port = types.Int64Value(port)
+	m.Webhook.SkipProtectionGroups = types.ListNull(types.StringType)
+	if g := hookArgs["skip-protection-groups"]; g != "" {
+		var groups []attr.Value
+		for _, name := range strings.Split(g, ",") {
+			groups = append(groups, types.StringValue(name))
+		}
+		m.Webhook.SkipProtectionGroups = types.ListValueMust(types.StringType, groups)
+	}
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)
 	m.Webhook.URL = types.StringNull()

@@ -39,6 +39,7 @@ type manifestsWebhookModel struct {
 	Port           types.Int64  `tfsdk:"port"`
 	URL            types.String `tfsdk:"url"`
 	TLSSecretName  types.String `tfsdk:"tls_secret_name"`
+	SkipGroups     types.List   `tfsdk:"skip_protection_groups"`
 	CACertificate  types.String `tfsdk:"ca_certificate"`
 	TLSCertificate types.String `tfsdk:"tls_certificate"`
 	TLSPrivateKey  types.String `tfsdk:"tls_private_key"`
@@ -89,6 +90,7 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 	webhook := manifestsComponentAttributes("webhook")
 	webhook["port"] = schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["port"]}
 	webhook["url"] = opt("url")
+	webhook["skip_protection_groups"] = schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["skip_protection_groups"]}
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true,
 		MarkdownDescription: "An existing `kubernetes.io/tls` Secret to serve with; then `ca_certificate` must be its CA. " +
@@ -210,10 +212,11 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		WorkspacePath:   m.WorkspacePath,
 		Controller:      defaults(m.Controller),
 		Webhook: &webhookModel{
-			componentModel: *defaults(&m.Webhook.componentModel),
-			Port:           port,
-			URL:            m.Webhook.URL,
-			TLSSecretName:  m.Webhook.TLSSecretName,
+			componentModel:       *defaults(&m.Webhook.componentModel),
+			Port:                 port,
+			URL:                  m.Webhook.URL,
+			TLSSecretName:        m.Webhook.TLSSecretName,
+			SkipProtectionGroups: m.Webhook.SkipGroups,
 		},
 	}
 }

@@ -187,6 +187,13 @@ resource "depctrl_runtime" "this" {
 					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
 				},
 				Check: func(*terraform.State) error {
+					d, err := kc.AppsV1().Deployments(ns).Get(ctx, "depctrl-webhook", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if sc := d.Spec.Template.Spec.Containers[0].SecurityContext; sc == nil || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem {
+						return fmt.Errorf("the webhook container is not non-root with a read-only root filesystem: %+v", sc)
+					}
 					if got := image("depctrl-controller"); got != deploy.DefaultImage+":v1.0.0" {
 						return fmt.Errorf("controller image %q", got)
 					}
@@ -221,7 +228,8 @@ resource "depctrl_runtime" "this" {
 				// CA, so kcp's trust is unchanged.
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
-    certificate_renew_before = "30m"`),
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -239,7 +247,8 @@ resource "depctrl_runtime" "this" {
 				// the non-empty plan after apply.
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
-    certificate_renew_before = "59m59s"`),
+    certificate_renew_before = "59m59s"
+    skip_protection_groups   = ["platform-admins"]`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -250,7 +259,8 @@ resource "depctrl_runtime" "this" {
 			{
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
-    certificate_renew_before = "30m"`),
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`),
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
 			{
@@ -273,7 +283,8 @@ resource "depctrl_runtime" "this" {
 				},
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
-    certificate_renew_before = "30m"`),
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -57,6 +58,8 @@ var runtimeDocs = map[string]string{
 	"extra_sans": "Further DNS names or IP addresses for the generated serving certificate. Changing them issues a new certificate in place.",
 	"tls_secret_name": "An existing `kubernetes.io/tls` Secret in the namespace to serve with instead of a generated certificate (for cert-manager and the like). " +
 		"It must also hold `ca.crt`, which the controller hands to kcp. Unset (default): the provider generates a CA and a serving certificate. Updates in place.",
+	"skip_protection_groups": "Groups whose members may delete a protected object with the `dependencies.opendefense.cloud/skip-protection: \"true\"` annotation. " +
+		"For anyone else the annotation is ignored, and the denial says so. Unset (default): anyone who may annotate the object may use it.",
 	"certificate_validity": "How long a generated serving certificate is valid, as a Go duration. Default `" + defaultCertificateValidity + "` (a year). " +
 		"The CA is valid ten times as long, so renewing the serving certificate never changes what kcp trusts.",
 	"certificate_renew_before": "A plan within this duration of the serving certificate's expiry issues a new one (in place, the webhook pods roll). Default `" + defaultCertificateRenewal + "` (30 days).",
@@ -125,6 +128,12 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true, MarkdownDescription: runtimeDocs["tls_secret_name"],
 		Validators: []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a Secret name")},
+	}
+	webhook["skip_protection_groups"] = schema.ListAttribute{
+		Optional: true, ElementType: types.StringType,
+		MarkdownDescription: runtimeDocs["skip_protection_groups"],
+		Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(
+			stringvalidator.RegexMatches(regexp.MustCompile(`^[^,\s]+$`), "must be a group name without commas or spaces"))},
 	}
 	webhook["certificate_validity"] = schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateValidity),

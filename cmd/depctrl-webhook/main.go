@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +33,14 @@ func main() {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every rule is registered")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
+	fs.Func("skip-protection-groups", "comma-separated groups whose members may delete with the "+v1alpha1.SkipProtectionAnnotation+" annotation; for others it is ignored (default: anyone may)", func(v string) error {
+		for _, g := range strings.Split(v, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				o.SkipProtectionGroups = append(o.SkipProtectionGroups, g)
+			}
+		}
+		return nil
+	})
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -111,6 +111,9 @@ type Config struct {
 	// cluster DNS name, which is right when kcp runs in this cluster.
 	WebhookURL string
 	TLS        TLS
+	// SkipProtectionGroups restricts the skip-protection annotation to
+	// members of these groups; empty means anyone may use it.
+	SkipProtectionGroups []string
 }
 
 // ControllerName and the other helpers name the rendered objects.
@@ -240,6 +243,11 @@ func (c Config) Validate() error {
 			if _, err := resource.ParseQuantity(q); err != nil {
 				return &FieldError{name + ".resources." + field, fmt.Sprintf("%q is not a Kubernetes quantity such as 100m or 128Mi", q)}
 			}
+		}
+	}
+	for _, g := range c.SkipProtectionGroups {
+		if g == "" || strings.ContainsAny(g, ", \t") {
+			return &FieldError{"webhook.skip_protection_groups", fmt.Sprintf("%q is not a group name (no commas or spaces)", g)}
 		}
 	}
 	if len(c.TLS.CACert) == 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -200,6 +201,9 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		"--bind-address=:" + strconv.Itoa(int(c.WebhookPort)),
 		"--metrics-bind-address=:" + strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=:" + strconv.Itoa(probePort),
+	}
+	if len(c.SkipProtectionGroups) > 0 {
+		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
 	}
 	args = append(args, c.Webhook.ExtraArgs...)
 	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources)

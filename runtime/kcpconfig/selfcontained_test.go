@@ -38,7 +38,7 @@ users:
 	}
 	tests := []struct {
 		name, server, context, workspace string
-		wantServer, wantErr             string
+		wantServer, wantErr              string
 	}{
 		{name: "workspace URL", server: "https://kcp.example.com/clusters/root:depctrl", wantServer: "https://kcp.example.com/clusters/root:depctrl"},
 		{name: "front-proxy URL pointed at the workspace", server: "https://kcp.example.com:6443/clusters/root", workspace: "root:depctrl", wantServer: "https://kcp.example.com:6443/clusters/root:depctrl"},

@@ -38,6 +38,9 @@ type Options struct {
 	// IgnoreDeletingDependents lets dependents that are being deleted stop
 	// blocking.
 	IgnoreDeletingDependents bool
+	// SkipProtectionGroups restricts the skip-protection annotation to
+	// members of these groups; empty means anyone.
+	SkipProtectionGroups []string
 }
 
 // Run serves admission requests until ctx ends.
@@ -90,7 +93,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	finder.IgnoreDeleting = o.IgnoreDeletingDependents
-	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{RequestTimeout: o.RequestTimeout}, log.WithName("validator"))
+	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{RequestTimeout: o.RequestTimeout, SkipProtectionGroups: o.SkipProtectionGroups}, log.WithName("validator"))
 	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator, Log: log.WithName("server")}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,10 @@ type ValidatorOptions struct {
 	RequestTimeout time.Duration
 	// MaxBlockersReported caps the dependents named in a denial.
 	MaxBlockersReported int
+	// SkipProtectionGroups, when not empty, are the only groups whose
+	// members may delete with the skip-protection annotation. For anyone
+	// else the annotation is ignored and the delete is decided as usual.
+	SkipProtectionGroups []string
 }
 
 // Validator decides admission requests.
@@ -118,10 +123,15 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	meta := objectMeta(obj)
 	target := describe(req)
 
+	skipIgnored := false
 	if meta.Annotations[v1alpha1.SkipProtectionAnnotation] == "true" {
-		skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
-		log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-		return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+		if v.maySkip(req.UserInfo.Groups) {
+			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
+			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
+			return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+		}
+		skipIgnored = true
+		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
 	}
 
 	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
@@ -153,7 +163,25 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		return allow("the workspace is being deleted"), outcomeAllowed
 	}
 	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
-	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, denialMessage(target, blockers, more)), outcomeDenied
+	msg := denialMessage(target, blockers, more)
+	if skipIgnored {
+		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
+	}
+	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+}
+
+// maySkip reports whether a user in groups may use the skip-protection
+// annotation: anyone, unless SkipProtectionGroups names who may.
+func (v *Validator) maySkip(groups []string) bool {
+	if len(v.opts.SkipProtectionGroups) == 0 {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(v.opts.SkipProtectionGroups, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // findBlockers queries every matching protection concurrently and merges

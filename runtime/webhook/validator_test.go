@@ -78,6 +78,7 @@ func TestDecide(t *testing.T) {
 		name        string
 		req         *admissionv1.AdmissionRequest
 		finder      *fakeFinder
+		opts        ValidatorOptions
 		notReady    bool
 		wantAllowed bool
 		wantCode    int32
@@ -109,6 +110,39 @@ func TestDecide(t *testing.T) {
 			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
 			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantAllowed: true, wantOutcome: outcomeSkipped,
+		},
+		{
+			name: "skip-protection allows members of the allowed groups",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers", "platform-admins"}
+				return r
+			}(),
+			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeSkipped,
+		},
+		{
+			name: "skip-protection is ignored for everyone else",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers"}
+				return r
+			}(),
+			opts:     ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm (the dependencies.opendefense.cloud/skip-protection annotation is ignored: only members of platform-admins may use it)",
+			wantOutcome: outcomeDenied,
+		},
+		{
+			name: "an ignored skip-protection still lets unreferenced objects go",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers"}
+				return r
+			}(),
+			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
 		},
 		{
 			name:     "skip-protection must be exactly true",
@@ -192,7 +226,7 @@ func TestDecide(t *testing.T) {
 			if finder == nil {
 				finder = &fakeFinder{}
 			}
-			v := NewValidator(protections, finder, ready, ValidatorOptions{}, logr.Discard())
+			v := NewValidator(protections, finder, ready, tt.opts, logr.Discard())
 			resp, outcome := v.Decide(context.Background(), tt.req)
 			if resp.Allowed != tt.wantAllowed || outcome != tt.wantOutcome {
 				t.Fatalf("allowed=%v outcome=%s, want allowed=%v outcome=%s (result %+v)", resp.Allowed, outcome, tt.wantAllowed, tt.wantOutcome, resp.Result)
