@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +63,9 @@ func redact(u *unstructured.Unstructured) *unstructured.Unstructured {
 	data, _, _ := unstructured.NestedMap(out.Object, "data")
 	for k, v := range data {
 		s, _ := v.(string) // base64, as the API returns it
+		if strings.HasPrefix(s, "sha256:") {
+			continue // already redacted ("sha256:" is not base64)
+		}
 		raw, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			raw = []byte(s)

@@ -1,9 +1,15 @@
 package provider
 
 import (
+	"encoding/base64"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
 )
@@ -123,5 +129,30 @@ func TestContains(t *testing.T) {
 				t.Errorf("contains = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]interface{}{"name": "s"},
+		"data": map[string]interface{}{"tls.key": base64.StdEncoding.EncodeToString([]byte("-----BEGIN EC PRIVATE KEY-----"))},
+	}}
+	once := redact(secret)
+	if strings.Contains(fmt.Sprint(once.Object), "LS0t") {
+		t.Fatalf("redacted Secret still holds the key: %v", once.Object)
+	}
+	if twice := redact(once); !reflect.DeepEqual(twice.Object, once.Object) {
+		t.Errorf("redact is not idempotent:\n%v\n%v", once.Object, twice.Object)
+	}
+	if !contains(redact(secret).Object, once.Object) {
+		t.Error("a live Secret with the applied content does not match its redacted record")
+	}
+	changed := secret.DeepCopy()
+	changed.Object["data"] = map[string]interface{}{"tls.key": base64.StdEncoding.EncodeToString([]byte("other"))}
+	if contains(redact(changed).Object, once.Object) {
+		t.Error("a changed Secret matches the record of the old content")
+	}
+	if fingerprint(secret) != fingerprint(once) {
+		t.Error("the fingerprint of an object and of its record differ")
 	}
 }
