@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// Knobs of the invariant test; `make soak` raises them.
+const (
+	seedVariable   = "DEPCTRL_INVARIANT_SEED"
+	phasesVariable = "DEPCTRL_INVARIANT_PHASES"
+	workers        = 4
+	stepsPerPhase  = 12
+	// livenessBound is how long an unreferenced object may still be
+	// refused (a rule change the webhook has not caught up with) before
+	// the test calls it a deadlock.
+	livenessBound = 15 * time.Second
+)
+
+// The two places a VM may name its VPC; the rule watches one at a time.
+var refPaths = [2]string{".spec.vpcRef.name", ".spec.networks[*].vpc"}
+
+func vmSpec(vpc string, style int) map[string]interface{} {
+	if style == 0 {
+		return map[string]interface{}{"vpcRef": map[string]interface{}{"name": vpc}}
+	}
+	return map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": vpc}}}
+}
+
+// ruleState is what the test knows about the one rule.
+type ruleState struct {
+	present bool
+	style   int
+}
+
+// worker owns a disjoint set of objects in one consumer workspace, so its
+// model of them is exact while workers run concurrently.
+type worker struct {
+	id       int
+	consumer env.Workspace
+	rng      *rand.Rand
+	vpcs     map[string]bool
+	vms      map[string]vmRef
+	// Clients made on the test goroutine: workers never call t.Fatal.
+	vpcAPI, vmAPI dynamic.ResourceInterface
+}
+
+// create makes an object, retrying while a fresh binding is not served
+// yet.
+func (w *worker) create(ctx context.Context, res dynamic.ResourceInterface, a apiType, name string, spec map[string]interface{}) error {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": a.Group + "/v1", "kind": a.Kind,
+		"metadata": map[string]interface{}{"name": name}, "spec": spec,
+	}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := res.Create(ctx, u, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+type vmRef struct {
+	vpc   string
+	style int
+}
+
+type tally struct {
+	sync.Mutex
+	ops, denials, deletes, skips    int
+	violations, stuck, unactionable []string
+}
+
+func (tl *tally) add(f func(*tally)) {
+	tl.Lock()
+	defer tl.Unlock()
+	f(tl)
+}
+
+// TestInvariantUnderLoad drives random concurrent operations (dependents
+// and protected objects created and deleted, deletes with and without
+// skip-protection, the rule's field path edited, the rule deleted and
+// recreated) in consumer workspaces on both shards, and checks after every
+// step that nothing referenced under an enforced rule was deleted, that
+// nothing unreferenced stays undeletable, and that every refusal is one
+// the caller can act on. The seed is logged; DEPCTRL_INVARIANT_SEED
+// replays a run.
+func TestInvariantUnderLoad(t *testing.T) {
+	requireIntegration(t)
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(seedVariable); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		must(t, err)
+		seed = s
+	}
+	phases := 6
+	if v := os.Getenv(phasesVariable); v != "" {
+		n, err := strconv.Atoi(v)
+		must(t, err)
+		phases = n
+	}
+	t.Logf("seed %d (replay with %s=%d), %d phases of %d workers x %d steps", seed, seedVariable, seed, phases, workers, stepsPerPhase)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	rule := ruleState{present: true}
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[0]))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+
+	ws := make([]*worker, workers)
+	for i := range ws {
+		consumer := top.Consumers[i%len(top.Consumers)]
+		d := top.dynamicFor(t, consumer.Path)
+		ws[i] = &worker{
+			id: i, consumer: consumer,
+			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
+			vpcs: map[string]bool{}, vms: map[string]vmRef{},
+			vpcAPI: d.Resource(vpcs.GVR()).Namespace("apps"), vmAPI: d.Resource(virtualMachines.GVR()).Namespace("apps"),
+		}
+	}
+	tl := &tally{}
+	start := time.Now()
+	for phase := range phases {
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range stepsPerPhase {
+					w.step(ctx, rule, tl)
+				}
+			}()
+		}
+		wg.Wait()
+		// Change the rule between phases, and wait until the change is
+		// enforced (or, for a delete, no longer enforced) before judging.
+		switch op := rng.IntN(3); {
+		case !rule.present:
+			rule = ruleState{present: true, style: rng.IntN(2)}
+			top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[rule.style]))
+			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+			t.Logf("phase %d: rule recreated at %s", phase, refPaths[rule.style])
+		case op == 0:
+			top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
+			rule.present = false
+			t.Logf("phase %d: rule deleted", phase)
+		default:
+			rule.style = 1 - rule.style
+			editRulePath(ctx, t, top, refPaths[rule.style])
+			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+			t.Logf("phase %d: rule path edited to %s", phase, refPaths[rule.style])
+		}
+		tl.add(func(tl *tally) { tl.ops++ })
+	}
+
+	// Everything can be deleted once its dependents are gone, with the rule
+	// in force.
+	if !rule.present {
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[rule.style]))
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	}
+	for _, w := range ws {
+		for vm := range w.vms {
+			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
+				tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf("VM %s: %v", vm, err)) })
+			}
+		}
+		for vpc := range w.vpcs {
+			w.expectDeletable(ctx, vpc, tl)
+		}
+	}
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d refused, %d with skip-protection); violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.denials, tl.skips, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	for _, v := range tl.violations {
+		t.Errorf("VIOLATION: %s", v)
+	}
+	for _, v := range tl.stuck {
+		t.Errorf("STUCK: %s", v)
+	}
+	for _, v := range tl.unactionable {
+		t.Errorf("UNACTIONABLE: %s", v)
+	}
+}
+
+// step performs one random operation and checks its outcome against the
+// model.
+func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
+	vpc := fmt.Sprintf("w%d-vpc-%d", w.id, w.rng.IntN(4))
+	vm := fmt.Sprintf("w%d-vm-%d", w.id, w.rng.IntN(6))
+	tl.add(func(tl *tally) { tl.ops++ })
+	fail := func(format string, args ...any) {
+		tl.add(func(tl *tally) { tl.unactionable = append(tl.unactionable, fmt.Sprintf(format, args...)) })
+	}
+	switch r := w.rng.IntN(100); {
+	case r < 30:
+		if !w.vpcs[vpc] {
+			if err := w.create(ctx, w.vpcAPI, vpcs, vpc, map[string]interface{}{}); err != nil {
+				fail("creating %s: %v", vpc, err)
+				return
+			}
+			w.vpcs[vpc] = true
+		}
+	case r < 60:
+		if _, ok := w.vms[vm]; !ok {
+			ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
+			if err := w.create(ctx, w.vmAPI, virtualMachines, vm, vmSpec(ref.vpc, ref.style)); err != nil {
+				fail("creating %s: %v", vm, err)
+				return
+			}
+			w.vms[vm] = ref
+		}
+	case r < 75:
+		if _, ok := w.vms[vm]; ok {
+			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
+				fail("deleting VM %s: %v", vm, err)
+				return
+			}
+			delete(w.vms, vm)
+		}
+	case r < 95:
+		if !w.vpcs[vpc] {
+			return
+		}
+		referenced := w.referenced(vpc, rule)
+		err := w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		tl.add(func(tl *tally) { tl.deletes++ })
+		switch {
+		case err == nil && referenced:
+			tl.add(func(tl *tally) {
+				tl.violations = append(tl.violations, fmt.Sprintf("%s was deleted in %s while a VM referenced it at %s", vpc, w.consumer.Path, refPaths[rule.style]))
+			})
+			delete(w.vpcs, vpc)
+		case err == nil:
+			delete(w.vpcs, vpc)
+		case !strings.Contains(err.Error(), "still referenced by VirtualMachine/"):
+			fail("deleting %s: %v", vpc, err)
+		default:
+			// A refusal must leave the object in place.
+			if _, getErr := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{}); apierrors.IsNotFound(getErr) {
+				tl.add(func(tl *tally) {
+					tl.violations = append(tl.violations, fmt.Sprintf("%s is gone although its delete was refused", vpc))
+				})
+				delete(w.vpcs, vpc)
+				return
+			}
+			if referenced {
+				tl.add(func(tl *tally) { tl.denials++ })
+				return
+			}
+			// Refused although nothing references it: only acceptable
+			// briefly, while the webhook catches up with a rule change.
+			w.expectDeletable(ctx, vpc, tl)
+		}
+	default:
+		if !w.vpcs[vpc] {
+			return
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, v1alpha1.SkipProtectionAnnotation)
+		_, err := w.vpcAPI.Patch(ctx, vpc, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err == nil {
+			err = w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		}
+		if err != nil {
+			fail("deleting %s with skip-protection: %v", vpc, err)
+			return
+		}
+		tl.add(func(tl *tally) { tl.skips++; tl.deletes++ })
+		delete(w.vpcs, vpc)
+	}
+}
+
+func (w *worker) referenced(vpc string, rule ruleState) bool {
+	if !rule.present {
+		return false
+	}
+	for _, ref := range w.vms {
+		if ref.vpc == vpc && ref.style == rule.style {
+			return true
+		}
+	}
+	return false
+}
+
+// expectDeletable retries the delete of an unreferenced VPC for
+// livenessBound and records it as stuck if it never goes.
+func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
+	deadline := time.Now().Add(livenessBound)
+	for {
+		err := w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		if err == nil {
+			delete(w.vpcs, vpc)
+			return
+		}
+		if time.Now().After(deadline) {
+			tl.add(func(tl *tally) {
+				tl.stuck = append(tl.stuck, fmt.Sprintf("%s in %s, referenced by nothing, still refused after %s: %v", vpc, w.consumer.Path, livenessBound, err))
+			})
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func editRulePath(ctx context.Context, t *testing.T, top *Topology, path string) {
+	t.Helper()
+	rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
+	deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+	must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), path, "fieldRef", "path"))
+	must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
+	_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+	must(t, err)
+}
