@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestConsent: a provider workspace consents to protection by binding the
+// dep-ctrl export and accepting its claim. A rule that names a workspace
+// which did not bind, or bound without accepting, installs nothing there
+// and says why; accepting the claim later lets it in.
+func TestConsent(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	startRuntime(ctx, t, e, top.DepCtrl.Path)
+
+	unbound, err := e.CreateWorkspace(ctx, top.Org.Path, "unbound")
+	must(t, err)
+	refused, err := e.CreateWorkspace(ctx, top.Org.Path, "refused")
+	must(t, err)
+	apply(ctx, t, top.admin(t, unbound.Path), exportYAML(vpcs))
+	// Bound, but the claim on webhook configurations is rejected.
+	apply(ctx, t, top.admin(t, refused.Path), exportYAML(vpcs),
+		strings.Replace(depCtrlBindingYAML(top.DepCtrl.Path), "state: Accepted", "state: Rejected", 1))
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-unbound-vpc", virtualMachines, vpcs, unbound.Path, ".spec.vpcRef.name"))
+	msg := top.waitCondition(ctx, t, top.Compute, "vm-needs-unbound-vpc", v1alpha1.ConditionWebhookInstalled, "False", "ExportNotBound")
+	t.Logf("unbound workspace: %s", msg)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-refused-vpc", virtualMachines, vpcs, refused.Path, ".spec.vpcRef.name"))
+	msg = top.waitCondition(ctx, t, top.Compute, "vm-needs-refused-vpc", v1alpha1.ConditionWebhookInstalled, "False", "ClaimNotAccepted")
+	t.Logf("claim rejected: %s", msg)
+
+	// Give the controller time to do anything it should not.
+	time.Sleep(3 * time.Second)
+	for _, ws := range []env.Workspace{unbound, refused} {
+		if top.webhookConfiguration(ctx, t, ws) != nil {
+			t.Errorf("a webhook configuration was installed in %s, which did not consent", ws.Path)
+		}
+	}
+
+	// Consent given: the claim accepted, the rule goes Ready.
+	apply(ctx, t, top.admin(t, refused.Path), depCtrlBindingYAML(top.DepCtrl.Path))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-refused-vpc")
+	if top.webhookConfiguration(ctx, t, refused) == nil {
+		t.Errorf("no webhook configuration in %s after it accepted the claim", refused.Path)
+	}
+}
