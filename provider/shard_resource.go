@@ -90,7 +90,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"base URL, read through the provider's front-proxy connection).\n\n" +
 			"By default the webhook may read every resource on the shard, **secrets included**, because it cannot know in advance " +
 			"which types rules will name. List the dependent types in `read_resources` to narrow that to exactly what rules use; " +
-			"a rule whose dependent is not listed then fails closed (deletions of the protected type are denied with a permission error).\n\n" +
+			"a rule whose dependent is not listed then fails closed (deletions of the protected type are denied with a permission error). " +
+			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
 			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
 		Attributes: map[string]schema.Attribute{

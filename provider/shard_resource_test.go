@@ -142,6 +142,7 @@ func TestAccShardResource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s0", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch`),
+						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
 					})),
 				},

@@ -34,6 +34,10 @@ type Grant struct {
 // non-resource URL "/" there, before any other RBAC is considered.
 var workspaceAccess = rbacv1.PolicyRule{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}}
 
+// eventWriter lets the webhook record an Event on an object deleted with
+// the skip-protection annotation, in that object's workspace.
+var eventWriter = rbacv1.PolicyRule{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create"}}
+
 // WorkspaceReader lets the controller read Workspace objects, which is how
 // it resolves a path such as root:org:network to a logical cluster. It
 // belongs in root and in every intermediate workspace of a protected path.
@@ -73,7 +77,7 @@ type ReadResource struct {
 // With no resources it grants read on everything, secrets included; naming
 // the dependent types narrows it.
 func ShardReader(subjects []rbacv1.Subject, resources []ReadResource) Grant {
-	rules := []rbacv1.PolicyRule{workspaceAccess}
+	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
 	if len(resources) == 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
 	} else {

@@ -17,7 +17,7 @@ func TestShardReader(t *testing.T) {
 		{
 			name: "wildcard by default",
 			want: []rbacv1.PolicyRule{
-				workspaceAccess,
+				workspaceAccess, eventWriter,
 				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
@@ -29,7 +29,7 @@ func TestShardReader(t *testing.T) {
 				{Group: "", Resource: "configmaps"},
 			},
 			want: []rbacv1.PolicyRule{
-				workspaceAccess,
+				workspaceAccess, eventWriter,
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"manageddbs", "virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
 			},

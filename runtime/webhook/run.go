@@ -93,7 +93,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	finder.IgnoreDeleting = o.IgnoreDeletingDependents
-	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{RequestTimeout: o.RequestTimeout, SkipProtectionGroups: o.SkipProtectionGroups}, log.WithName("validator"))
+	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{
+		RequestTimeout:       o.RequestTimeout,
+		SkipProtectionGroups: o.SkipProtectionGroups,
+		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
+	}, log.WithName("validator"))
 	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator, Log: log.WithName("server")}); err != nil {
 		return err
 	}

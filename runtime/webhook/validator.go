@@ -55,6 +55,9 @@ type ValidatorOptions struct {
 	RequestTimeout time.Duration
 	// MaxBlockersReported caps the dependents named in a denial.
 	MaxBlockersReported int
+	// Auditor, when set, records every deletion the skip-protection
+	// annotation let through.
+	Auditor SkipAuditor
 	// SkipProtectionGroups, when not empty, are the only groups whose
 	// members may delete with the skip-protection annotation. For anyone
 	// else the annotation is ignored and the delete is decided as usual.
@@ -128,6 +131,9 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
+			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil {
+				v.opts.Auditor.RecordSkip(cluster, req, meta)
+			}
 			return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
 		}
 		skipIgnored = true

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -285,5 +288,61 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+type recordingAuditor struct {
+	clusters []string
+	names    []string
+}
+
+func (a *recordingAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequest, _ metav1.ObjectMeta) {
+	a.clusters = append(a.clusters, cluster)
+	a.names = append(a.names, req.Name)
+}
+
+// TestSkipProtectionIsAudited: every deletion the annotation lets through
+// is handed to the auditor, and nothing else is.
+func TestSkipProtectionIsAudited(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}}
+	audit := &recordingAuditor{}
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, blocked, ready,
+		ValidatorOptions{Auditor: audit, SkipProtectionGroups: []string{"admins"}}, logr.Discard())
+
+	skipped := deleteRequest(vpcGVR, "skipped", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	skipped.UserInfo.Groups = []string{"admins"}
+	ignored := deleteRequest(vpcGVR, "ignored", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	plain := deleteRequest(vpcGVR, "plain", map[string]string{v1alpha1.ClusterAnnotation: "c1"})
+	for _, req := range []*admissionv1.AdmissionRequest{skipped, ignored, plain} {
+		v.Decide(context.Background(), req)
+	}
+	if !reflect.DeepEqual(audit.names, []string{"skipped"}) || !reflect.DeepEqual(audit.clusters, []string{"c1"}) {
+		t.Fatalf("audited %v in %v, want only the skipped delete in c1", audit.names, audit.clusters)
+	}
+}
+
+func TestSkipEvent(t *testing.T) {
+	req := deleteRequest(vpcGVR, "vpc-1", nil)
+	req.Namespace = "apps"
+	req.Kind = metav1.GroupVersionKind{Group: "network.example.io", Version: "v1", Kind: "VPC"}
+	req.UserInfo.Groups = []string{"admins"}
+	ev := skipEvent(req, metav1.ObjectMeta{UID: "u-1"}, "pod-1", time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	for _, f := range [][]string{{"reason"}, {"type"}, {"action"}, {"reportingController"}, {"reportingInstance"}, {"eventTime"}, {"note"}} {
+		if v, _, _ := unstructured.NestedString(ev.Object, f...); v == "" {
+			t.Errorf("the Event has no %s", f[0])
+		}
+	}
+	regarding, _, _ := unstructured.NestedStringMap(ev.Object, "regarding")
+	want := map[string]string{"apiVersion": "network.example.io/v1", "kind": "VPC", "name": "vpc-1", "namespace": "apps", "uid": "u-1"}
+	if !reflect.DeepEqual(regarding, want) {
+		t.Errorf("regarding = %v, want %v", regarding, want)
+	}
+	if note, _, _ := unstructured.NestedString(ev.Object, "note"); !strings.Contains(note, "alice") || !strings.Contains(note, "admins") {
+		t.Errorf("the note does not name the user and groups: %q", note)
+	}
+	if ev.GetNamespace() != "apps" {
+		t.Errorf("namespace %q", ev.GetNamespace())
 	}
 }

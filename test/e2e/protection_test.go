@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -63,6 +65,24 @@ func TestProtection(t *testing.T) {
 		top.object(ctx, t, consumer, virtualMachines, "vm-skip", ref("vpc-skip"), nil)
 		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-skip")
 		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-skip")
+		// The use is recorded on the object, in its workspace.
+		events := top.dynamicFor(t, consumer.Path).Resource(schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}).Namespace("apps")
+		eventually(ctx, t, 30*time.Second, "an Event recording the skip-protection use", func() error {
+			list, err := events.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for _, ev := range list.Items {
+				name, _, _ := unstructured.NestedString(ev.Object, "regarding", "name")
+				reason, _, _ := unstructured.NestedString(ev.Object, "reason")
+				if name == "vpc-skip" && reason == "DeletionProtectionSkipped" {
+					note, _, _ := unstructured.NestedString(ev.Object, "note")
+					t.Logf("recorded: %s", note)
+					return nil
+				}
+			}
+			return fmt.Errorf("no DeletionProtectionSkipped Event for vpc-skip among %d", len(list.Items))
+		})
 	})
 
 	t.Run("in-place fieldRef edit takes effect", func(t *testing.T) {
