@@ -70,6 +70,9 @@ kill -TERM -` + strconv.Itoa(pgid) + ` 2>/dev/null; sleep 10; kill -KILL -` + st
 	return r
 }
 
+// Pid is the process ID of the process (the leader of its group).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
 	select {

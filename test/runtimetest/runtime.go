@@ -137,6 +137,18 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 	return r
 }
 
+// Pids returns the process IDs of the controller and the webhook (0 for
+// one that is not running).
+func (r *Runtime) Pids() (controller, webhook int) {
+	if r.controller != nil {
+		controller = r.controller.Pid()
+	}
+	if r.webhook != nil {
+		webhook = r.webhook.Pid()
+	}
+	return controller, webhook
+}
+
 // StartWebhookNoWait starts the webhook and returns at once.
 func (r *Runtime) StartWebhookNoWait(t *testing.T) {
 	t.Helper()

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
+)
+
+// benchVariable turns the benchmark on; it writes its page and plot into
+// the directory it names (make bench points it at the repository).
+const benchVariable = "DEPCTRL_BENCH_OUT"
+
+// Sizes and repetitions of the admission benchmark.
+var (
+	benchSizes  = []int{0, 100, 1000, 10000}
+	benchRules  = []int{1, 5}
+	benchTrials = 25
+)
+
+// The field paths of the five rules that all protect VPCs from VMs.
+var benchPaths = []string{".spec.vpcRef.name", ".spec.networks[*].vpc", ".spec.backupVPC", ".spec.peers[*].vpc", ".spec.mirror.vpc"}
+
+type latencies []time.Duration
+
+func (l latencies) pct(p float64) time.Duration {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+type admissionRow struct {
+	n, rules                       int
+	floor, allowed, denied, listed latencies
+}
+
+// TestBenchmark measures, against the real two-shard kcp with the runtime
+// running as processes, what protection costs: the latency of DELETEs
+// (unprotected, protected and allowed, denied) next to a plain LIST of the
+// dependents, for growing numbers of dependents and of matching rules;
+// how long a rule change takes to be enforced; how long the webhook takes
+// to become ready with 1000 rules; and the runtime's peak memory. Every
+// figure comes from this run, side by side, so machine noise cancels.
+// It runs only with DEPCTRL_BENCH_OUT set: make bench.
+func TestBenchmark(t *testing.T) {
+	out := os.Getenv(benchVariable)
+	if out == "" {
+		t.Skip("a benchmark, not a test: run it with make bench")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	consumer := top.Consumers[0]
+	d := top.dynamicFor(t, consumer.Path)
+	vmAPI := d.Resource(virtualMachines.GVR()).Namespace("apps")
+	vpcAPI := d.Resource(vpcs.GVR()).Namespace("apps")
+	fwAPI := d.Resource(firewallRules.GVR()).Namespace("apps")
+
+	rule := func(i int) {
+		top.createRule(ctx, t, top.Compute, ruleObject(fmt.Sprintf("bench-%d", i), virtualMachines, vpcs, top.Network.Path, benchPaths[i]))
+		top.waitReady(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
+	}
+	rule(0)
+	// The denied delete finds its blocker on the last page: the worst case.
+	top.object(ctx, t, consumer, vpcs, "vpc-target", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, virtualMachines, "zz-blocker", ref("vpc-target"), nil)
+
+	timed := func(f func() error) (time.Duration, error) {
+		start := time.Now()
+		err := f()
+		return time.Since(start), err
+	}
+	var rows []admissionRow
+	have := 0
+	for _, n := range benchSizes {
+		createVMs(ctx, t, vmAPI, have, n)
+		have = n
+		for _, r := range benchRules {
+			for i := 1; i < r; i++ {
+				rule(i)
+			}
+			row := admissionRow{n: n, rules: r}
+			for trial := -3; trial < benchTrials; trial++ { // three to warm up
+				name := fmt.Sprintf("b-%d-%d-%d", n, r, trial+3)
+				top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+				top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
+				floor, err := timed(func() error { return fwAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
+				must(t, err)
+				allowed, err := timed(func() error { return vpcAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
+				must(t, err)
+				denied, err := timed(func() error { return vpcAPI.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })
+				if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/zz-blocker") {
+					t.Fatalf("deleting vpc-target: want a denial naming zz-blocker, got %v", err)
+				}
+				listed, err := timed(func() error {
+					l, err := vmAPI.List(ctx, metav1.ListOptions{})
+					if err == nil && len(l.Items) != n+1 {
+						err = fmt.Errorf("listed %d VMs, want %d", len(l.Items), n+1)
+					}
+					return err
+				})
+				must(t, err)
+				if trial >= 0 {
+					row.floor, row.allowed = append(row.floor, floor), append(row.allowed, allowed)
+					row.denied, row.listed = append(row.denied, denied), append(row.listed, listed)
+				}
+			}
+			t.Logf("N=%d rules=%d: floor %s, allowed %s, denied %s, list %s (p50)", n, r,
+				row.floor.pct(.5), row.allowed.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
+			rows = append(rows, row)
+			for i := 1; i < r; i++ {
+				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
+			}
+		}
+	}
+
+	conv := convergence(ctx, t, top, consumer)
+	readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
+	ctrlPid, hookPid := rt.Pids()
+	mem := map[string]string{"controller": peakRSS(ctrlPid), "webhook": peakRSS(hookPid)}
+
+	page := benchmarkPage(rows, conv, readyWith1000, rulesRegistered, mem)
+	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
+	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
+	must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
+	must(t, plotAdmission(rows, filepath.Join(out, "bench", "admission.png")))
+	t.Logf("wrote %s and %s", filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), filepath.Join(out, "bench", "admission.png"))
+}
+
+// inParallel runs do for every i in [from, to), eight at a time, and
+// returns the first error.
+func inParallel(from, to int, do func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := do(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// createVMs creates VMs from..to-1 that reference no existing VPC.
+func createVMs(ctx context.Context, t *testing.T, api dynamic.ResourceInterface, from, to int) {
+	t.Helper()
+	start := time.Now()
+	must(t, inParallel(from, to, func(i int) error {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": fmt.Sprintf("vm-%05d", i)},
+			"spec":     ref(fmt.Sprintf("elsewhere-%d", i)),
+		}}
+		_, err := api.Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}))
+	if to > from {
+		t.Logf("created %d VMs in %s", to-from, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+type convergenceResult struct {
+	create, edit, remove latencies
+}
+
+// convergence measures, with dry-run deletes (which pass through admission
+// but delete nothing), how long a rule change takes to be enforced.
+func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.Workspace) convergenceResult {
+	t.Helper()
+	d := top.dynamicFor(t, consumer.Path)
+	fw := d.Resource(firewallRules.GVR()).Namespace("apps")
+	top.object(ctx, t, consumer, firewallRules, "fw-c", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, managedDBs, "db-c", map[string]interface{}{"firewalls": []interface{}{map[string]interface{}{"name": "fw-c"}}}, nil)
+	dryDenied := func() bool {
+		err := fw.Delete(ctx, "fw-c", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "still referenced by")
+	}
+	// waitFor polls until enforcement is as wanted and returns the time
+	// since start.
+	waitFor := func(start time.Time, want bool) time.Duration {
+		for dryDenied() != want {
+			if time.Since(start) > time.Minute {
+				t.Fatalf("not converged after a minute (want denied=%v)", want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	var res convergenceResult
+	for i := range 10 {
+		name := fmt.Sprintf("conv-%d", i)
+		start := time.Now()
+		top.createRule(ctx, t, top.Compute, ruleObject(name, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
+		res.create = append(res.create, waitFor(start, true))
+		// Edited to a path nothing uses: enforcement must stop.
+		r := top.getRule(ctx, t, top.Compute, name)
+		deps, _, _ := unstructured.NestedSlice(r.Object, "spec", "dependencies")
+		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.nothing", "fieldRef", "path"))
+		must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
+		start = time.Now()
+		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, r, metav1.UpdateOptions{})
+		must(t, err)
+		res.edit = append(res.edit, waitFor(start, false))
+		top.deleteRule(ctx, t, top.Compute, name)
+		// Enforced again by a second rule, then that rule deleted.
+		again := name + "-again"
+		top.createRule(ctx, t, top.Compute, ruleObject(again, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
+		waitFor(time.Now(), true)
+		start = time.Now()
+		top.deleteRule(ctx, t, top.Compute, again)
+		res.remove = append(res.remove, waitFor(start, false))
+	}
+	t.Logf("convergence p50: create %s, edit %s, delete %s", res.create.pct(.5), res.edit.pct(.5), res.remove.pct(.5))
+	return res
+}
+
+// readyWithManyRules creates n rules and measures how long a restarted
+// webhook takes to report ready (its registry complete).
+func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *runtimetest.Runtime, n int) (time.Duration, string) {
+	t.Helper()
+	rules := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR)
+	must(t, inParallel(0, n, func(i int) error {
+		r := ruleObject(fmt.Sprintf("many-%04d", i), virtualMachines, vpcs, top.Network.Path, fmt.Sprintf(".spec.field%d", i))
+		_, err := rules.Create(ctx, r, metav1.CreateOptions{})
+		return err
+	}))
+	rt.StopWebhook(t)
+	start := time.Now()
+	rt.StartWebhookNoWait(t)
+	for httpStatus(ctx, rt.WebhookReadyzURL) != 200 {
+		if time.Since(start) > 5*time.Minute {
+			t.Fatal("the webhook did not become ready with many rules")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	took := time.Since(start)
+	registered := metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered")
+	t.Logf("webhook ready with %s rules registered after %s", registered, took)
+	return took, registered
+}
+
+// peakRSS is a process's peak resident memory (VmHWM), as Linux reports it.
+func peakRSS(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				return strings.TrimSpace(v)
+			}
+			return fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+		}
+	}
+	return "unknown"
+}

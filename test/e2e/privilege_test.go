@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestLeastPrivilege checks, with each runtime identity's own credentials
+// against the real kcp, that it can do what its job needs and nothing
+// beyond: the grants are those a platform team bootstraps (the same the
+// provider's resources create).
+func TestLeastPrivilege(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	consumer := top.Consumers[0]
+	top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
+
+	as := func(user, path string) dynamic.Interface {
+		t.Helper()
+		id, err := e.Identity(user)
+		must(t, err)
+		d, err := dynamic.NewForConfig(e.IdentityConfig(id, path))
+		must(t, err)
+		return d
+	}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	workspaces := schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
+	vwc := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+		"metadata": map[string]interface{}{"name": "sneaky"},
+	}}
+
+	type check struct {
+		what    string
+		allowed bool
+		do      func() error
+	}
+	checks := []check{
+		// The webhook reads dependents in consumer workspaces, on any shard.
+		{"webhook lists VirtualMachines in a consumer", true, func() error {
+			_, err := as(env.WebhookUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"webhook deletes a VirtualMachine in a consumer", false, func() error {
+			return as(env.WebhookUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Delete(ctx, "vm-1", metav1.DeleteOptions{})
+		}},
+		{"webhook creates a webhook configuration in a provider workspace", false, func() error {
+			_, err := as(env.WebhookUser, top.Network.Path).Resource(webhookGVR).Create(ctx, vwc, metav1.CreateOptions{})
+			return err
+		}},
+		{"webhook reads rules in a provider workspace directly", false, func() error {
+			_, err := as(env.WebhookUser, top.Compute.Path).Resource(rulesGVR).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		// The controller resolves paths and reaches provider workspaces only
+		// through the export's virtual workspace.
+		{"controller reads Workspaces in root", true, func() error {
+			_, err := as(env.ControllerUser, "root").Resource(workspaces).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"controller reads Workspaces in the nested parent", true, func() error {
+			_, err := as(env.ControllerUser, top.Org.Path).Resource(workspaces).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"controller lists VirtualMachines in a consumer", false, func() error {
+			_, err := as(env.ControllerUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"controller writes a webhook configuration in a provider workspace directly", false, func() error {
+			_, err := as(env.ControllerUser, top.Network.Path).Resource(webhookGVR).Create(ctx, vwc, metav1.CreateOptions{})
+			return err
+		}},
+		{"controller reads Secrets in the dep-ctrl workspace", false, func() error {
+			_, err := as(env.ControllerUser, top.DepCtrl.Path).Resource(secrets).Namespace("default").List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"controller creates a Workspace in root", false, func() error {
+			ws := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": map[string]interface{}{"name": "sneaky"},
+			}}
+			_, err := as(env.ControllerUser, "root").Resource(workspaces).Create(ctx, ws, metav1.CreateOptions{})
+			return err
+		}},
+		{"controller deletes a rule's export", false, func() error {
+			return as(env.ControllerUser, top.DepCtrl.Path).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}).
+				Delete(ctx, v1alpha1.DefaultAPIExportName, metav1.DeleteOptions{})
+		}},
+	}
+	for _, c := range checks {
+		err := c.do()
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("%s: want allowed, got %v", c.what, err)
+		case !c.allowed && err == nil:
+			t.Errorf("%s: allowed, but the identity must not be able to", c.what)
+		case !c.allowed && !apierrors.IsForbidden(err):
+			t.Errorf("%s: want 403 Forbidden, got %v", c.what, err)
+		default:
+			t.Logf("%s: %s", c.what, map[bool]string{true: "allowed", false: "forbidden"}[c.allowed])
+		}
+	}
+	if !top.exists(ctx, t, consumer, virtualMachines, "vm-1") {
+		t.Fatal(fmt.Errorf("vm-1 is gone"))
+	}
+}
