@@ -62,6 +62,15 @@ func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequ
 	}()
 }
 
+// eventName is <object>.<hex time>, as Kubernetes' own recorders name
+// Events, shortened so that it stays a valid name.
+func eventName(object string, now time.Time) string {
+	if len(object) > 200 {
+		object = object[:200]
+	}
+	return fmt.Sprintf("%s.%x", strings.TrimRight(object, ".-"), now.UnixNano())
+}
+
 // skipEvent is the Event for one skip-protection use. Cluster-scoped
 // objects get theirs in the default namespace.
 func skipEvent(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, instance string, now time.Time) *unstructured.Unstructured {
@@ -87,8 +96,8 @@ func skipEvent(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, instan
 		"apiVersion": "events.k8s.io/v1",
 		"kind":       "Event",
 		"metadata": map[string]interface{}{
-			"generateName": req.Name + ".",
-			"namespace":    ns,
+			"name":      eventName(req.Name, now),
+			"namespace": ns,
 		},
 		"eventTime":           now.UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
 		"reportingController": "dependencies.opendefense.cloud/webhook",

@@ -63,8 +63,16 @@ func TestLeastPrivilege(t *testing.T) {
 			_, err := as(env.WebhookUser, top.Network.Path).Resource(webhookGVR).Create(ctx, vwc, metav1.CreateOptions{})
 			return err
 		}},
-		{"webhook reads rules in a provider workspace directly", false, func() error {
-			_, err := as(env.WebhookUser, top.Compute.Path).Resource(rulesGVR).List(ctx, metav1.ListOptions{})
+		// It may read anything on the shard by default (see read_resources),
+		// but write nothing but Events.
+		{"webhook deletes a rule in a provider workspace", false, func() error {
+			return as(env.WebhookUser, top.Compute.Path).Resource(rulesGVR).Delete(ctx, "anything", metav1.DeleteOptions{})
+		}},
+		{"webhook creates a Secret in a consumer", false, func() error {
+			s := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "v1", "kind": "Secret", "metadata": map[string]interface{}{"name": "sneaky", "namespace": "apps"},
+			}}
+			_, err := as(env.WebhookUser, consumer.Path).Resource(secrets).Namespace("apps").Create(ctx, s, metav1.CreateOptions{})
 			return err
 		}},
 		// The controller resolves paths and reaches provider workspaces only
