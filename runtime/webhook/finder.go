@@ -20,6 +20,12 @@ import (
 
 var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
 
+// DefaultPageSize is how many dependents one LIST page holds. Each page
+// is a round trip through the front-proxy, and continuing a list costs the
+// server as much as starting one, so pages are large; they still bound the
+// memory of one decision.
+const DefaultPageSize = 2000
+
 // FrontProxyFinder reads dependents in consumer workspaces through the kcp
 // front-proxy, which routes each logical cluster to its shard. It keeps no
 // cache of dependents: every decision reads the current state.
@@ -40,11 +46,15 @@ type FrontProxyFinder struct {
 // front-proxy without a /clusters suffix.
 func NewFrontProxyFinder(base *rest.Config) (*FrontProxyFinder, error) {
 	cfg := rest.CopyConfig(base)
+	// Admission traffic must not queue behind client-go's default 5 QPS:
+	// every DELETE of a protected object waits for these reads. kcp's own
+	// priority and fairness still limits the webhook on the server side.
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building HTTP client for the front-proxy: %w", err)
 	}
-	return &FrontProxyFinder{base: cfg, http: hc, PageSize: 500, IgnoreDeleting: true}, nil
+	return &FrontProxyFinder{base: cfg, http: hc, PageSize: DefaultPageSize, IgnoreDeleting: true}, nil
 }
 
 func (f *FrontProxyFinder) client(cluster string) (dynamic.Interface, error) {

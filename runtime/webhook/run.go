@@ -41,6 +41,8 @@ type Options struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone.
 	SkipProtectionGroups []string
+	// ListPageSize is the page size of dependent lookups.
+	ListPageSize int64
 }
 
 // Run serves admission requests until ctx ends.
@@ -93,6 +95,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	finder.IgnoreDeleting = o.IgnoreDeletingDependents
+	if o.ListPageSize > 0 {
+		finder.PageSize = o.ListPageSize
+	}
 	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,

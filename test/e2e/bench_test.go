@@ -224,13 +224,8 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 		top.createRule(ctx, t, top.Compute, ruleObject(name, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
 		res.create = append(res.create, waitFor(start, true))
 		// Edited to a path nothing uses: enforcement must stop.
-		r := top.getRule(ctx, t, top.Compute, name)
-		deps, _, _ := unstructured.NestedSlice(r.Object, "spec", "dependencies")
-		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.nothing", "fieldRef", "path"))
-		must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
 		start = time.Now()
-		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, r, metav1.UpdateOptions{})
-		must(t, err)
+		editRulePath(ctx, t, top, name, ".spec.nothing")
 		res.edit = append(res.edit, waitFor(start, false))
 		top.deleteRule(ctx, t, top.Compute, name)
 		// Enforced again by a second rule, then that rule deleted.

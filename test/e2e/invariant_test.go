@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -171,7 +172,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 			t.Logf("phase %d: rule deleted", phase)
 		default:
 			rule.style = 1 - rule.style
-			editRulePath(ctx, t, top, refPaths[rule.style])
+			editRulePath(ctx, t, top, "vm-needs-vpc", refPaths[rule.style])
 			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 			t.Logf("phase %d: rule path edited to %s", phase, refPaths[rule.style])
 		}
@@ -329,12 +330,20 @@ func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
 	}
 }
 
-func editRulePath(ctx context.Context, t *testing.T, top *Topology, path string) {
+// editRulePath sets the rule's first field path, retrying when the
+// controller updated the rule's status in between.
+func editRulePath(ctx context.Context, t *testing.T, top *Topology, name, path string) {
 	t.Helper()
-	rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
-	deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
-	must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), path, "fieldRef", "path"))
-	must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
-	_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
-	must(t, err)
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rule := top.getRule(ctx, t, top.Compute, name)
+		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+		if err := unstructured.SetNestedField(deps[0].(map[string]interface{}), path, "fieldRef", "path"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"); err != nil {
+			return err
+		}
+		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+		return err
+	}))
 }
