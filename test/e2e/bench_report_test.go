@@ -40,6 +40,14 @@ func verdict(got, target float64, lowerIsBetter bool) string {
 	return fmt.Sprintf("%.2f (target %.2f: **missed** by %.0f%%)", got, target, math.Abs(got/target-1)*100)
 }
 
+// met compares a duration with its target.
+func met(got, target time.Duration) string {
+	if got <= target {
+		return fmt.Sprintf("met: %s ≤ %s", got.Round(time.Millisecond), target)
+	}
+	return fmt.Sprintf("**missed** by %s: %s > %s", (got - target).Round(time.Millisecond), got.Round(time.Millisecond), target)
+}
+
 func benchmarkPage(rows []admissionRow, conv convergenceResult, ready time.Duration, registered string, mem map[string]string) string {
 	var b strings.Builder
 	b.WriteString(`---
@@ -92,11 +100,16 @@ full LIST of the N dependents, the cost of looking at all of them. p50 / p95 / p
 	}
 	b.WriteString(`
 **Why, and what limits it.** The webhook keeps no cache of dependents: for every protected DELETE it lists the
-dependent type in the consumer's namespace through the front-proxy, in pages of 500, and matches the field paths
-in memory, stopping at the first page that holds enough blockers. So an allowed delete, which must look at every
-dependent, costs about one full LIST of them and grows linearly with N; a denied one stops early when its blocker
-comes early (here it is placed last, the worst case). With several rules that protect the same type, the lists run
-concurrently and cost about as much as the slowest. The floor itself is kcp's own admission and storage path.
+dependent type in the consumer's namespace through the front-proxy, in pages of 2 000 (` + "`--list-page-size`" + `), and
+matches the field paths in memory, stopping at the first page that holds enough blockers. So an allowed delete,
+which must look at every dependent, costs about one full LIST of them and grows linearly with N; a denied one stops
+early when its blocker comes early (here it is placed last, the worst case). With several rules that protect the
+same type, the lists run concurrently; on two cores, five lists of 10 000 cost about three times one. Below about
+1 000 dependents a constant of about CONSTANT dominates (kcp calling the webhook, and the webhook's lookups through
+the front-proxy; a denial adds one more lookup, to check whether the workspace is being deleted); where it goes is
+not yet broken down, and ` + "`depctrl_webhook_decision_duration_seconds`" + ` is the place to start. The floor
+itself is kcp's own admission and storage path. Pages of 500, the earlier default, made an allowed delete among
+10 000 dependents cost 2.2 s instead of 0.58 s: continuing a list costs the server about as much as starting one.
 
 The design that would meet the targets is an index of references fed by watches on the dependent types, through
 each dependent's APIExport virtual workspace, with a live re-check of only the objects the index names before a
@@ -104,17 +117,24 @@ denial, and a consistency fence before an allow (the index must have seen the co
 built yet: a stale index must never let a referenced object go, and that fence is the hard part.
 
 `)
+	if len(rows) > 0 {
+		overhead := rows[0].allowed.pct(.5) - rows[0].floor.pct(.5)
+		page := strings.Replace(b.String(), "CONSTANT", overhead.Round(time.Millisecond).String(), 1)
+		b.Reset()
+		b.WriteString(page)
+	}
 	b.WriteString("## Convergence\n\nTime from a DependencyRule change to the webhook enforcing the new state, measured with dry-run deletes (they pass through admission and delete nothing), over 10 trials each.\n\n| change | p50 | p99 | target p99 |\n| --- | --- | --- | --- |\n")
 	for _, c := range []struct {
 		name string
 		l    latencies
 	}{{"rule created", conv.create}, {"field path edited", conv.edit}, {"rule deleted", conv.remove}} {
-		fmt.Fprintf(&b, "| %s | %s ms | %s ms | %s |\n", c.name, ms(c.l.pct(.5)), ms(c.l.pct(.99)), verdict(float64(c.l.pct(.99))/float64(time.Second), targetConvergenceP99.Seconds(), true)+" s")
+		fmt.Fprintf(&b, "| %s | %s ms | %s ms | %s |\n", c.name, ms(c.l.pct(.5)), ms(c.l.pct(.99)), met(c.l.pct(.99), targetConvergenceP99))
 	}
-	fmt.Fprintf(&b, "\nWebhook ready after a restart with %s rules registered: %s ms (target %s: %s).\n\n",
-		registered, ms(ready), targetReady1000, map[bool]string{true: "met", false: "**missed**"}[ready <= targetReady1000])
-	b.WriteString("## Memory\n\nPeak resident memory (VmHWM) at the end of the run, after the admission scenarios (up to 10 000 dependents) and with 1 000+ rules:\n\n| process | peak RSS | target |\n| --- | --- | --- |\n")
-	fmt.Fprintf(&b, "| controller | %s | 150 MiB |\n| webhook | %s | 150 MiB |\n", mem["controller"], mem["webhook"])
+	fmt.Fprintf(&b, "\nWebhook ready after a restart with %s rules registered: %s ms (%s).\n\n", registered, ms(ready), met(ready, targetReady1000))
+	b.WriteString("## Memory\n\nPeak resident memory (VmHWM) of each process over its life:\n\n| process | what it went through | peak RSS | target |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(&b, "| controller | the whole run, ending with 1 000+ rules | %s | 150 MiB |\n", mem["controller"])
+	fmt.Fprintf(&b, "| webhook | the admission scenarios, up to 10 000 dependents and 5 concurrent lookups | %s | 150 MiB |\n", mem["webhook"])
+	fmt.Fprintf(&b, "| webhook | restarted with 1 000+ rules | %s | 150 MiB |\n", mem["webhook-restarted"])
 	b.WriteString("\n## Not measured yet\n\n`terraform apply`, no-change `plan` and `destroy` of a 100-rule topology over 10 provider workspaces: the provider reads resources independently, as Terraform schedules them, but no benchmark measures it yet.\n")
 	return b.String()
 }

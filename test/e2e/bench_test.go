@@ -134,9 +134,11 @@ func TestBenchmark(t *testing.T) {
 	}
 
 	conv := convergence(ctx, t, top, consumer)
+	_, hookPid := rt.Pids()
+	mem := map[string]string{"webhook": peakRSS(hookPid)}
 	readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
 	ctrlPid, hookPid := rt.Pids()
-	mem := map[string]string{"controller": peakRSS(ctrlPid), "webhook": peakRSS(hookPid)}
+	mem["controller"], mem["webhook-restarted"] = peakRSS(ctrlPid), peakRSS(hookPid)
 
 	page := benchmarkPage(rows, conv, readyWith1000, rulesRegistered, mem)
 	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
