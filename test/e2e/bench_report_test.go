@@ -83,7 +83,7 @@ full LIST of the N dependents, the cost of looking at all of them. p50 / p95 / p
 			p(r.floor), p(r.allowed), p(r.denied), p(r.listed),
 			ratio(r.allowed.pct(.5), r.floor.pct(.5)), ratio(r.denied.pct(.5), r.floor.pct(.5)), ratio(r.allowed.pct(.5), r.listed.pct(.5)))
 	}
-	b.WriteString("\n![Admission latency by number of dependents](admission.png)\n\n")
+	b.WriteString("\n![Admission latency by number of dependents](../../bench/admission.png)\n\n")
 
 	b.WriteString("### Against the targets (p50, one rule)\n\n")
 	for _, r := range rows {
