@@ -10,14 +10,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
 )
 
 var (
 	dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	// An image repository: registry host (with port) and path, no tag or digest.
-	imageRE    = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$`)
-	imageTagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
-	flagRE     = regexp.MustCompile(`^--?[A-Za-z0-9][-A-Za-z0-9_.]*(=.*)?$`)
+	imageRE    = deploy.ImageRE
+	imageTagRE = deploy.TagRE
+	flagRE     = regexp.MustCompile(`^--?[A-Za-z0-9][-A-Za-z0-9_.]*(=[^\x00-\x1f\x7f]*)?$`)
 	sanRE      = regexp.MustCompile(`^([a-z0-9*]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|[0-9.]+|[0-9a-fA-F:]+)$`)
 )
 

@@ -9,7 +9,9 @@ package deploy
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -187,6 +189,13 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// ImageRE is an image repository without tag or digest: a registry host
+// (with port) and a lower-case path, as the distribution spec allows.
+var ImageRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$`)
+
+// TagRE is an image tag, as the distribution spec allows.
+var TagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
 // FieldError names the configuration field at fault, so the provider can
 // point at the attribute.
 type FieldError struct {
@@ -211,11 +220,11 @@ func (c Config) Validate() error {
 	if len(c.WebhookName()) > validation.DNS1123LabelMaxLength {
 		return &FieldError{"name", fmt.Sprintf("%q is too long: the webhook Service name %q would exceed %d characters", c.Name, c.WebhookName(), validation.DNS1123LabelMaxLength)}
 	}
-	if c.Image == "" || strings.ContainsAny(c.Image, " \t@") || strings.HasSuffix(c.Image, ":") {
-		return &FieldError{"image", fmt.Sprintf("%q is not an image repository (without tag or digest)", c.Image)}
+	if !ImageRE.MatchString(c.Image) {
+		return &FieldError{"image", fmt.Sprintf("%q is not an image repository (lower case, without tag or digest), such as registry.example.com/depctrl/runtime", c.Image)}
 	}
-	if c.Tag == "" || strings.ContainsAny(c.Tag, " \t:/@") {
-		return &FieldError{"image_tag", fmt.Sprintf("%q is not an image tag", c.Tag)}
+	if !TagRE.MatchString(c.Tag) {
+		return &FieldError{"image_tag", fmt.Sprintf("%q is not an image tag (letters, digits, '_', '.', '-'; at most 128)", c.Tag)}
 	}
 	switch c.ImagePullPolicy {
 	case "Always", "IfNotPresent", "Never":
@@ -232,6 +241,11 @@ func (c Config) Validate() error {
 		}
 	}
 	for name, comp := range map[string]Component{"controller": c.Controller, "webhook": c.Webhook} {
+		for _, a := range comp.ExtraArgs {
+			if strings.IndexFunc(a, unicode.IsControl) >= 0 {
+				return &FieldError{name + ".extra_args", fmt.Sprintf("%q contains a control character", a)}
+			}
+		}
 		if comp.Replicas < 0 {
 			return &FieldError{name + ".replicas", "must not be negative"}
 		}
@@ -246,7 +260,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, g := range c.SkipProtectionGroups {
-		if g == "" || strings.ContainsAny(g, ", \t") {
+		if g == "" || strings.ContainsAny(g, ", \t") || strings.IndexFunc(g, unicode.IsControl) >= 0 {
 			return &FieldError{"webhook.skip_protection_groups", fmt.Sprintf("%q is not a group name (no commas or spaces)", g)}
 		}
 	}
