@@ -388,6 +388,50 @@ resource "depctrl_dependency_rule" "dangling" {
 					plancheck.ExpectResourceAction("depctrl_dependency_rule.dangling", plancheck.ResourceActionDestroy),
 				}},
 			},
+			{
+				// A workspace that bound the dep-ctrl export without accepting
+				// its claim has not consented: the rule says so.
+				PreConfig: func() {
+					ws, err := e.CreateWorkspace(ctx, "root", tp.prefix+"-refused")
+					must(t, err)
+					t.Cleanup(func() { _ = e.DeleteWorkspace(context.Background(), ws.Path) })
+					must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
+						fixtures.BindingYAML("dep-ctrl", tp.path("depctrl"), v1alpha1.DefaultAPIExportName)))
+				},
+				Config: tp.withRules(".spec.networks[*].vpc", `
+resource "depctrl_dependency_rule" "refused" {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = "refused"
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = "v1"
+    kind            = "ManagedDB"
+    resource        = "manageddbs"
+  }
+
+  dependency {
+    api_export_ref = { path = "root:${local.prefix}-refused", name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = "vpcs"
+    field_ref      = { path = ".spec.vpc" }
+  }
+
+  timeouts {
+    create = "30s"
+  }
+}
+`),
+				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*ClaimNotAccepted`),
+			},
+			{
+				Config: tp.withRules(".spec.networks[*].vpc", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_dependency_rule.refused", plancheck.ResourceActionDestroy),
+				}},
+			},
 		},
 	})
 }
