@@ -21,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -108,43 +107,16 @@ resource "depctrl_runtime" "this" {
 	t.Cleanup(func() { stopRunner(); <-done })
 
 	consumers := []string{tp.path("consumer-0"), tp.path("consumer-1")}
-	fixturesFor := func() {
-		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
-		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
-		for _, c := range consumers {
-			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, c),
-				fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
-					fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
-					"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
-		}
-	}
+	fixturesFor := func() { tp.applyFixtures(ctx, t, consumers) }
 	// protected checks, on every shard, that the deployed runtime refuses
 	// to delete a referenced VPC and allows it once the VM is gone.
 	protected := func(*terraform.State) error {
 		for _, c := range consumers {
-			d := adminDynamic(t, e, c)
 			vm := fmt.Sprintf("vm-%d", time.Now().UnixNano())
-			create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
-				u := &unstructured.Unstructured{Object: map[string]interface{}{
-					"apiVersion": a.Group + "/v1", "kind": a.Kind,
-					"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
-					"spec":     spec,
-				}}
-				runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+c, func() error {
-					_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
-					if apierrors.IsAlreadyExists(err) {
-						return nil
-					}
-					return err
-				})
+			if err := tp.expectProtected(ctx, t, c, vm); err != nil {
+				return err
 			}
-			create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
-			create(fixtures.VirtualMachines, vm, map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
-			err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
-			if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/"+vm) {
-				return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming %s, got %v", c, vm, err)
-			}
-			must(t, d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, vm, metav1.DeleteOptions{}))
+			must(t, adminDynamic(t, e, c).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, vm, metav1.DeleteOptions{}))
 		}
 		return nil
 	}

@@ -62,17 +62,11 @@ func shortDuration(d time.Duration) string {
 func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces bool) schema.Attribute {
 	switch v := a.(type) {
 	case schema.StringAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, stringDefault(ctx, v.Default))
 		return v
 	case schema.BoolAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		def := ""
 		if v.Default != nil {
 			resp := &defaults.BoolResponse{}
@@ -82,10 +76,7 @@ func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces b
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
 		return v
 	case schema.Int64Attribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		def := ""
 		if v.Default != nil {
 			resp := &defaults.Int64Response{}
@@ -95,10 +86,7 @@ func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces b
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
 		return v
 	case schema.ListAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		def := ""
 		if v.Default != nil {
 			def = "[]"
@@ -106,24 +94,15 @@ func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces b
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
 		return v
 	case schema.SetAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
 		return v
 	case schema.MapAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
 		return v
 	case schema.SingleNestedAttribute:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		for name, inner := range v.Attributes {
 			v.Attributes[name] = documentAttribute(ctx, inner, replaces)
 		}
@@ -140,10 +119,7 @@ func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces b
 func documentBlock(ctx context.Context, b schema.Block, parentReplaces bool) schema.Block {
 	switch v := b.(type) {
 	case schema.ListNestedBlock:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		for name, a := range v.NestedObject.Attributes {
 			v.NestedObject.Attributes[name] = documentAttribute(ctx, a, replaces)
 		}
@@ -152,10 +128,7 @@ func documentBlock(ctx context.Context, b schema.Block, parentReplaces bool) sch
 		}
 		return v
 	case schema.SingleNestedBlock:
-		replaces := parentReplaces
-		for _, m := range v.PlanModifiers {
-			replaces = replaces || requiresReplace(ctx, m)
-		}
+		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		for name, a := range v.Attributes {
 			v.Attributes[name] = documentAttribute(ctx, a, replaces)
 		}
@@ -171,10 +144,16 @@ type describer interface {
 	Description(context.Context) string
 }
 
-// requiresReplace recognizes the framework's RequiresReplace modifiers by
-// what they say they do.
-func requiresReplace(ctx context.Context, m describer) bool {
-	return strings.Contains(m.Description(ctx), "destroy and recreate")
+// anyRequiresReplace reports whether a change replaces the resource: the
+// parent's change does, or one of the modifiers is one of the framework's
+// RequiresReplace modifiers, recognized by what they say they do.
+func anyRequiresReplace[M describer](ctx context.Context, parentReplaces bool, mods []M) bool {
+	for _, m := range mods {
+		if strings.Contains(m.Description(ctx), "destroy and recreate") {
+			return true
+		}
+	}
+	return parentReplaces
 }
 
 func stringDefault(ctx context.Context, d defaults.String) string {

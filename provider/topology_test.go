@@ -188,38 +188,13 @@ func TestAccTopology(t *testing.T) {
 	// fixtures installs what the API providers and consumers do themselves:
 	// the network and compute APIs, and consumers binding them.
 	fixturesAndRuntime := func() {
-		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
-		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
-		for _, c := range consumers {
-			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, c),
-				fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
-					fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
-					"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
-		}
+		tp.applyFixtures(ctx, t, consumers)
 		runtimetest.Start(ctx, t, e, tp.path("depctrl"))
 	}
 	protected := func(*terraform.State) error {
 		for _, c := range consumers {
-			d := adminDynamic(t, e, c)
-			create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
-				u := &unstructured.Unstructured{Object: map[string]interface{}{
-					"apiVersion": a.Group + "/v1", "kind": a.Kind,
-					"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
-					"spec":     spec,
-				}}
-				runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+c, func() error {
-					_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
-					if apierrors.IsAlreadyExists(err) {
-						return nil
-					}
-					return err
-				})
-			}
-			create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
-			create(fixtures.VirtualMachines, "vm-1", map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
-			err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
-			if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
-				return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming vm-1, got %v", c, err)
+			if err := tp.expectProtected(ctx, t, c, "vm-1"); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -434,6 +409,48 @@ resource "depctrl_dependency_rule" "refused" {
 			},
 		},
 	})
+}
+
+// applyFixtures does what the API providers and consumers do themselves:
+// the network and compute APIs, and consumers binding them.
+func (tp topology) applyFixtures(ctx context.Context, t *testing.T, consumers []string) {
+	t.Helper()
+	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
+	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
+	for _, c := range consumers {
+		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, c),
+			fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
+				fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
+				"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
+	}
+}
+
+// expectProtected creates vpc-1 and a VirtualMachine vm that references it
+// in consumer, and checks that deleting vpc-1 is refused, naming vm.
+func (tp topology) expectProtected(ctx context.Context, t *testing.T, consumer, vm string) error {
+	t.Helper()
+	d := adminDynamic(t, tp.e, consumer)
+	create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": a.Group + "/v1", "kind": a.Kind,
+			"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
+			"spec":     spec,
+		}}
+		runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+consumer, func() error {
+			_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
+	create(fixtures.VirtualMachines, vm, map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
+	err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/"+vm) {
+		return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming %s, got %v", consumer, vm, err)
+	}
+	return nil
 }
 
 func adminConfig(t *testing.T, e *env.Env, path string) *rest.Config {
