@@ -74,6 +74,12 @@ func TestFaults(t *testing.T) {
 
 	t.Run("webhook down: protected deletes fail closed, others go on", func(t *testing.T) {
 		rt.StopWebhook(t)
+		restarted := false
+		defer func() {
+			if !restarted {
+				rt.StartWebhook(ctx, t)
+			}
+		}()
 		for range 3 {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
 			if err == nil {
@@ -89,6 +95,7 @@ func TestFaults(t *testing.T) {
 
 		// Ready only with a complete registry: at the first 200 from
 		// /readyz, the registry holds the rule.
+		restarted = true
 		rt.StartWebhookNoWait(t)
 		start := time.Now()
 		eventually(ctx, t, time.Minute, "the restarted webhook to report ready", func() error {
@@ -106,27 +113,41 @@ func TestFaults(t *testing.T) {
 
 	t.Run("controller down during a rule change", func(t *testing.T) {
 		rt.StopController(t)
+		// Whatever happens below, the later steps need a controller.
+		restarted := false
+		defer func() {
+			if !restarted {
+				rt.StartController(t)
+			}
+		}()
 		// The webhook follows rules itself: an edit takes effect with the
 		// controller down.
-		rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
-		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
-		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.networks[*].vpc", "fieldRef", "path"))
-		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
-		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
-		must(t, err)
+		editRulePath(ctx, t, top, "vm-needs-vpc", ".spec.networks[*].vpc")
 		top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
 		top.object(ctx, t, consumer, virtualMachines, "vm-2", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-2"}}}, nil)
+		// Until the webhook has seen the edit it enforces the old path, under
+		// which vm-2 references nothing: a delete then is allowed, and the
+		// probe is recreated. Once refused, it must stay refused.
+		edited := time.Now()
 		eventually(ctx, t, convergenceBound, "the edited path to be enforced with the controller down", func() error {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-2")
 			if err == nil {
-				t.Fatal("vpc-2 was deleted while vm-2 references it")
+				top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
+				return fmt.Errorf("vpc-2 deletable: the webhook does not know the edited path yet")
 			}
 			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-2") {
 				return err
 			}
 			return nil
 		})
+		t.Logf("edited path enforced with the controller down after %s", time.Since(edited).Round(time.Millisecond))
+		for range 3 {
+			if err := top.remove(ctx, t, consumer, vpcs, "vpc-2"); err == nil {
+				t.Fatal("vpc-2 was deleted while vm-2 references it under the enforced, edited rule")
+			}
+		}
 		start := time.Now()
+		restarted = true
 		rt.StartController(t)
 		took := top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 		t.Logf("controller restarted: rule Ready again after %s (bound %s)", took.Round(time.Millisecond), convergenceBound)
@@ -136,12 +157,7 @@ func TestFaults(t *testing.T) {
 		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-2")
 		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-2")
 		// Back to the original path for the next steps.
-		rule = top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
-		deps, _, _ = unstructured.NestedSlice(rule.Object, "spec", "dependencies")
-		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.vpcRef.name", "fieldRef", "path"))
-		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
-		_, err = top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
-		must(t, err)
+		editRulePath(ctx, t, top, "vm-needs-vpc", ".spec.vpcRef.name")
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	})
 
