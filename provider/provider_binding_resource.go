@@ -66,9 +66,10 @@ func (r *providerBindingResource) Metadata(_ context.Context, req resource.Metad
 
 func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claim on " +
-			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there and DependencyRules " +
-			"can be created there. Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
+		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claims: on " +
+			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there, and on creating " +
+			"`events.k8s.io` Events, so that it can report on the DependencyRules created there. " +
+			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +
 			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +
 			"the workspace no longer serves the rule API.",

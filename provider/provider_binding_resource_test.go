@@ -35,7 +35,14 @@ resource "depctrl_provider_binding" "test" {
 `, depCtrl, ws, extra)
 }
 
-const acceptedClaim = "admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"
+// acceptedClaims are the claims of the bundled export, as a binding that
+// accepts them shows them.
+func acceptedClaims() knownvalue.Check {
+	return knownvalue.ListExact([]knownvalue.Check{
+		knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
+		knownvalue.StringExact("events.k8s.io/events: create = Accepted"),
+	})
+}
 
 func TestAccProviderBindingResource(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
@@ -67,7 +74,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 					attr("id", knownvalue.StringExact(network.Path+"/"+defaultBindingName)),
 					attr("phase", knownvalue.StringExact("Bound")),
 					attr("bound_resources", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("dependencyrules.dependencies.opendefense.cloud")})),
-					attr("permission_claims", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(acceptedClaim)})),
+					attr("permission_claims", acceptedClaims()),
 				},
 			},
 			{
@@ -95,7 +102,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(addr, tfjsonpath.New("permission_claims"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(acceptedClaim)})),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("permission_claims"), acceptedClaims()),
 				}},
 				Check: func(*terraform.State) error {
 					b, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{})

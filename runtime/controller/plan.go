@@ -37,6 +37,9 @@ type Binding struct {
 	// validatingwebhookconfigurations, without which nothing can be
 	// installed there.
 	ClaimAccepted bool
+	// EventsAccepted says the workspace accepted the claim on Events, so
+	// the controller may report on the rules there with Events.
+	EventsAccepted bool
 }
 
 // Outcome is the verdict on one aspect of a rule.

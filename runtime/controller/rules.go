@@ -55,8 +55,9 @@ func ruleInput(o virtualworkspace.Object) RuleInput {
 
 // writeStatus sets the conditions the controller owns and the Ready summary,
 // leaving the webhook's Enforced condition as the webhook wrote it. It
-// writes only when something changed.
-func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp *RulePlan) error {
+// writes only when something changed, and then records the Events the
+// change warrants.
+func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp *RulePlan, eventsAccepted bool) error {
 	rule, err := decodeRule(o)
 	if err != nil {
 		return err
@@ -87,6 +88,7 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp 
 	if err != nil {
 		return fmt.Errorf("writing status of DependencyRule %s: %w", o.Obj.GetName(), err)
 	}
+	s.recordEvents(ctx, o, rule, ruleEvents(before.Conditions, rule.Status.Conditions), eventsAccepted)
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -117,7 +118,11 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	bindings := map[string]Binding{}
 	for _, o := range bindingObjs {
-		bindings[o.Cluster] = Binding{URL: o.URL, ClaimAccepted: claimAccepted(o.Obj)}
+		bindings[o.Cluster] = Binding{
+			URL:            o.URL,
+			ClaimAccepted:  claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
+			EventsAccepted: claimAccepted(o.Obj, events.GVR.GroupResource()),
+		}
 	}
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve)
 	settings := s.Settings()
@@ -161,7 +166,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
 			time.AfterFunc(wait, s.Trigger)
 		}
-		if err := s.writeStatus(ctx, o, rp); err != nil {
+		if err := s.writeStatus(ctx, o, rp, bindings[o.Cluster].EventsAccepted); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -292,16 +297,16 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// claimAccepted reports whether an APIBinding accepted the claim on
-// validatingwebhookconfigurations.
-func claimAccepted(binding *unstructured.Unstructured) bool {
+// claimAccepted reports whether an APIBinding accepted the export's claim
+// on gr.
+func claimAccepted(binding *unstructured.Unstructured, gr schema.GroupResource) bool {
 	claims, _, _ := unstructured.NestedSlice(binding.Object, "spec", "permissionClaims")
 	for _, c := range claims {
 		m, ok := c.(map[string]interface{})
 		if !ok {
 			continue
 		}
-		if m["group"] == virtualworkspace.WebhookConfigurationsGVR.Group && m["resource"] == virtualworkspace.WebhookConfigurationsGVR.Resource && m["state"] == "Accepted" {
+		if m["group"] == gr.Group && m["resource"] == gr.Resource && m["state"] == "Accepted" {
 			return true
 		}
 	}

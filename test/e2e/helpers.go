@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -110,6 +111,32 @@ func (top *Topology) waitCondition(ctx context.Context, t *testing.T, ws env.Wor
 		return nil
 	})
 	return message
+}
+
+// waitEvent waits for an Event with reason about the object named name in
+// ws's namespace, and returns its note.
+func (top *Topology) waitEvent(ctx context.Context, t *testing.T, ws env.Workspace, namespace, name, reason string) string {
+	t.Helper()
+	api := top.dynamicFor(t, ws.Path).Resource(events.GVR).Namespace(namespace)
+	var note string
+	eventually(ctx, t, 30*time.Second, fmt.Sprintf("a %s Event on %s in %s", reason, name, ws.Path), func() error {
+		list, err := api.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, ev := range list.Items {
+			regarding, _, _ := unstructured.NestedString(ev.Object, "regarding", "name")
+			got, _, _ := unstructured.NestedString(ev.Object, "reason")
+			if regarding == name && got == reason {
+				note, _, _ = unstructured.NestedString(ev.Object, "note")
+				return nil
+			}
+			seen = append(seen, regarding+":"+got)
+		}
+		return fmt.Errorf("not among %v", seen)
+	})
+	return note
 }
 
 // webhookConfiguration returns the installed configuration in ws, or nil.

@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -124,5 +127,82 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if !top.exists(ctx, t, consumer, virtualMachines, "vm-1") {
 		t.Fatal(fmt.Errorf("vm-1 is gone"))
+	}
+}
+
+// TestNarrowedReadAccess runs the real webhook with its read access on the
+// shards narrowed to named types (depctrl_shard's read_resources). Where
+// it may not read a rule's dependent type it cannot know whether an object
+// is referenced, so it refuses the delete and says why; once the type is
+// named, protection works, and everything else stays unreadable.
+func TestNarrowedReadAccess(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	readOnShards := func(resources []rbac.ReadResource) {
+		t.Helper()
+		for _, s := range e.Shards {
+			cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
+			must(t, err)
+			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, resources)))
+		}
+	}
+	// The grant is shard-wide: give the next tests the default back.
+	t.Cleanup(func() { readOnShards(nil) })
+
+	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	for _, c := range top.Consumers {
+		top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
+	}
+
+	// decided deletes a referenced and an unreferenced VPC in every
+	// consumer until check accepts what the webhook answered for the
+	// unreferenced one. The referenced one is never deleted.
+	decided := func(what string, check func(err error) error) {
+		t.Helper()
+		for _, c := range top.Consumers {
+			eventually(ctx, t, time.Minute, what+" on shard "+c.Shard, func() error {
+				if err := top.remove(ctx, t, c, vpcs, "vpc-1"); err == nil {
+					t.Fatalf("vpc-1 was deleted in %s while vm-1 references it", c.Path)
+				}
+				top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
+				return check(top.remove(ctx, t, c, vpcs, "vpc-free"))
+			})
+		}
+	}
+
+	// Narrowed to a type no rule uses: the dependents cannot be read.
+	readOnShards([]rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}})
+	decided("protected deletes to fail closed", func(err error) error {
+		if err == nil {
+			return fmt.Errorf("vpc-free deleted: the narrowed grant is not in force yet")
+		}
+		if !strings.Contains(err.Error(), "checking for dependents failed") || !strings.Contains(err.Error(), "forbidden") {
+			return fmt.Errorf("the refusal does not say that reading the dependents was forbidden: %v", err)
+		}
+		t.Logf("refused: %v", err)
+		return nil
+	})
+
+	// Narrowed to the rule's dependent type: protection works again.
+	readOnShards([]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}})
+	decided("protection to work with the dependent type named", func(err error) error {
+		return err
+	})
+	for _, c := range top.Consumers {
+		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	}
+	id, err := e.Identity(env.WebhookUser)
+	must(t, err)
+	as, err := dynamic.NewForConfig(e.IdentityConfig(id, top.Consumers[0].Path))
+	must(t, err)
+	_, err = as.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("apps").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("with read_resources narrowed the webhook must not read Secrets; got %v", err)
 	}
 }

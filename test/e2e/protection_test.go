@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -66,23 +64,8 @@ func TestProtection(t *testing.T) {
 		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-skip")
 		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-skip")
 		// The use is recorded on the object, in its workspace.
-		events := top.dynamicFor(t, consumer.Path).Resource(schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}).Namespace("apps")
-		eventually(ctx, t, 30*time.Second, "an Event recording the skip-protection use", func() error {
-			list, err := events.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for _, ev := range list.Items {
-				name, _, _ := unstructured.NestedString(ev.Object, "regarding", "name")
-				reason, _, _ := unstructured.NestedString(ev.Object, "reason")
-				if name == "vpc-skip" && reason == "DeletionProtectionSkipped" {
-					note, _, _ := unstructured.NestedString(ev.Object, "note")
-					t.Logf("recorded: %s", note)
-					return nil
-				}
-			}
-			return fmt.Errorf("no DeletionProtectionSkipped Event for vpc-skip among %d", len(list.Items))
-		})
+		note := top.waitEvent(ctx, t, consumer, "apps", "vpc-skip", "DeletionProtectionSkipped")
+		t.Logf("recorded: %s", note)
 	})
 
 	t.Run("in-place fieldRef edit takes effect", func(t *testing.T) {
@@ -179,8 +162,12 @@ func TestProtection(t *testing.T) {
 			t.Fatalf("the cycle message should say the way out: %s", msg)
 		}
 		top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionAcyclic, "False", "CycleDetected")
+		// Each rule's workspace hears of it as an Event on the rule too.
+		top.waitEvent(ctx, t, top.Network, "default", "vpc-needs-vm", "CycleDetected")
+		top.waitEvent(ctx, t, top.Compute, "default", "vm-needs-vpc", "CycleDetected")
 		top.deleteRule(ctx, t, top.Network, "vpc-needs-vm")
 		top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionAcyclic, "True", "NoCycle")
+		top.waitEvent(ctx, t, top.Compute, "default", "vm-needs-vpc", "CycleResolved")
 	})
 
 	t.Run("a missing workspace is reported", func(t *testing.T) {
@@ -188,6 +175,9 @@ func TestProtection(t *testing.T) {
 		msg := top.waitCondition(ctx, t, top.Compute, "dangling", v1alpha1.ConditionWorkspacesResolved, "False", "WorkspaceNotFound")
 		if !strings.Contains(msg, top.Org.Path+":nowhere") {
 			t.Fatalf("message should name the path: %s", msg)
+		}
+		if note := top.waitEvent(ctx, t, top.Compute, "default", "dangling", "WorkspaceNotFound"); note != msg {
+			t.Errorf("the Event says %q, the condition %q", note, msg)
 		}
 		top.deleteRule(ctx, t, top.Compute, "dangling")
 	})

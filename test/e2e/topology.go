@@ -98,9 +98,10 @@ func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
 	return c
 }
 
-// depCtrlBindingYAML binds the dep-ctrl export and accepts its claim.
+// depCtrlBindingYAML binds the dep-ctrl export and accepts its claims.
 func depCtrlBindingYAML(depCtrlPath string) string {
 	verbs := "[" + strings.Join(gen.ClaimVerbs, ", ") + "]"
+	eventVerbs := "[" + strings.Join(gen.EventClaimVerbs, ", ") + "]"
 	return fmt.Sprintf(`apiVersion: apis.kcp.io/v1alpha2
 kind: APIBinding
 metadata:
@@ -117,7 +118,13 @@ spec:
     selector:
       matchAll: true
     state: Accepted
-`, depCtrlPath, v1alpha1.DefaultAPIExportName, verbs)
+  - group: events.k8s.io
+    resource: events
+    verbs: %s
+    selector:
+      matchAll: true
+    state: Accepted
+`, depCtrlPath, v1alpha1.DefaultAPIExportName, verbs, eventVerbs)
 }
 
 func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) {

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -60,7 +61,20 @@ type Env struct {
 
 	mu       sync.Mutex
 	stop     func() error
+	restart  func(context.Context) error
 	attached bool
+}
+
+// Restart stops kcp and starts it again on the same data and ports, as an
+// operator restarting it would, and waits until it is ready. Only an
+// environment this process started with a single shard can do that.
+func (e *Env) Restart(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.attached || e.restart == nil {
+		return fmt.Errorf("cannot restart this %s environment: only a single-shard environment started by this process can be restarted", e.Topology)
+	}
+	return e.restart(ctx)
 }
 
 // DescriptorPath is where an environment's env.json lives.

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -117,6 +118,34 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 		removeDir()
 		return err
 	}
+	admin := filepath.Join(root, "admin.kubeconfig")
+	e.restart = func(ctx context.Context) error {
+		before, err := os.ReadFile(admin)
+		if err != nil {
+			return err
+		}
+		if err := p.Stop(20 * time.Second); err != nil {
+			return fmt.Errorf("stopping kcp: %w", err)
+		}
+		// Same root directory and ports: the same etcd data, serving
+		// certificate and shard admin token; kcp-admin's token is new.
+		if p, err = StartProcess("kcp", kcpBin, args, opts.Dir, logFile); err != nil {
+			return fmt.Errorf("starting kcp again: %w", err)
+		}
+		if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool {
+			now, err := os.ReadFile(admin)
+			return err == nil && !bytes.Equal(now, before)
+		}); err != nil {
+			return fmt.Errorf("waiting for the restarted kcp to write %s: %w", admin, err)
+		}
+		if err := e.adoptSingleShardKubeconfig(admin); err != nil {
+			return err
+		}
+		if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return e.ready(ctx) == nil }); err != nil {
+			return fmt.Errorf("waiting for the restarted kcp to become ready: %w (last: %v)", err, e.ready(ctx))
+		}
+		return nil
+	}
 	defer func() {
 		if retErr != nil {
 			retErr = fmt.Errorf("%w\n%s", retErr, e.TailLogs(30))
@@ -124,7 +153,6 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 		}
 	}()
 
-	admin := filepath.Join(root, "admin.kubeconfig")
 	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return fileExists(admin) }); err != nil {
 		return nil, fmt.Errorf("waiting for kcp to write %s: %w", admin, err)
 	}

@@ -137,6 +137,19 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 	return r
 }
 
+// Running reports whether the controller and the webhook are running: started
+// and not exited.
+func (r *Runtime) Running() (controller, webhook bool) {
+	alive := func(p *env.Process) bool {
+		if p == nil {
+			return false
+		}
+		exited, _ := p.Exited()
+		return !exited
+	}
+	return alive(r.controller), alive(r.webhook)
+}
+
 // Pids returns the process IDs of the controller and the webhook (0 for
 // one that is not running).
 func (r *Runtime) Pids() (controller, webhook int) {

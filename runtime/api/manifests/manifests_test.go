@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,9 +21,16 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 	if export.Name != v1alpha1.DefaultAPIExportName || export.Spec.Resources[0].Schema != schema.Name {
 		t.Fatalf("export %s serves schema %s, want %s", export.Name, export.Spec.Resources[0].Schema, schema.Name)
 	}
-	claim := export.Spec.PermissionClaims[0]
-	if claim.Group != "admissionregistration.k8s.io" || claim.Resource != "validatingwebhookconfigurations" {
-		t.Fatalf("unexpected claim %+v", claim)
+	var claims []string
+	for _, c := range export.Spec.PermissionClaims {
+		claims = append(claims, fmt.Sprintf("%s/%s %v", c.Group, c.Resource, c.Verbs))
+	}
+	want := []string{
+		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
+		"events.k8s.io/events " + fmt.Sprint(gen.EventClaimVerbs),
+	}
+	if !slices.Equal(claims, want) {
+		t.Fatalf("claims %q, want %q", claims, want)
 	}
 	if APIExport("custom").Name != "custom" {
 		t.Fatal("APIExport must take the given name")

@@ -15,6 +15,8 @@ const (
 	ClusterAnnotation = "kcp.io/cluster"
 	// Resource is the plural resource name of DependencyRules.
 	Resource = "dependencyrules"
+	// Kind is the kind of a DependencyRule.
+	Kind = "DependencyRule"
 )
 
 // Condition types of a DependencyRule's status.

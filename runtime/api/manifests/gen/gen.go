@@ -19,6 +19,11 @@ import (
 // the workspaces that bind it. An APIBinding must accept exactly these.
 var ClaimVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
+// EventClaimVerbs are the verbs the export claims on events.k8s.io Events:
+// the controller records what happens to a rule as Events next to it, in
+// the rule's own workspace. It never reads or changes anyone else's.
+var EventClaimVerbs = []string{"create"}
+
 // Files are the generated manifests.
 type Files struct {
 	APIResourceSchema []byte
@@ -58,6 +63,9 @@ func FromCRD(crdYAML []byte) (*Files, error) {
 			PermissionClaims: []apisv1alpha2.PermissionClaim{{
 				GroupResource: apisv1alpha2.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
 				Verbs:         ClaimVerbs,
+			}, {
+				GroupResource: apisv1alpha2.GroupResource{Group: "events.k8s.io", Resource: "events"},
+				Verbs:         EventClaimVerbs,
 			}},
 		},
 	}

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// restartBound is how long after a restarted kcp is ready again the
+// runtime may take to enforce and follow rules again; measured and logged.
+const restartBound = time.Minute
+
+// TestKCPRestart restarts kcp under the running controller and webhook, on
+// the same data, as an operator upgrading or recovering it would. Nothing
+// referenced may be deleted meanwhile; afterwards protection is enforced
+// again and rule changes made after the restart are followed, each within
+// restartBound; both processes ride it out without a restart of their own.
+// It starts a single-shard kcp of its own, so that restarting it disturbs
+// no other test.
+func TestKCPRestart(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e, err := env.StartSingleShard(ctx, env.Options{})
+	must(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(e.TailLogs(40))
+		}
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping kcp: %v", err)
+		}
+	})
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	c := top.Consumers[0]
+	top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+
+	start := time.Now()
+	must(t, e.Restart(ctx))
+	ready := time.Now()
+	t.Logf("kcp stopped and ready again after %s", ready.Sub(start).Round(time.Millisecond))
+
+	eventually(ctx, t, restartBound, "protection after the restart", func() error {
+		err := top.remove(ctx, t, c, vpcs, "vpc-1")
+		if err == nil {
+			t.Fatal("vpc-1 was deleted while vm-1 references it")
+		}
+		if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
+			return fmt.Errorf("not decided by the webhook yet: %v", err)
+		}
+		top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
+		return top.remove(ctx, t, c, vpcs, "vpc-free")
+	})
+	t.Logf("protection enforced %s after kcp was ready (bound %s)", time.Since(ready).Round(time.Millisecond), restartBound)
+
+	// Rule changes after the restart: a new rule is installed and
+	// enforced, a deleted one stops protecting.
+	changed := time.Now()
+	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-fw", managedDBs, firewallRules, top.Network.Path, ".spec.firewall"))
+	top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
+	top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, c, managedDBs, "db-1", map[string]interface{}{"firewall": "fw-1"}, nil)
+	eventually(ctx, t, restartBound, "the rule changes after the restart to take effect", func() error {
+		if err := top.remove(ctx, t, c, firewallRules, "fw-1"); err == nil {
+			top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
+			return fmt.Errorf("fw-1 deletable: the new rule is not enforced yet")
+		} else if !strings.Contains(err.Error(), "still referenced by ManagedDB/db-1") {
+			return err
+		}
+		if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, vpcs.Resource) {
+			return fmt.Errorf("the configuration still protects %v", got)
+		}
+		return nil
+	})
+	top.waitReady(ctx, t, top.Compute, "db-needs-fw")
+	top.expectDeleted(ctx, t, c, vpcs, "vpc-1")
+	t.Logf("rule changes made after the restart converged in %s (bound %s)", time.Since(changed).Round(time.Millisecond), restartBound)
+
+	if ctrl, hook := rt.Running(); !ctrl || !hook {
+		t.Fatalf("a runtime process did not survive the kcp restart: controller running %v, webhook running %v", ctrl, hook)
+	}
+}
