@@ -68,7 +68,7 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claims: on " +
 			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there, and on creating " +
-			"`events.k8s.io` Events, so that it can report on the DependencyRules created there. " +
+			"Events, so that it can report on the DependencyRules created there. " +
 			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +
 			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +
@@ -240,7 +240,7 @@ func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingM
 		diags.Append(explainIn(ctx, r.conn, ws, fmt.Sprintf("binding %s in %s", ref, ws), err))
 		return
 	}
-	if err := applyObjects(ctx, client, object{apiBindingsGVR, b}); err != nil {
+	if err := r.bind(ctx, client, b, timeout); err != nil {
 		// kcp refuses a binding to an export that does not exist as if
 		// it were a permission problem; say which it is.
 		if apierrors.IsForbidden(err) {
@@ -264,6 +264,30 @@ func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingM
 		return
 	}
 	m.ID = types.StringValue(ws + "/" + b.Name)
+}
+
+// bindPermissionGrace is how long a refusal to bind an export that exists
+// is retried. kcp authorizes a binding against the RBAC of the export's
+// workspace through caches that trail a just-created workspace or export
+// by a moment; a refusal that lasts longer is a real permission problem.
+const bindPermissionGrace = 30 * time.Second
+
+// bind writes the binding, retrying a refusal while the export exists and
+// the grace period lasts.
+func (r *providerBindingResource) bind(ctx context.Context, client dynamic.Interface, b *apisv1alpha2.APIBinding, timeout time.Duration) error {
+	deadline := time.Now().Add(min(bindPermissionGrace, timeout))
+	for {
+		err := applyObjects(ctx, client, object{apiBindingsGVR, b})
+		if err == nil || !apierrors.IsForbidden(err) || time.Now().After(deadline) || r.missingExport(ctx, b.Spec.Reference.Export) != "" {
+			return err
+		}
+		tflog.Debug(ctx, "binding refused; kcp may not have caught up with the export's RBAC yet, retrying", map[string]interface{}{"error": err.Error()})
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // missingExport says why the export ref names nothing, or "" when it

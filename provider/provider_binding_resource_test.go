@@ -40,7 +40,7 @@ resource "depctrl_provider_binding" "test" {
 func acceptedClaims() knownvalue.Check {
 	return knownvalue.ListExact([]knownvalue.Check{
 		knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
-		knownvalue.StringExact("events.k8s.io/events: create = Accepted"),
+		knownvalue.StringExact("events: create = Accepted"),
 	})
 }
 

@@ -30,7 +30,7 @@ func main() {
 	fs.StringVar(&o.CABundleFile, "webhook-ca-bundle-file", "", "PEM file with the CA of the webhook's serving certificate; re-read when it changes")
 	var timeout int
 	fs.IntVar(&timeout, "webhook-timeout-seconds", 10, "timeoutSeconds of the installed webhook configurations (1-30)")
-	fs.DurationVar(&o.WebhookPropagation, "webhook-propagation-delay", 5*time.Second, "how long after writing a webhook configuration entry a rule is still reported not Ready, while every shard picks the entry up")
+	fs.DurationVar(&o.WebhookPropagation, "webhook-propagation-delay", controller.DefaultPropagation, "how long after writing a webhook configuration entry a rule is still reported not Ready, while every shard picks the entry up")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader among replicas; only the leader writes")

@@ -17,6 +17,10 @@ import (
 // GVR is the resource Events are created as.
 var GVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 
+// ClaimGroupResource is how an APIExport claims Events: kcp keys claims on
+// Events by the core group, whichever of the two Event APIs a request uses.
+var ClaimGroupResource = schema.GroupResource{Resource: "events"}
+
 // Event types.
 const (
 	Normal  = "Normal"

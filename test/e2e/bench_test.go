@@ -49,6 +49,9 @@ func (l latencies) pct(p float64) time.Duration {
 type admissionRow struct {
 	n, rules                       int
 	floor, allowed, denied, listed latencies
+	// inWebhook is the mean time the webhook itself spent on an allowed
+	// delete, from its depctrl_webhook_decision_duration_seconds.
+	inWebhook time.Duration
 }
 
 // TestBenchmark measures, against the real two-shard kcp with the runtime
@@ -89,6 +92,12 @@ func TestBenchmark(t *testing.T) {
 		err := f()
 		return time.Since(start), err
 	}
+	fresh := freshness(ctx, t, top, consumer)
+	webhookAllowed := func() (float64, float64) {
+		sum, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_sum{outcome="allowed"}`), 64)
+		count, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_count{outcome="allowed"}`), 64)
+		return sum, count
+	}
 	var rows []admissionRow
 	have := 0
 	for _, n := range benchSizes {
@@ -99,7 +108,11 @@ func TestBenchmark(t *testing.T) {
 				rule(i)
 			}
 			row := admissionRow{n: n, rules: r}
+			var sum0, count0 float64
 			for trial := -3; trial < benchTrials; trial++ { // three to warm up
+				if trial == 0 {
+					sum0, count0 = webhookAllowed()
+				}
 				name := fmt.Sprintf("b-%d-%d-%d", n, r, trial+3)
 				top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 				top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
@@ -124,8 +137,11 @@ func TestBenchmark(t *testing.T) {
 					row.denied, row.listed = append(row.denied, denied), append(row.listed, listed)
 				}
 			}
-			t.Logf("N=%d rules=%d: floor %s, allowed %s, denied %s, list %s (p50)", n, r,
-				row.floor.pct(.5), row.allowed.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
+			if sum, count := webhookAllowed(); count > count0 {
+				row.inWebhook = time.Duration((sum - sum0) / (count - count0) * float64(time.Second))
+			}
+			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s), denied %s, list %s (p50)", n, r,
+				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.denied.pct(.5), row.listed.pct(.5))
 			rows = append(rows, row)
 			for i := 1; i < r; i++ {
 				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
@@ -133,14 +149,24 @@ func TestBenchmark(t *testing.T) {
 		}
 	}
 
-	conv := convergence(ctx, t, top, consumer)
+	// Convergence is measured where it is slowest: from a consumer on
+	// another shard than the protected workspace, which sees the webhook
+	// configuration through the cache server.
+	far := consumer
+	for _, c := range top.Consumers {
+		if c.Shard != top.Network.Shard {
+			far = c
+		}
+	}
+	conv := convergence(ctx, t, top, far)
 	_, hookPid := rt.Pids()
 	mem := map[string]string{"webhook": peakRSS(hookPid)}
 	readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
 	ctrlPid, hookPid := rt.Pids()
 	mem["controller"], mem["webhook-restarted"] = peakRSS(ctrlPid), peakRSS(hookPid)
 
-	page := benchmarkPage(rows, conv, readyWith1000, rulesRegistered, mem)
+	tfScale := terraformAtScale(ctx, t, e)
+	page := benchmarkPage(rows, fresh, conv, readyWith1000, rulesRegistered, mem, tfScale)
 	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
 	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
 	must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
@@ -283,4 +309,38 @@ func peakRSS(pid int) string {
 		}
 	}
 	return "unknown"
+}
+
+// freshnessResult compares LISTs of the dependents: consistent ones (what
+// the webhook does) right after an unrelated write on the shard and with
+// no write in between, and ones that accept any cached state.
+type freshnessResult struct {
+	afterWrite, quiet, cached latencies
+}
+
+// freshness measures what a consistent read costs when the API server's
+// cache of the dependent type must first catch up with a write elsewhere
+// on the shard: the case of every protected DELETE, which follows writes.
+func freshness(ctx context.Context, t *testing.T, top *Topology, consumer env.Workspace) freshnessResult {
+	t.Helper()
+	d := top.dynamicFor(t, consumer.Path)
+	vms := d.Resource(virtualMachines.GVR()).Namespace("apps")
+	fws := d.Resource(firewallRules.GVR()).Namespace("apps")
+	var r freshnessResult
+	list := func(opts metav1.ListOptions) time.Duration {
+		start := time.Now()
+		_, err := vms.List(ctx, opts)
+		must(t, err)
+		return time.Since(start)
+	}
+	for i := range benchTrials {
+		name := fmt.Sprintf("fresh-%d", i)
+		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+		r.afterWrite = append(r.afterWrite, list(metav1.ListOptions{}))
+		r.quiet = append(r.quiet, list(metav1.ListOptions{}))
+		must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+		r.cached = append(r.cached, list(metav1.ListOptions{ResourceVersion: "0"}))
+	}
+	t.Logf("consistent LIST after a write %s, without one %s; cached LIST %s (p50)", r.afterWrite.pct(.5), r.quiet.pct(.5), r.cached.pct(.5))
+	return r
 }

@@ -141,7 +141,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	readOnShards := func(resources []rbac.ReadResource) {
+	readOnShards := func(ctx context.Context, resources []rbac.ReadResource) {
 		t.Helper()
 		for _, s := range e.Shards {
 			cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
@@ -150,7 +150,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		}
 	}
 	// The grant is shard-wide: give the next tests the default back.
-	t.Cleanup(func() { readOnShards(nil) })
+	t.Cleanup(func() { readOnShards(context.Background(), nil) })
 
 	startRuntime(ctx, t, e, top.DepCtrl.Path)
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
@@ -177,7 +177,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 
 	// Narrowed to a type no rule uses: the dependents cannot be read.
-	readOnShards([]rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}})
+	readOnShards(ctx, []rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}})
 	decided("protected deletes to fail closed", func(err error) error {
 		if err == nil {
 			return fmt.Errorf("vpc-free deleted: the narrowed grant is not in force yet")
@@ -190,7 +190,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	})
 
 	// Narrowed to the rule's dependent type: protection works again.
-	readOnShards([]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}})
+	readOnShards(ctx, []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}})
 	decided("protection to work with the dependent type named", func(err error) error {
 		return err
 	})

@@ -16,12 +16,23 @@ import (
 
 // TestProtection runs the specification's scenarios against a real kcp
 // with the controller and webhook running as processes under their own
-// identities. Consumers live on every shard of the environment.
+// identities, on two shards (consumers on both, the protected workspace on
+// one) and on a single shard of its own.
 func TestProtection(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
+	t.Run("two shards", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		protectionScenarios(ctx, t, env.ForTest(t, env.TwoShards))
+	})
+	t.Run("single shard", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		protectionScenarios(ctx, t, ownSingleShard(ctx, t))
+	})
+}
+
+func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 	top := setupTopology(ctx, t, e)
 	startRuntime(ctx, t, e, top.DepCtrl.Path)
 

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
 // restartBound is how long after a restarted kcp is ready again the
@@ -26,16 +24,7 @@ func TestKCPRestart(t *testing.T) {
 	requireIntegration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e, err := env.StartSingleShard(ctx, env.Options{})
-	must(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(e.TailLogs(40))
-		}
-		if err := e.Stop(); err != nil {
-			t.Errorf("stopping kcp: %v", err)
-		}
-	})
+	e := ownSingleShard(ctx, t)
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))

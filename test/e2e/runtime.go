@@ -23,6 +23,26 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// ownSingleShard starts a single-shard kcp for this test alone, whatever
+// environment the package's other tests share (usually two shards), and
+// stops it when the test ends.
+func ownSingleShard(ctx context.Context, t *testing.T) *env.Env {
+	t.Helper()
+	start := time.Now()
+	e, err := env.StartSingleShard(ctx, env.Options{})
+	must(t, err)
+	t.Logf("own single-shard kcp ready in %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(e.TailLogs(40))
+		}
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping kcp: %v", err)
+		}
+	})
+	return e
+}
+
 // eventually polls check until it returns nil or timeout passes.
 func eventually(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()

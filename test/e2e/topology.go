@@ -118,8 +118,7 @@ spec:
     selector:
       matchAll: true
     state: Accepted
-  - group: events.k8s.io
-    resource: events
+  - resource: events
     verbs: %s
     selector:
       matchAll: true

@@ -27,7 +27,7 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 	}
 	want := []string{
 		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
-		"events.k8s.io/events " + fmt.Sprint(gen.EventClaimVerbs),
+		"/events " + fmt.Sprint(gen.EventClaimVerbs),
 	}
 	if !slices.Equal(claims, want) {
 		t.Fatalf("claims %q, want %q", claims, want)

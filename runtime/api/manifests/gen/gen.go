@@ -19,7 +19,7 @@ import (
 // the workspaces that bind it. An APIBinding must accept exactly these.
 var ClaimVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
-// EventClaimVerbs are the verbs the export claims on events.k8s.io Events:
+// EventClaimVerbs are the verbs the export claims on Events:
 // the controller records what happens to a rule as Events next to it, in
 // the rule's own workspace. It never reads or changes anyone else's.
 var EventClaimVerbs = []string{"create"}
@@ -64,7 +64,9 @@ func FromCRD(crdYAML []byte) (*Files, error) {
 				GroupResource: apisv1alpha2.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
 				Verbs:         ClaimVerbs,
 			}, {
-				GroupResource: apisv1alpha2.GroupResource{Group: "events.k8s.io", Resource: "events"},
+				// kcp keys claims on Events by the core group, whichever
+				// API group a request uses.
+				GroupResource: apisv1alpha2.GroupResource{Resource: "events"},
 				Verbs:         EventClaimVerbs,
 			}},
 		},

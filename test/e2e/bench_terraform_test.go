@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// The topology the Terraform benchmark manages.
+const (
+	tfBenchWorkspaces = 10
+	tfBenchRules      = 100
+)
+
+// terraformScale is what the Terraform benchmark measured.
+type terraformScale struct {
+	// applyBase creates the dep-ctrl workspace and export, the RBAC in root
+	// and on every shard, and the provider workspaces with their bindings;
+	// applyRules then adds the rules and waits until each is enforced.
+	applyBase, applyRules, plan, destroy time.Duration
+	baseResources, ruleResources, shards int
+}
+
+// tfBenchConfig is the benchmark topology: provider workspaces spread over
+// the shards, each binding the export, and rules in each of them that
+// protect a type of the next one.
+var tfBenchConfig = template.Must(template.New("main.tf").Parse(`
+terraform {
+  required_providers {
+    depctrl = { source = "depctrl/depctrl" }
+  }
+}
+
+provider "depctrl" {
+  kubeconfig_path = {{printf "%q" .Kubeconfig}}
+}
+
+variable "rules" {
+  type    = number
+  default = 0
+}
+
+locals {
+  shards = [{{range $i, $s := .Shards}}{{if $i}}, {{end}}{{printf "%q" $s.Name}}{{end}}]
+}
+
+resource "depctrl_workspace" "dep_ctrl" {
+  name        = "{{.Prefix}}-depctrl"
+  parent_path = "root"
+}
+
+resource "depctrl_export" "this" {
+  workspace_path = depctrl_workspace.dep_ctrl.path
+  runtime_users  = [{{printf "%q" .ControllerUser}}, {{printf "%q" .WebhookUser}}]
+}
+
+resource "depctrl_root_rbac" "this" {
+  name             = "{{.Prefix}}-workspace-reader"
+  controller_users = [{{printf "%q" .ControllerUser}}]
+}
+{{range $i, $s := .Shards}}
+resource "depctrl_shard" "s{{$i}}" {
+  name            = {{printf "%q" $s.Name}}
+  kubeconfig_path = {{printf "%q" $s.AdminKubeconfig}}
+  webhook_users   = [{{printf "%q" $.WebhookUser}}]
+  grant_name      = "{{$.Prefix}}-webhook-reader"
+}
+{{end}}
+resource "depctrl_workspace" "provider" {
+  count          = {{.Workspaces}}
+  name           = "{{.Prefix}}-provider-${count.index}"
+  parent_path    = "root"
+  shard_selector = { name = local.shards[count.index % length(local.shards)] }
+}
+
+resource "depctrl_provider_binding" "this" {
+  count          = {{.Workspaces}}
+  workspace_path = depctrl_workspace.provider[count.index].path
+  export_path    = depctrl_export.this.workspace_path
+}
+
+output "dep_ctrl_path" {
+  value = depctrl_workspace.dep_ctrl.path
+}
+
+# Rule i lives in provider workspace i mod N: its Things reference the
+# Widgets of the next workspace. No two rules share a type, so there is no
+# cycle.
+resource "depctrl_dependency_rule" "this" {
+  count          = var.rules
+  workspace_path = depctrl_provider_binding.this[count.index % {{.Workspaces}}].workspace_path
+  name           = "rule-${count.index}"
+
+  dependent {
+    api_export_name = "things"
+    group           = "things${count.index}.bench.io"
+    version         = "v1"
+    kind            = "Thing"
+    resource        = "things"
+  }
+
+  dependency {
+    api_export_ref = { path = depctrl_provider_binding.this[(count.index + 1) % {{.Workspaces}}].workspace_path, name = "widgets" }
+    group          = "widgets${count.index}.bench.io"
+    version        = "v1"
+    resource       = "widgets"
+    field_ref      = { path = ".spec.widgetRef.name" }
+  }
+}
+`))
+
+// terraformAtScale applies, re-plans and destroys the benchmark topology
+// with the real terraform CLI and the provider built from this tree, with a
+// runtime for its dep-ctrl workspace so that every rule is waited for
+// until it is enforced.
+func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformScale {
+	t.Helper()
+	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if tf == "" {
+		var err error
+		if tf, err = exec.LookPath("terraform"); err != nil {
+			t.Fatalf("the Terraform benchmark needs terraform on PATH or TF_ACC_TERRAFORM_PATH: %v", err)
+		}
+	}
+	root, err := env.RepoRoot()
+	must(t, err)
+	dir := t.TempDir()
+	build := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./cmd/terraform-provider-depctrl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the provider: %v\n%s", err, out)
+	}
+	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n  }\n  direct {}\n}\n", dir)
+	must(t, os.WriteFile(filepath.Join(dir, "dev.tfrc"), []byte(rc), 0o644))
+	work := filepath.Join(dir, "topology")
+	must(t, os.MkdirAll(work, 0o755))
+	f, err := os.Create(filepath.Join(work, "main.tf"))
+	must(t, err)
+	must(t, tfBenchConfig.Execute(f, map[string]interface{}{
+		"Kubeconfig": e.AdminKubeconfig, "Shards": e.Shards, "Prefix": "tfbench-" + fmt.Sprint(time.Now().Unix()%100000),
+		"ControllerUser": env.ControllerUser, "WebhookUser": env.WebhookUser, "Workspaces": tfBenchWorkspaces,
+	}))
+	must(t, f.Close())
+
+	command := func(args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, tf, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "dev.tfrc"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		return cmd
+	}
+	run := func(args ...string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		out, err := command(args...).CombinedOutput()
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 40))
+		}
+		t.Logf("terraform %s: %s", strings.Join(args, " "), took.Round(time.Millisecond))
+		return took
+	}
+	rules := fmt.Sprintf("rules=%d", tfBenchRules)
+	var s terraformScale
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			// ctx may be over: a fresh one, so that nothing is left behind.
+			cmd := exec.Command(tf, "destroy", "-auto-approve", "-input=false", "-no-color", "-var", rules)
+			cmd.Dir, cmd.Env = work, command().Env
+			_ = cmd.Run()
+		}
+	})
+	s.applyBase = run("apply", "-auto-approve", "-input=false", "-no-color")
+	s.baseResources = 3 + len(e.Shards) + 2*tfBenchWorkspaces
+	s.shards = len(e.Shards)
+	out, err := command("output", "-raw", "dep_ctrl_path").Output()
+	must(t, err)
+	startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
+	s.applyRules = run("apply", "-auto-approve", "-input=false", "-no-color", "-var", rules)
+	s.ruleResources = tfBenchRules
+	// -detailed-exitcode fails the run when the plan is not empty.
+	s.plan = run("plan", "-detailed-exitcode", "-input=false", "-no-color", "-var", rules)
+	s.destroy = run("destroy", "-auto-approve", "-input=false", "-no-color", "-var", rules)
+	destroyed = true
+	return s
+}
+
+// TestBenchmarkTerraform runs only the Terraform part of the benchmark,
+// printing its figures: DEPCTRL_BENCH_TERRAFORM=1 go test -run TestBenchmarkTerraform ./test/e2e/
+func TestBenchmarkTerraform(t *testing.T) {
+	if os.Getenv("DEPCTRL_BENCH_TERRAFORM") == "" {
+		t.Skip("a benchmark, not a test: make bench runs it as part of TestBenchmark")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	s := terraformAtScale(ctx, t, env.ForTest(t, env.TwoShards))
+	t.Logf("%+v", s)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
