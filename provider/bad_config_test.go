@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -210,6 +211,7 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 		{"rule: dependency group", provider + rule("", okDependency("group", `"Network.Example.io"`)), `(?s)dependency.*group`},
 		{"rule: dependency resource", provider + rule("", okDependency("resource", `"VPCs"`)), `(?s)dependency.*resource`},
 		{"rule: export path", provider + rule("", okDependency("api_export_ref", `{ path = "root::network", name = "network.example.io" }`)), `(?s)api_export_ref.path.*workspace path`},
+		{"rule: export path segment too long", provider + rule("", okDependency("api_export_ref", `{ path = "root:`+strings.Repeat("n", 64)+`", name = "network.example.io" }`)), `(?s)api_export_ref.path.*at most 63`},
 		{"rule: dependent kind", provider + rule(`api_export_name = "compute.example.io"
     group = "compute.example.io"
     version = "v1"
@@ -242,6 +244,7 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 		{"runtime: certificate validity", provider + runtime(webhook(`, certificate_validity = "10m"`)), `(?s)webhook.certificate_validity.*too short`},
 		{"runtime: renewal window", provider + runtime(webhook(`, certificate_validity = "2h", certificate_renew_before = "3h"`)), `(?s)certificate_renew_before.*shorter than\s+webhook.certificate_validity`},
 		{"runtime: http webhook URL", provider + runtime(webhook(`, url = "http://depctrl.example.com/validate"`)), `(?s)webhook.url`},
+		{"runtime: webhook URL with a query", provider + runtime(webhook(`, url = "https://depctrl.example.com/validate?debug=1"`)), `(?s)webhook.url.*query is not allowed`},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d bad configurations", len(cases))

@@ -123,7 +123,7 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 				MarkdownDescription: "The rule name.",
 				Validators: []validator.String{
 					stringvalidator.LengthBetween(1, 253),
-					stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain such as vm-needs-vpc"),
+					objectNameValidator("must be a lowercase DNS subdomain such as vm-needs-vpc"),
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},

@@ -104,7 +104,7 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "The APIExport name. Provider workspaces bind it by this name, and the runtime is started with it.",
 				Validators: []validator.String{
 					stringvalidator.LengthBetween(1, 253),
-					stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain such as dependencies.opendefense.cloud"),
+					objectNameValidator("must be a lowercase DNS subdomain such as dependencies.opendefense.cloud"),
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},

@@ -125,7 +125,7 @@ func toUnstructured(obj runtime.Object) (map[string]interface{}, error) {
 // ID for the error message.
 func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse, kind, example string) {
 	ws, name, ok := strings.Cut(req.ID, "/")
-	if !ok || !workspacePathRE.MatchString(ws) || !dnsSubdomainRE.MatchString(name) {
+	if !ok || !validWorkspacePath(ws) || !validObjectName(name) {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("%q is not <workspace path>/<%s name>, such as %s", req.ID, kind, example))
 		return

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -90,7 +89,7 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 				Computed:            true,
 				Default:             stringdefault.StaticString(defaultBindingName),
 				MarkdownDescription: "The APIBinding name.",
-				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain such as dep-ctrl")},
+				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain such as dep-ctrl")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"export_path": schema.StringAttribute{
@@ -104,7 +103,7 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 				Computed:            true,
 				Default:             stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
 				MarkdownDescription: "The APIExport name (`depctrl_export.name`).",
-				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a lowercase DNS subdomain")},
+				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"permission_claims": schema.ListAttribute{

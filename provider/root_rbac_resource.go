@@ -346,7 +346,7 @@ func (r *rootRBACResource) ImportState(ctx context.Context, req resource.ImportS
 		return
 	}
 	for _, p := range paths[1:] {
-		if !workspacePathRE.MatchString(p) {
+		if !validWorkspacePath(p) {
 			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q in %q is not a workspace path", p, req.ID))
 			return
 		}

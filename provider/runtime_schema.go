@@ -117,7 +117,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 	}
 	webhook["url"] = schema.StringAttribute{
 		Optional: true, MarkdownDescription: runtimeDocs["url"],
-		Validators: []validator.String{stringvalidator.RegexMatches(httpsURLRE, "must be an https URL such as https://depctrl-webhook.example.com/validate")},
+		Validators: []validator.String{httpsURLValidator("https://depctrl-webhook.example.com/validate")},
 	}
 	webhook["extra_sans"] = schema.ListAttribute{
 		Optional: true, Computed: true, ElementType: types.StringType,
@@ -127,7 +127,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 	}
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true, MarkdownDescription: runtimeDocs["tls_secret_name"],
-		Validators: []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a Secret name")},
+		Validators: []validator.String{objectNameValidator("must be a Secret name")},
 	}
 	webhook["skip_protection_groups"] = schema.ListAttribute{
 		Optional: true, ElementType: types.StringType,
@@ -150,7 +150,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 		return schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(def),
 			MarkdownDescription: runtimeDocs[attr], PlanModifiers: replace,
-			Validators: []validator.String{stringvalidator.RegexMatches(dnsLabelRE, "must be a DNS label: lower case letters, digits and '-'")},
+			Validators: []validator.String{dnsLabelValidator("must be a DNS label: lower case letters, digits and '-'")},
 		}
 	}
 	return map[string]schema.Attribute{
@@ -177,12 +177,12 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 		},
 		"workspace_path": schema.StringAttribute{
 			Optional: true, MarkdownDescription: runtimeDocs["workspace_path"],
-			Validators: []validator.String{stringvalidator.RegexMatches(workspacePathRE, "must be a workspace path such as root:depctrl")},
+			Validators: []validator.String{workspacePathValidator()},
 		},
 		"api_export_name": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
 			MarkdownDescription: runtimeDocs["api_export_name"],
-			Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be an APIExport name")},
+			Validators:          []validator.String{objectNameValidator("must be an APIExport name")},
 		},
 		"controller": schema.SingleNestedAttribute{
 			Required:            true,

@@ -103,7 +103,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"name": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "The name of the Shard object in `root`, such as `root` or `shard-1`.",
-				Validators:          []validator.String{stringvalidator.RegexMatches(dnsSubdomainRE, "must be a Shard object name such as shard-1")},
+				Validators:          []validator.String{objectNameValidator("must be a Shard object name such as shard-1")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"url": schema.StringAttribute{
@@ -111,7 +111,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Computed: true,
 				MarkdownDescription: "The shard's own https URL, not the front-proxy's. Defaults to the server of `kubeconfig_path`, " +
 					"then to the Shard object's base URL.",
-				Validators:    []validator.String{stringvalidator.RegexMatches(httpsURLRE, "must be an https URL such as https://shard-1.kcp.example.com:6443")},
+				Validators:    []validator.String{httpsURLValidator("https://shard-1.kcp.example.com:6443")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 			},
 			"kubeconfig_path": str("A kubeconfig with credentials for this shard that may manage RBAC in `system:admin` (for example a `system:masters` client certificate). "+
@@ -505,7 +505,7 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	parts := strings.Split(req.ID, ",")
 	name, grant, named := strings.Cut(parts[0], "/")
-	if len(parts) < 2 || len(parts) > 3 || !dnsSubdomainRE.MatchString(name) || (named && grant == "") {
+	if len(parts) < 2 || len(parts) > 3 || !validObjectName(name) || (named && grant == "") {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("%q is not <shard name>[/<grant name>],<kubeconfig path> or <shard name>[/<grant name>],<client certificate path>,<client key path>", req.ID))
 		return

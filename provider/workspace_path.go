@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/kcp-dev/logicalcluster/v3"
 	corev1alpha1 "github.com/kcp-dev/sdk/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
@@ -15,14 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-var workspacePathRE = regexp.MustCompile(`^root(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
-// workspacePathValidator checks a workspace path at plan time.
-func workspacePathValidator() validator.String {
-	return stringvalidator.RegexMatches(workspacePathRE,
-		"must be a kcp workspace path that starts at root, with lowercase segments of letters, digits and '-' separated by ':', such as root:org:network")
-}
 
 // workspaceNotFoundError says that a path names no workspace, and which
 // step of the path is missing.
@@ -134,12 +124,6 @@ func readRoot(ctx context.Context, conn *Connection, kcp kcpclientset.ClusterInt
 	}
 	return info, nil
 }
-
-// dnsSubdomainRE is a Kubernetes object name such as an APIExport's.
-var dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-
-// httpsURLRE is an https URL with a host.
-var httpsURLRE = regexp.MustCompile(`^https://[^/\s]+(/\S*)?$`)
 
 // readResourceRE is resource.group, resource for the core group, or
 // *.group for a whole group.

@@ -319,7 +319,7 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 // ImportState takes the workspace path, such as root:org:network.
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	p := req.ID
-	if !workspacePathRE.MatchString(p) || p == "root" {
+	if !validWorkspacePath(p) || p == "root" {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("%q is not a workspace path below root: import a workspace by its path, such as root:org:network", p))
 		return

@@ -3,10 +3,10 @@ package manifests
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
@@ -34,6 +34,30 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 	}
 	if APIExport("custom").Name != "custom" {
 		t.Fatal("APIExport must take the given name")
+	}
+}
+
+// TestSchemaPatternsMatchValidate: the patterns controller-gen took from
+// the markers in types.go are the ones Validate (and so the provider at
+// plan) applies.
+func TestSchemaPatternsMatchValidate(t *testing.T) {
+	spec := CRD().Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	dependent := spec.Properties["dependent"]
+	dependency := spec.Properties["dependencies"].Items.Schema
+	for name, tt := range map[string]struct{ got, want string }{
+		"dependent.group":                  {dependent.Properties["group"].Pattern, v1alpha1.GroupPattern},
+		"dependent.version":                {dependent.Properties["version"].Pattern, v1alpha1.VersionPattern},
+		"dependent.kind":                   {dependent.Properties["kind"].Pattern, v1alpha1.KindPattern},
+		"dependent.resource":               {dependent.Properties["resource"].Pattern, v1alpha1.ResourcePattern},
+		"dependent.apiExportName":          {dependent.Properties["apiExportName"].Pattern, v1alpha1.ExportNamePattern},
+		"dependencies[].group":             {dependency.Properties["group"].Pattern, v1alpha1.GroupPattern},
+		"dependencies[].apiExportRef.path": {dependency.Properties["apiExportRef"].Properties["path"].Pattern, v1alpha1.WorkspacePathPattern},
+		"dependencies[].apiExportRef.name": {dependency.Properties["apiExportRef"].Properties["name"].Pattern, v1alpha1.ExportNamePattern},
+		"dependencies[].fieldRef.path":     {dependency.Properties["fieldRef"].Properties["path"].Pattern, v1alpha1.FieldPathPattern},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: the schema says %q, Validate %q", name, tt.got, tt.want)
+		}
 	}
 }
 

@@ -19,9 +19,12 @@ const (
 	KindPattern = `^[A-Z][A-Za-z0-9]*$`
 	// ExportNamePattern is an APIExport name: lowercase DNS subdomain.
 	ExportNamePattern = GroupPattern
+	// workspaceName is a segment of a workspace path as kcp accepts it:
+	// a label of at most 63 characters.
+	workspaceName = `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?`
 	// WorkspacePathPattern is a kcp workspace path such as root:org:network,
 	// or a logical cluster name.
-	WorkspacePathPattern = `^` + dns1123Label + `(:` + dns1123Label + `)*$`
+	WorkspacePathPattern = `^` + workspaceName + `(:` + workspaceName + `)*$`
 	// FieldPathPattern is a dot path into an object, where a segment may end
 	// in [*] to look at every element of a list: .spec.vpcRef.name,
 	// .spec.networks[*].vpcRef.name.
@@ -138,7 +141,7 @@ type APIExportRef struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(:[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(:[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`
 	Path string `json:"path"`
 
 	// name is the APIExport's name.

@@ -43,7 +43,7 @@ func (s *DependencyRuleSpec) Validate(fld *field.Path) field.ErrorList {
 	}
 	for i, dep := range s.Dependencies {
 		p := deps.Index(i)
-		errs = append(errs, matches(p.Child("apiExportRef", "path"), dep.APIExportRef.Path, pathRE, 1024, "a workspace path such as root:org:network")...)
+		errs = append(errs, matches(p.Child("apiExportRef", "path"), dep.APIExportRef.Path, pathRE, 1024, "a workspace path such as root:org:network, with segments of at most 63 characters")...)
 		errs = append(errs, matches(p.Child("apiExportRef", "name"), dep.APIExportRef.Name, groupRE, 253, "a lowercase APIExport name such as network.example.io")...)
 		errs = append(errs, matches(p.Child("group"), dep.Group, groupRE, 253, "a lowercase API group such as network.example.io")...)
 		errs = append(errs, matches(p.Child("version"), dep.Version, versionRE, 63, "a version such as v1 or v1beta1")...)
