@@ -104,7 +104,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "depctrl-controller",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		Logger:                  log,
+		// The process exits as soon as the manager stops, so handing the
+		// lease back at once is safe, and a rolling update or a stopped
+		// leader does not leave rules unattended until the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        log,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

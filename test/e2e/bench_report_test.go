@@ -142,7 +142,7 @@ this API server: the consistent read alone costs more than the floor.
 
 `, constant.Round(time.Millisecond), inWebhook.Round(time.Millisecond), len(fresh.afterWrite),
 		ms(fresh.afterWrite.pct(.5)), ms(fresh.quiet.pct(.5)), ms(fresh.cached.pct(.5)))
-	b.WriteString("## Convergence\n\nTime from a DependencyRule change to the webhook enforcing the new state, measured with dry-run deletes (they pass through admission and delete nothing) in a consumer on another shard than the protected workspace, which sees the webhook configuration through the cache server; 10 trials each. It is what `--webhook-propagation-delay` (default " + controller.DefaultPropagation.String() + ") covers before a rule is reported `Ready`.\n\n| change | p50 | p99 | target p99 |\n| --- | --- | --- | --- |\n")
+	b.WriteString("## Convergence\n\nTime from a DependencyRule change to the webhook enforcing the new state, measured with dry-run deletes (they pass through admission and delete nothing) in a consumer on another shard than the protected workspace, which sees the webhook configuration through the cache server; 10 trials each. \"Rule created\" starts with no entry for the protected type, so it covers the controller writing a new entry and kcp carrying it to the other shard. It is what `--webhook-propagation-delay` (default " + controller.DefaultPropagation.String() + ") covers before a rule is reported `Ready`.\n\n| change | p50 | p99 | target p99 |\n| --- | --- | --- | --- |\n")
 	for _, c := range []struct {
 		name string
 		l    latencies

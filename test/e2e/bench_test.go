@@ -245,9 +245,23 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 		}
 		return time.Since(start)
 	}
+	// entryGone waits until the controller removed the webhook
+	// configuration entry for FirewallRules, so that "rule created" always
+	// measures a new entry: written by the controller, then picked up by
+	// the consumer's shard through the cache server.
+	entryGone := func() {
+		eventually(ctx, t, time.Minute, "the FirewallRules entry to be removed", func() error {
+			if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, firewallRules.Resource) {
+				return fmt.Errorf("still protects %v", got)
+			}
+			return nil
+		})
+		time.Sleep(time.Second) // and for the removal to reach the other shard
+	}
 	var res convergenceResult
 	for i := range 10 {
 		name := fmt.Sprintf("conv-%d", i)
+		entryGone()
 		start := time.Now()
 		top.createRule(ctx, t, top.Compute, ruleObject(name, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
 		res.create = append(res.create, waitFor(start, true))
