@@ -51,7 +51,7 @@ type Syncer struct {
 // DefaultPropagation is the default of Syncer.Propagation. The benchmark
 // measures how long a new entry takes to be enforced for a consumer on
 // another shard than the protected workspace (through the cache server):
-// p99 about 0.2 s on a loaded two-core machine. Two seconds leave a margin
+// p99 under 0.2 s on a loaded two-core machine. Two seconds leave a margin
 // of ten; --webhook-propagation-delay raises it where shards lag more.
 const DefaultPropagation = 2 * time.Second
 

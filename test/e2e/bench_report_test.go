@@ -28,6 +28,8 @@ const (
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {
 		return math.NaN()
@@ -175,8 +177,8 @@ A rule is enforced only after the controller installed its webhook configuration
 (`+"`--webhook-propagation-delay`"+`, %s by default), so the rules' apply is bounded below by that delay times the
 number of rounds Terraform's parallelism needs, not by the provider.
 `, tfBenchRules, tfBenchWorkspaces, tf.shards, tf.baseResources, tf.ruleResources,
-		ms(tf.applyBase)+" ms", tfBenchRules, ms(tf.applyRules)+" ms", ms(tf.applyBase+tf.applyRules)+" ms", met(tf.applyBase+tf.applyRules, targetTerraformApply),
-		ms(tf.plan)+" ms", met(tf.plan, targetTerraformPlan), ms(tf.destroy)+" ms", controller.DefaultPropagation)
+		secs(tf.applyBase), tfBenchRules, secs(tf.applyRules), secs(tf.applyBase+tf.applyRules), met(tf.applyBase+tf.applyRules, targetTerraformApply),
+		secs(tf.plan), met(tf.plan, targetTerraformPlan), secs(tf.destroy), controller.DefaultPropagation)
 	return b.String()
 }
 
