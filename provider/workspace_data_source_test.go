@@ -128,7 +128,7 @@ func TestAccWorkspaceDataSourceMalformedPath(t *testing.T) {
 				Steps: []resource.TestStep{{
 					Config:      workspaceConfig(e, path),
 					PlanOnly:    true,
-					ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Value Match.*with data\.depctrl_workspace\.test,.*path = "` + regexp.QuoteMeta(path) + `".*must be a kcp workspace path`),
+					ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Value.*with data\.depctrl_workspace\.test,.*path = "` + regexp.QuoteMeta(path) + `".*must be a kcp workspace path`),
 				}},
 			})
 		})
