@@ -328,32 +328,7 @@ resource "depctrl_dependency_rule" "cycle" {
 			},
 			{
 				// A dependency in a workspace that does not exist.
-				Config: tp.withRules(".spec.networks[*].vpc", `
-resource "depctrl_dependency_rule" "dangling" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = "dangling"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "ManagedDB"
-    resource        = "manageddbs"
-  }
-
-  dependency {
-    api_export_ref = { path = "${depctrl_workspace.org.path}:nowhere", name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "regions"
-    field_ref      = { path = ".spec.region" }
-  }
-
-  timeouts {
-    create = "30s"
-  }
-}
-`),
+				Config: tp.withRules(".spec.networks[*].vpc", managedDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
 			},
 			{
@@ -373,32 +348,7 @@ resource "depctrl_dependency_rule" "dangling" {
 					must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
 						fixtures.BindingYAML("dep-ctrl", tp.path("depctrl"), v1alpha1.DefaultAPIExportName)))
 				},
-				Config: tp.withRules(".spec.networks[*].vpc", `
-resource "depctrl_dependency_rule" "refused" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = "refused"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "ManagedDB"
-    resource        = "manageddbs"
-  }
-
-  dependency {
-    api_export_ref = { path = "root:${local.prefix}-refused", name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "vpcs"
-    field_ref      = { path = ".spec.vpc" }
-  }
-
-  timeouts {
-    create = "30s"
-  }
-}
-`),
+				Config: tp.withRules(".spec.networks[*].vpc", managedDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*ClaimNotAccepted`),
 			},
 			{
@@ -409,6 +359,38 @@ resource "depctrl_dependency_rule" "refused" {
 			},
 		},
 	})
+}
+
+// managedDBRule is a rule whose ManagedDBs reference a network.test.io
+// resource exported from exportPath, for the steps whose rule must fail to
+// be enforced (so it is given 30 s, not the default wait).
+func managedDBRule(name, exportPath, resource, fieldPath string) string {
+	return fmt.Sprintf(`
+resource "depctrl_dependency_rule" %[1]q {
+  workspace_path = depctrl_provider_binding.compute.workspace_path
+  name           = %[1]q
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = "v1"
+    kind            = "ManagedDB"
+    resource        = "manageddbs"
+  }
+
+  dependency {
+    api_export_ref = { path = %[2]q, name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = %[3]q
+    field_ref      = { path = %[4]q }
+  }
+
+  timeouts {
+    create = "30s"
+  }
+}
+`, name, exportPath, resource, fieldPath)
 }
 
 // applyFixtures does what the API providers and consumers do themselves:

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -60,12 +59,7 @@ func ruleEvents(before, after []metav1.Condition) []ruleEvent {
 }
 
 // instance names this replica in the Events it records.
-var instance = func() string {
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "depctrl-controller"
-}()
+var instance = events.Instance("depctrl-controller")
 
 // recordEvents writes evs next to the rule, in its own workspace, through
 // the virtual workspace and the export's claim on Events. Events are a

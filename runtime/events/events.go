@@ -6,6 +6,7 @@ package events
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -84,6 +85,15 @@ func (e Event) Object(now time.Time) *unstructured.Unstructured {
 		"note":                note,
 		"regarding":           regarding,
 	}}
+}
+
+// Instance names the reporting replica in Events: the host name (the pod's
+// name in a Deployment), or fallback when there is none.
+func Instance(fallback string) string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return fallback
 }
 
 // Name is <object>.<hex time>, as Kubernetes' own recorders name Events,

@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -38,11 +37,7 @@ type EventAuditor struct {
 // NewEventAuditor returns an auditor writing through finder's front-proxy
 // connection.
 func NewEventAuditor(finder *FrontProxyFinder, log logr.Logger) *EventAuditor {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "depctrl-webhook"
-	}
-	return &EventAuditor{Finder: finder, Log: log, instance: host}
+	return &EventAuditor{Finder: finder, Log: log, instance: events.Instance("depctrl-webhook")}
 }
 
 // RecordSkip writes the Event in the background; a failure is logged.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // The topology the Terraform benchmark manages.
@@ -162,7 +163,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 		out, err := command(args...).CombinedOutput()
 		took := time.Since(start)
 		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 40))
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, runtimetest.Tail(string(out), 40))
 		}
 		t.Logf("terraform %s: %s", strings.Join(args, " "), took.Round(time.Millisecond))
 		return took
@@ -205,10 +206,3 @@ func TestBenchmarkTerraform(t *testing.T) {
 	t.Logf("%+v", s)
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}

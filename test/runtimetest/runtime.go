@@ -128,7 +128,7 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		if t.Failed() {
 			for _, f := range []string{"webhook.log", "controller.log"} {
 				data, _ := os.ReadFile(filepath.Join(dir, f))
-				t.Logf("==> %s <==\n%s", f, tail(string(data), 60))
+				t.Logf("==> %s <==\n%s", f, Tail(string(data), 60))
 			}
 		}
 	})
@@ -255,7 +255,8 @@ func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what s
 	}
 }
 
-func tail(s string, lines int) string {
+// Tail returns the last lines of s, for logs in failure reports.
+func Tail(s string, lines int) string {
 	n := 0
 	for i := len(s) - 1; i >= 0; i-- {
 		if s[i] == '\n' {
@@ -284,7 +285,7 @@ func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...str
 		}
 		if t.Failed() {
 			data, _ := os.ReadFile(logFile)
-			t.Logf("==> %s <==\n%s", filepath.Base(logFile), tail(string(data), 60))
+			t.Logf("==> %s <==\n%s", filepath.Base(logFile), Tail(string(data), 60))
 		}
 	})
 	return p, logFile
