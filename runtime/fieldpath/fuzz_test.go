@@ -2,6 +2,7 @@ package fieldpath_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"testing"
 
@@ -46,6 +47,38 @@ func FuzzValues(f *testing.F) {
 		for _, v := range p.Values(obj) {
 			if !p.Matches(obj, v) {
 				t.Fatalf("Values returned %q but Matches does not find it", v)
+			}
+		}
+	})
+}
+
+// FuzzProjection holds the projection to its promise: a path finds on the
+// projected object exactly what it finds on the whole one.
+func FuzzProjection(f *testing.F) {
+	f.Add(".spec.refs[*].name", ".spec.refs.name", `{"spec":{"refs":[{"name":"a"},{"name":1},null,"x"]},"status":{"big":[1,2,3]}}`)
+	f.Add(".a.b", ".a", `{"a":{"b":"x"}}`)
+	f.Add(".a[*]", ".a[*].b", `{"a":["x",{"b":"y"},["z"]]}`)
+	f.Add(".a.b", ".a.c", `{"a":{"b":"\u00e9\ud800","b":"dup"}}`)
+	f.Fuzz(func(t *testing.T, path1, path2, doc string) {
+		var paths []fieldpath.Path
+		for _, s := range []string{path1, path2} {
+			if p, err := fieldpath.Parse(s); err == nil {
+				paths = append(paths, p)
+			}
+		}
+		whole := map[string]interface{}{}
+		wholeErr := json.Unmarshal([]byte(doc), &whole)
+		projected, err := fieldpath.NewProjection(paths...).Decode([]byte(doc))
+		if (wholeErr == nil) != (err == nil) {
+			t.Fatalf("decoding %q: whole error %v, projection error %v", doc, wholeErr, err)
+		}
+		if err != nil {
+			return
+		}
+		for _, p := range paths {
+			want, got := p.Values(whole), p.Values(projected)
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s on %q: whole object yields %q, projection %q", p, doc, want, got)
 			}
 		}
 	})

@@ -41,7 +41,8 @@ type Options struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone.
 	SkipProtectionGroups []string
-	// ListPageSize is the page size of dependent lookups.
+	// ListPageSize is the page size of dependent lookups; 0 reads all
+	// dependents in one response.
 	ListPageSize int64
 }
 
@@ -95,7 +96,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	finder.IgnoreDeleting = o.IgnoreDeletingDependents
-	if o.ListPageSize > 0 {
+	if o.ListPageSize >= 0 {
 		finder.PageSize = o.ListPageSize
 	}
 	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -190,9 +191,36 @@ func (v *Validator) maySkip(groups []string) bool {
 	return false
 }
 
-// findBlockers queries every matching protection concurrently and merges
-// what they find in a stable order.
+// byDependent merges the protections that share a dependent resource into
+// one whose paths are all of theirs: a dependent blocks when any rule's path
+// references the object, and one read of the dependents answers for every
+// rule, however many protect the same type.
+func byDependent(protections []registry.Protection) []registry.Protection {
+	var merged []registry.Protection
+	at := map[schema.GroupVersionResource]int{}
+	for _, p := range protections {
+		i, ok := at[p.Dependent]
+		if !ok {
+			at[p.Dependent] = len(merged)
+			p.Paths = slices.Clone(p.Paths)
+			merged = append(merged, p)
+			continue
+		}
+		m := &merged[i]
+		m.Rule += ", " + p.Rule
+		for _, path := range p.Paths {
+			if !slices.ContainsFunc(m.Paths, func(q fieldpath.Path) bool { return q.String() == path.String() }) {
+				m.Paths = append(m.Paths, path)
+			}
+		}
+	}
+	return merged
+}
+
+// findBlockers looks up the dependents of each protected type concurrently
+// and merges what they find in a stable order.
 func (v *Validator) findBlockers(ctx context.Context, cluster, namespace, name string, protections []registry.Protection) ([]Blocker, int, error) {
+	protections = byDependent(protections)
 	type result struct {
 		blockers []Blocker
 		more     int

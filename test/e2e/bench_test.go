@@ -83,7 +83,7 @@ func TestBenchmark(t *testing.T) {
 		top.waitReady(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 	}
 	rule(0)
-	// The denied delete finds its blocker on the last page: the worst case.
+	// The denied delete's blocker is listed last: the worst case.
 	top.object(ctx, t, consumer, vpcs, "vpc-target", map[string]interface{}{}, nil)
 	top.object(ctx, t, consumer, virtualMachines, "zz-blocker", ref("vpc-target"), nil)
 

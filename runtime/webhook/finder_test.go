@@ -1,0 +1,210 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+)
+
+// listServer serves LISTs of dependents in pages, as an API server does,
+// and records the requests it got.
+type listServer struct {
+	mu       sync.Mutex
+	requests []string
+	// items by request path; a path that is missing answers 404.
+	items  map[string][]map[string]interface{}
+	status int // when set, every request fails with it
+	body   string
+}
+
+func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.URL.Path+"?"+r.URL.RawQuery)
+	s.mu.Unlock()
+	if s.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(s.status)
+		_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"boom","reason":"InternalError","code":%d}`, s.status)
+		return
+	}
+	if s.body != "" {
+		_, _ = w.Write([]byte(s.body))
+		return
+	}
+	items, ok := s.items[r.URL.Path]
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`))
+		return
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
+	end := len(items)
+	if limit > 0 {
+		end = min(start+limit, len(items))
+	}
+	cont := ""
+	if end < len(items) {
+		cont = strconv.Itoa(end)
+	}
+	page := map[string]interface{}{
+		"apiVersion": "compute.test.io/v1", "kind": "VirtualMachineList",
+		"metadata": map[string]interface{}{"resourceVersion": "42", "continue": cont},
+		"items":    items[start:end],
+	}
+	_ = json.NewEncoder(w).Encode(page)
+}
+
+func vm(namespace, name, vpc string, deleting bool) map[string]interface{} {
+	meta := map[string]interface{}{"name": name, "namespace": namespace,
+		"managedFields": []interface{}{map[string]interface{}{"manager": "test", "fieldsV1": map[string]interface{}{"f:spec": map[string]interface{}{}}}}}
+	if deleting {
+		meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+	}
+	return map[string]interface{}{"metadata": meta, "spec": map[string]interface{}{"vpcRef": map[string]interface{}{"name": vpc}, "cpu": 2}}
+}
+
+func TestFrontProxyFinder(t *testing.T) {
+	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	protection := registry.Protection{Rule: "c/r", Dependent: vms, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	clusterWide := "/clusters/c1/apis/compute.test.io/v1/virtualmachines"
+	many := func(n int, vpc func(i int) string) []map[string]interface{} {
+		var out []map[string]interface{}
+		for i := 0; i < n; i++ {
+			out = append(out, vm("apps", fmt.Sprintf("vm-%02d", i), vpc(i), false))
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		server    *listServer
+		namespace string
+		limit     int
+		want      []Blocker
+		wantMore  int
+		wantErr   string
+		wantReqs  int
+	}{
+		{
+			name: "blockers on several pages, deleting dependents ignored",
+			server: &listServer{items: map[string][]map[string]interface{}{namespaced: append(many(7, func(i int) string {
+				if i%3 == 0 {
+					return "vpc-a"
+				}
+				return "vpc-b"
+			}), vm("apps", "vm-gone", "vpc-a", true))}},
+			namespace: "apps", limit: 10,
+			want:     []Blocker{{"VirtualMachine", "apps", "vm-00"}, {"VirtualMachine", "apps", "vm-03"}, {"VirtualMachine", "apps", "vm-06"}},
+			wantReqs: 3,
+		},
+		{
+			name:      "stops reading once it has more than limit",
+			server:    &listServer{items: map[string][]map[string]interface{}{namespaced: many(9, func(int) string { return "vpc-a" })}},
+			namespace: "apps", limit: 2,
+			want:     []Blocker{{"VirtualMachine", "apps", "vm-00"}, {"VirtualMachine", "apps", "vm-01"}},
+			wantMore: -1, wantReqs: 1,
+		},
+		{
+			name:      "nothing references it",
+			server:    &listServer{items: map[string][]map[string]interface{}{namespaced: many(4, func(int) string { return "vpc-b" })}},
+			namespace: "apps", limit: 10, wantReqs: 2,
+		},
+		{
+			name:      "a cluster-scoped dependent type is found after a 404",
+			server:    &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
+			namespace: "apps", limit: 10,
+			want:     []Blocker{{"VirtualMachine", "", "vm-x"}},
+			wantReqs: 2,
+		},
+		{
+			name:      "a consumer that has not bound the dependent type has no dependents",
+			server:    &listServer{items: map[string][]map[string]interface{}{}},
+			namespace: "apps", limit: 10, wantReqs: 2,
+		},
+		{
+			name:      "server errors fail the lookup",
+			server:    &listServer{status: http.StatusInternalServerError},
+			namespace: "apps", limit: 10, wantErr: "boom",
+		},
+		{
+			name:      "a malformed page fails the lookup",
+			server:    &listServer{body: `{"items":[{"metadata":{"name":"vm-1"},"spec":{"vpcRef":{"name":"vpc-a"}}},`},
+			namespace: "apps", limit: 10, wantErr: "decoding the list of virtualmachines.compute.test.io",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.server)
+			defer srv.Close()
+			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.PageSize = 3
+			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, "vpc-a", protection, tt.limit)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) || more != tt.wantMore {
+				t.Fatalf("blockers = %v, more %d; want %v, more %d", got, more, tt.want, tt.wantMore)
+			}
+			if len(tt.server.requests) != tt.wantReqs {
+				t.Fatalf("made %d requests, want %d: %v", len(tt.server.requests), tt.wantReqs, tt.server.requests)
+			}
+			for _, r := range tt.server.requests {
+				if !strings.Contains(r, "limit=3") {
+					t.Errorf("request %s does not ask for pages of 3", r)
+				}
+			}
+		})
+	}
+}
+
+func TestFrontProxyFinderReadsOneResponseByDefault(t *testing.T) {
+	path := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	var items []map[string]interface{}
+	for i := 0; i < 50; i++ {
+		items = append(items, vm("apps", fmt.Sprintf("vm-%02d", i), "vpc-b", false))
+	}
+	items = append(items, vm("apps", "vm-last", "vpc-a", false))
+	server := &listServer{items: map[string][]map[string]interface{}{path: items}}
+	srv := httptest.NewServer(server)
+	defer srv.Close()
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
+		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	got, _, err := f.FindBlockers(context.Background(), "c1", "apps", "vpc-a", p, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Blocker{{"VirtualMachine", "apps", "vm-last"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("blockers = %v, want %v", got, want)
+	}
+	if len(server.requests) != 1 || strings.Contains(server.requests[0], "limit=") {
+		t.Fatalf("requests = %v, want one without a limit", server.requests)
+	}
+}
