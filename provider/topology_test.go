@@ -328,7 +328,7 @@ resource "depctrl_dependency_rule" "cycle" {
 			},
 			{
 				// A dependency in a workspace that does not exist.
-				Config: tp.withRules(".spec.networks[*].vpc", managedDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
+				Config:      tp.withRules(".spec.networks[*].vpc", managedDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
 			},
 			{
@@ -348,7 +348,7 @@ resource "depctrl_dependency_rule" "cycle" {
 					must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
 						fixtures.BindingYAML("dep-ctrl", tp.path("depctrl"), v1alpha1.DefaultAPIExportName)))
 				},
-				Config: tp.withRules(".spec.networks[*].vpc", managedDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
+				Config:      tp.withRules(".spec.networks[*].vpc", managedDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*ClaimNotAccepted`),
 			},
 			{

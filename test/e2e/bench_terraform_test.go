@@ -205,4 +205,3 @@ func TestBenchmarkTerraform(t *testing.T) {
 	s := terraformAtScale(ctx, t, env.ForTest(t, env.TwoShards))
 	t.Logf("%+v", s)
 }
-

@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -46,9 +49,21 @@ func (l latencies) pct(p float64) time.Duration {
 	return s[i]
 }
 
+// settle is how long the benchmark waits before an operation it measures
+// in isolation: longer than the API server's progress request period
+// (100 ms). A consistent read of a type whose cache is behind etcd waits
+// for the next progress notification, and the API server asks for one at
+// once only when it has not asked for that type in the last 100 ms; right
+// after another consistent read of the same type, it waits for the rest of
+// the period.
+const settle = 150 * time.Millisecond
+
 type admissionRow struct {
 	n, rules                       int
 	floor, allowed, denied, listed latencies
+	// allowedBackToBack is (b) again right after (b): its consistent read
+	// comes within the progress request period of the previous one.
+	allowedBackToBack latencies
 	// inWebhook is the mean time the webhook itself spent on an allowed
 	// delete, from its depctrl_webhook_decision_duration_seconds.
 	inWebhook time.Duration
@@ -108,22 +123,24 @@ func TestBenchmark(t *testing.T) {
 				rule(i)
 			}
 			row := admissionRow{n: n, rules: r}
-			var sum0, count0 float64
+			var inWebhook time.Duration
 			for trial := -3; trial < benchTrials; trial++ { // three to warm up
-				if trial == 0 {
-					sum0, count0 = webhookAllowed()
-				}
 				name := fmt.Sprintf("b-%d-%d-%d", n, r, trial+3)
 				top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+				top.object(ctx, t, consumer, firewallRules, name+"-floor", map[string]interface{}{}, nil)
 				top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
-				floor, err := timed(func() error { return fwAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
-				must(t, err)
-				allowed, err := timed(func() error { return vpcAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
-				must(t, err)
-				denied, err := timed(func() error { return vpcAPI.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })
-				if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/zz-blocker") {
-					t.Fatalf("deleting vpc-target: want a denial naming zz-blocker, got %v", err)
+				top.object(ctx, t, consumer, vpcs, name+"-again", map[string]interface{}{}, nil)
+				// warm is an unrelated read (a GET of the VPC that stays,
+				// which the API server answers from etcd, not from the
+				// dependents' cache) after
+				// each pause, so that every measured request finds the
+				// connections as warm as the one before it did.
+				warm := func() {
+					_, err := vpcAPI.Get(ctx, "vpc-target", metav1.GetOptions{})
+					must(t, err)
 				}
+				time.Sleep(settle)
+				warm()
 				listed, err := timed(func() error {
 					l, err := vmAPI.List(ctx, metav1.ListOptions{})
 					if err == nil && len(l.Items) != n+1 {
@@ -132,22 +149,45 @@ func TestBenchmark(t *testing.T) {
 					return err
 				})
 				must(t, err)
+				time.Sleep(settle)
+				warm()
+				// An unprotected delete first, unmeasured, so that (b) finds
+				// the servers as busy as (a) will.
+				must(t, fwAPI.Delete(ctx, name, metav1.DeleteOptions{}))
+				sum0, count0 := webhookAllowed()
+				allowed, err := timed(func() error { return vpcAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
+				must(t, err)
+				sum1, count1 := webhookAllowed()
+				again, err := timed(func() error { return vpcAPI.Delete(ctx, name+"-again", metav1.DeleteOptions{}) })
+				must(t, err)
+				floor, err := timed(func() error { return fwAPI.Delete(ctx, name+"-floor", metav1.DeleteOptions{}) })
+				must(t, err)
+				time.Sleep(settle)
+				warm()
+				denied, err := timed(func() error { return vpcAPI.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })
+				if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/zz-blocker") {
+					t.Fatalf("deleting vpc-target: want a denial naming zz-blocker, got %v", err)
+				}
 				if trial >= 0 {
 					row.floor, row.allowed = append(row.floor, floor), append(row.allowed, allowed)
+					row.allowedBackToBack = append(row.allowedBackToBack, again)
 					row.denied, row.listed = append(row.denied, denied), append(row.listed, listed)
+					if count1 > count0 {
+						inWebhook += time.Duration((sum1 - sum0) / (count1 - count0) * float64(time.Second))
+					}
 				}
 			}
-			if sum, count := webhookAllowed(); count > count0 {
-				row.inWebhook = time.Duration((sum - sum0) / (count - count0) * float64(time.Second))
-			}
-			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s), denied %s, list %s (p50)", n, r,
-				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.denied.pct(.5), row.listed.pct(.5))
+			row.inWebhook = inWebhook / time.Duration(benchTrials)
+			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s; back to back %s), denied %s, list %s (p50)", n, r,
+				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.allowedBackToBack.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
 			rows = append(rows, row)
 			for i := 1; i < r; i++ {
 				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 			}
 		}
 	}
+
+	paging := pagingCost(ctx, t, e, top, consumer, have+1)
 
 	// Convergence is measured where it is slowest: from a consumer on
 	// another shard than the protected workspace, which sees the webhook
@@ -166,7 +206,7 @@ func TestBenchmark(t *testing.T) {
 	mem["controller"], mem["webhook-restarted"] = peakRSS(ctrlPid), peakRSS(hookPid)
 
 	tfScale := terraformAtScale(ctx, t, e)
-	page := benchmarkPage(rows, fresh, conv, readyWith1000, rulesRegistered, mem, tfScale)
+	page := benchmarkPage(rows, fresh, paging, conv, readyWith1000, rulesRegistered, mem, tfScale)
 	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
 	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
 	must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
@@ -329,12 +369,13 @@ func peakRSS(pid int) string {
 // the webhook does) right after an unrelated write on the shard and with
 // no write in between, and ones that accept any cached state.
 type freshnessResult struct {
-	afterWrite, quiet, cached latencies
+	afterWrite, afterWriteSettled, quiet, cached latencies
 }
 
 // freshness measures what a consistent read costs when the API server's
 // cache of the dependent type must first catch up with a write elsewhere
-// on the shard: the case of every protected DELETE, which follows writes.
+// on the shard, the case of every protected DELETE, which follows writes:
+// right after another consistent read of the type, and settle after one.
 func freshness(ctx context.Context, t *testing.T, top *Topology, consumer env.Workspace) freshnessResult {
 	t.Helper()
 	d := top.dynamicFor(t, consumer.Path)
@@ -352,9 +393,62 @@ func freshness(ctx context.Context, t *testing.T, top *Topology, consumer env.Wo
 		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 		r.afterWrite = append(r.afterWrite, list(metav1.ListOptions{}))
 		r.quiet = append(r.quiet, list(metav1.ListOptions{}))
+		time.Sleep(settle)
 		must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+		r.afterWriteSettled = append(r.afterWriteSettled, list(metav1.ListOptions{}))
 		r.cached = append(r.cached, list(metav1.ListOptions{ResourceVersion: "0"}))
 	}
-	t.Logf("consistent LIST after a write %s, without one %s; cached LIST %s (p50)", r.afterWrite.pct(.5), r.quiet.pct(.5), r.cached.pct(.5))
+	t.Logf("consistent LIST after a write %s, %s after the last one %s, without a write %s; cached LIST %s (p50)",
+		r.afterWrite.pct(.5), settle, r.afterWriteSettled.pct(.5), r.quiet.pct(.5), r.cached.pct(.5))
+	return r
+}
+
+// pagingResult is the webhook's own lookup among all the dependents, read
+// in one response (the default) and in pages of pagedSize.
+type pagingResult struct {
+	dependents         int
+	oneResponse, paged latencies
+}
+
+const pagedSize = 2000
+
+// pagingCost times the webhook's lookup (webhook.FrontProxyFinder, as the
+// webhook runs it) of an object nothing references, in one response and in
+// pages, each settle after the last read of the dependents and after a
+// write, as the admission benchmark's (b).
+func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace, dependents int) pagingResult {
+	t.Helper()
+	base, err := e.AdminConfig("root")
+	must(t, err)
+	base.Host = e.FrontProxyURL
+	finder, err := webhook.NewFrontProxyFinder(base)
+	must(t, err)
+	protection := registry.Protection{Rule: "bench", Dependent: virtualMachines.GVR(), DependentKind: virtualMachines.Kind,
+		Paths: []fieldpath.Path{fieldpath.MustParse(benchPaths[0])}}
+	fws := top.dynamicFor(t, consumer.Path).Resource(firewallRules.GVR()).Namespace("apps")
+	var r pagingResult
+	for i := range 10 {
+		for _, size := range []int64{0, pagedSize} {
+			name := fmt.Sprintf("paging-%d-%d", i, size)
+			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+			time.Sleep(settle)
+			must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+			finder.PageSize = size
+			start := time.Now()
+			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", "nothing-references-this", protection, 10)
+			took := time.Since(start)
+			must(t, err)
+			if len(blockers) != 0 {
+				t.Fatalf("lookup found %v, want nothing", blockers)
+			}
+			if size == 0 {
+				r.oneResponse = append(r.oneResponse, took)
+			} else {
+				r.paged = append(r.paged, took)
+			}
+		}
+	}
+	r.dependents = dependents
+	t.Logf("lookup among %d dependents: one response %s, pages of %d %s (p50)", r.dependents, r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
 	return r
 }
