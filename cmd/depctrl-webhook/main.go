@@ -32,7 +32,7 @@ func main() {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every rule is registered")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
-	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; 0 (the default) reads them all in one response, the fastest; a decision holds about half a kilobyte per dependent it reads at once, which pages bound")
+	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
 	fs.Func("skip-protection-groups", "comma-separated groups whose members may delete with the "+v1alpha1.SkipProtectionAnnotation+" annotation; for others it is ignored (default: anyone may)", func(v string) error {
 		for _, g := range strings.Split(v, ",") {

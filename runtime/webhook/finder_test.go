@@ -181,30 +181,50 @@ func TestFrontProxyFinder(t *testing.T) {
 	}
 }
 
-func TestFrontProxyFinderReadsOneResponseByDefault(t *testing.T) {
+func TestFrontProxyFinderPageSize(t *testing.T) {
 	path := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
 	var items []map[string]interface{}
 	for i := 0; i < 50; i++ {
 		items = append(items, vm("apps", fmt.Sprintf("vm-%02d", i), "vpc-b", false))
 	}
 	items = append(items, vm("apps", "vm-last", "vpc-a", false))
-	server := &listServer{items: map[string][]map[string]interface{}{path: items}}
-	srv := httptest.NewServer(server)
-	defer srv.Close()
-	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
 		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
-	got, _, err := f.FindBlockers(context.Background(), "c1", "apps", "vpc-a", p, 10)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name      string
+		pageSize  *int64
+		wantQuery []string
+	}{
+		{name: "the default bounds a page", wantQuery: []string{fmt.Sprintf("limit=%d", DefaultPageSize)}},
+		{name: "0 reads everything in one response", pageSize: new(int64(0)), wantQuery: []string{""}},
+		{name: "small pages", pageSize: new(int64(20)), wantQuery: []string{"limit=20", "continue=20&limit=20", "continue=40&limit=20"}},
 	}
-	if want := []Blocker{{"VirtualMachine", "apps", "vm-last"}}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("blockers = %v, want %v", got, want)
-	}
-	if len(server.requests) != 1 || strings.Contains(server.requests[0], "limit=") {
-		t.Fatalf("requests = %v, want one without a limit", server.requests)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := &listServer{items: map[string][]map[string]interface{}{path: items}}
+			srv := httptest.NewServer(server)
+			defer srv.Close()
+			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.pageSize != nil {
+				f.PageSize = *tt.pageSize
+			}
+			got, _, err := f.FindBlockers(context.Background(), "c1", "apps", "vpc-a", p, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []Blocker{{"VirtualMachine", "apps", "vm-last"}}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("blockers = %v, want %v", got, want)
+			}
+			var queries []string
+			for _, r := range server.requests {
+				queries = append(queries, r[strings.Index(r, "?")+1:])
+			}
+			if !reflect.DeepEqual(queries, tt.wantQuery) {
+				t.Fatalf("queries = %q, want %q", queries, tt.wantQuery)
+			}
+		})
 	}
 }

@@ -42,7 +42,8 @@ type Options struct {
 	// members of these groups; empty means anyone.
 	SkipProtectionGroups []string
 	// ListPageSize is the page size of dependent lookups; 0 reads all
-	// dependents in one response.
+	// dependents in one response. The webhook's flag defaults to
+	// DefaultPageSize.
 	ListPageSize int64
 }
 

@@ -404,18 +404,18 @@ func freshness(ctx context.Context, t *testing.T, top *Topology, consumer env.Wo
 }
 
 // pagingResult is the webhook's own lookup among all the dependents, read
-// in one response (the default) and in pages of pagedSize.
+// in its default pages, in one response and in pages of pagedSize.
 type pagingResult struct {
-	dependents         int
-	oneResponse, paged latencies
+	dependents                       int
+	defaultPages, oneResponse, paged latencies
 }
 
 const pagedSize = 2000
 
 // pagingCost times the webhook's lookup (webhook.FrontProxyFinder, as the
-// webhook runs it) of an object nothing references, in one response and in
-// pages, each settle after the last read of the dependents and after a
-// write, as the admission benchmark's (b).
+// webhook runs it) of an object nothing references, with each page size,
+// each settle after the last read of the dependents and after a write, as
+// the admission benchmark's (b).
 func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace, dependents int) pagingResult {
 	t.Helper()
 	base, err := e.AdminConfig("root")
@@ -428,7 +428,7 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	fws := top.dynamicFor(t, consumer.Path).Resource(firewallRules.GVR()).Namespace("apps")
 	var r pagingResult
 	for i := range 10 {
-		for _, size := range []int64{0, pagedSize} {
+		for _, size := range []int64{webhook.DefaultPageSize, 0, pagedSize} {
 			name := fmt.Sprintf("paging-%d-%d", i, size)
 			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 			time.Sleep(settle)
@@ -441,14 +441,18 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 			if len(blockers) != 0 {
 				t.Fatalf("lookup found %v, want nothing", blockers)
 			}
-			if size == 0 {
+			switch size {
+			case 0:
 				r.oneResponse = append(r.oneResponse, took)
-			} else {
+			case pagedSize:
 				r.paged = append(r.paged, took)
+			default:
+				r.defaultPages = append(r.defaultPages, took)
 			}
 		}
 	}
 	r.dependents = dependents
-	t.Logf("lookup among %d dependents: one response %s, pages of %d %s (p50)", r.dependents, r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
+	t.Logf("lookup among %d dependents: pages of %d %s, one response %s, pages of %d %s (p50)", r.dependents,
+		webhook.DefaultPageSize, r.defaultPages.pct(.5), r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
 	return r
 }
