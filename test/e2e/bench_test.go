@@ -113,6 +113,14 @@ func TestBenchmark(t *testing.T) {
 		count, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_count{outcome="allowed"}`), 64)
 		return sum, count
 	}
+	// warm is an unrelated read (a GET of the VPC that stays, which the API
+	// server answers from etcd, not from the dependents' cache) after each
+	// pause, so that every measured request finds the connections as warm
+	// as the one before it did.
+	warm := func() {
+		_, err := vpcAPI.Get(ctx, "vpc-target", metav1.GetOptions{})
+		must(t, err)
+	}
 	var rows []admissionRow
 	have := 0
 	for _, n := range benchSizes {
@@ -130,15 +138,6 @@ func TestBenchmark(t *testing.T) {
 				top.object(ctx, t, consumer, firewallRules, name+"-floor", map[string]interface{}{}, nil)
 				top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
 				top.object(ctx, t, consumer, vpcs, name+"-again", map[string]interface{}{}, nil)
-				// warm is an unrelated read (a GET of the VPC that stays,
-				// which the API server answers from etcd, not from the
-				// dependents' cache) after
-				// each pause, so that every measured request finds the
-				// connections as warm as the one before it did.
-				warm := func() {
-					_, err := vpcAPI.Get(ctx, "vpc-target", metav1.GetOptions{})
-					must(t, err)
-				}
 				time.Sleep(settle)
 				warm()
 				listed, err := timed(func() error {
