@@ -12,6 +12,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
 // Protection is one way a protected object may be referenced: dependents of
@@ -28,6 +29,8 @@ type Protection struct {
 type Rule struct {
 	Key        string
 	Generation int64
+	// Dependent is the type whose objects hold the references.
+	Dependent schema.GroupVersionResource
 	// ByTarget maps each protected resource to its protection.
 	ByTarget map[schema.GroupVersionResource]Protection
 }
@@ -38,11 +41,13 @@ type Registry struct {
 	mu       sync.RWMutex
 	rules    map[string]*Rule
 	byTarget map[schema.GroupResource][]Protection
+	// byDependent is the reference index schema of each dependent type.
+	byDependent map[schema.GroupResource]refindex.Schema
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{rules: map[string]*Rule{}, byTarget: map[schema.GroupResource][]Protection{}}
+	return &Registry{rules: map[string]*Rule{}, byTarget: map[schema.GroupResource][]Protection{}, byDependent: map[schema.GroupResource]refindex.Schema{}}
 }
 
 // Key is how rules are keyed: logical cluster and name.
@@ -54,8 +59,8 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 	if errs := rule.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("rule %s is invalid: %w", key, errs.ToAggregate())
 	}
-	r := &Rule{Key: key, Generation: rule.Generation, ByTarget: map[schema.GroupVersionResource]Protection{}}
 	dependent := rule.DependentGVR()
+	r := &Rule{Key: key, Generation: rule.Generation, Dependent: dependent, ByTarget: map[schema.GroupVersionResource]Protection{}}
 	for _, d := range rule.Spec.Dependencies {
 		p, err := fieldpath.Parse(d.FieldRef.Path)
 		if err != nil {
@@ -104,13 +109,18 @@ func (r *Registry) Unregister(key string) *Rule {
 // the request used, so the index is keyed without the version.
 func (r *Registry) reindex(old, new *Rule) {
 	touched := map[schema.GroupResource]bool{}
+	dependents := map[schema.GroupResource]bool{}
 	for _, x := range []*Rule{old, new} {
 		if x == nil {
 			continue
 		}
+		dependents[x.Dependent.GroupResource()] = true
 		for gvr := range x.ByTarget {
 			touched[gvr.GroupResource()] = true
 		}
+	}
+	for gr := range dependents {
+		r.reindexDependent(gr)
 	}
 	for gr := range touched {
 		var list []Protection
@@ -128,6 +138,44 @@ func (r *Registry) reindex(old, new *Rule) {
 			r.byTarget[gr] = list
 		}
 	}
+}
+
+// reindexDependent recomputes the reference index schema of one dependent
+// type from every rule over it.
+func (r *Registry) reindexDependent(dependent schema.GroupResource) {
+	var versions []refindex.RuleVersion
+	byTarget := map[schema.GroupResource][]fieldpath.Path{}
+	for _, rule := range r.rules {
+		if rule.Dependent.GroupResource() != dependent {
+			continue
+		}
+		versions = append(versions, refindex.RuleVersion{Key: rule.Key, Generation: rule.Generation, Version: rule.Dependent.Version})
+		for gvr, p := range rule.ByTarget {
+			byTarget[gvr.GroupResource()] = append(byTarget[gvr.GroupResource()], p.Paths...)
+		}
+	}
+	if len(versions) == 0 {
+		delete(r.byDependent, dependent)
+		return
+	}
+	targets := make([]schema.GroupResource, 0, len(byTarget))
+	for gr := range byTarget {
+		targets = append(targets, gr)
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
+	refs := make([]refindex.Reference, 0, len(targets))
+	for _, gr := range targets {
+		refs = append(refs, refindex.Reference{Target: gr, Paths: byTarget[gr]})
+	}
+	r.byDependent[dependent] = refindex.NewSchema(versions, refs)
+}
+
+// IndexSchema returns the reference index schema of a dependent type: no
+// stamp when no rule is over it.
+func (r *Registry) IndexSchema(dependent schema.GroupResource) refindex.Schema {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byDependent[dependent]
 }
 
 // Protections returns the protections of a resource in a stable order. The

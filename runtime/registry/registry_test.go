@@ -139,3 +139,48 @@ func BenchmarkProtections(b *testing.B) {
 		}
 	}
 }
+
+func TestIndexSchema(t *testing.T) {
+	vms := schema.GroupResource{Group: "compute.test.io", Resource: "virtualmachines"}
+	r := New()
+	if s := r.IndexSchema(vms); s.Indexed() {
+		t.Fatalf("no rules, yet indexed: %+v", s)
+	}
+	if _, err := r.Register("c1/a", rule("a", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpcRef.name"))); err != nil {
+		t.Fatal(err)
+	}
+	first := r.IndexSchema(vms)
+	if !first.Indexed() || len(first.References) != 1 || first.References[0].Target != vpcs.GroupResource() {
+		t.Fatalf("schema after one rule = %+v", first)
+	}
+	if _, err := r.Register("c1/b", rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall"))); err != nil {
+		t.Fatal(err)
+	}
+	second := r.IndexSchema(vms)
+	if second.Stamp == first.Stamp {
+		t.Fatal("a second rule over the type kept the stamp")
+	}
+	if len(second.References) != 2 {
+		t.Fatalf("references = %+v, want vpcs and firewallrules", second.References)
+	}
+	for _, ref := range second.References {
+		if ref.Target == vpcs.GroupResource() && len(ref.Paths) != 2 {
+			t.Fatalf("vpcs should be reached by both rules' paths: %+v", ref)
+		}
+	}
+	// A rule over another type does not touch this one.
+	if _, err := r.Register("c1/db", rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))); err != nil {
+		t.Fatal(err)
+	}
+	if r.IndexSchema(vms).Stamp != second.Stamp {
+		t.Fatal("a rule over another dependent type changed the stamp")
+	}
+	r.Unregister("c1/b")
+	if got := r.IndexSchema(vms); got.Stamp != first.Stamp {
+		t.Fatalf("after removing the second rule the stamp is %q, want the first %q again", got.Stamp, first.Stamp)
+	}
+	r.Unregister("c1/a")
+	if r.IndexSchema(vms).Indexed() {
+		t.Fatal("no rules left, still indexed")
+	}
+}

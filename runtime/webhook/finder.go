@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -47,6 +48,9 @@ type FrontProxyFinder struct {
 	// IgnoreDeleting lets a dependent that is itself being deleted stop
 	// blocking, so chains of finalizers cannot deadlock.
 	IgnoreDeleting bool
+	// Schemas, when set, gives the reference index of each dependent type:
+	// lookups then read only unindexed and referencing dependents.
+	Schemas IndexSchemas
 
 	// scopes remembers which dependent resources turned out cluster-scoped.
 	scopes sync.Map
@@ -85,17 +89,17 @@ func (f *FrontProxyFinder) client(cluster string) (dynamic.Interface, error) {
 
 // FindBlockers implements DependentFinder. It stops reading as soon as it
 // has found more than limit blockers; more is then -1 (unknown).
-func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
+func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
 	_, clusterScoped := f.scopes.Load(p.Dependent)
 	scanNamespace := namespace
 	if clusterScoped {
 		scanNamespace = ""
 	}
-	blockers, more, err := f.scan(ctx, cluster, scanNamespace, name, p, limit)
+	blockers, more, err := f.lookup(ctx, cluster, scanNamespace, target, name, p, limit)
 	if apierrors.IsNotFound(err) && scanNamespace != "" {
 		// Not served as a namespaced resource: either the dependent type
 		// is cluster-scoped, or the consumer has not bound it at all.
-		blockers, more, err = f.scan(ctx, cluster, "", name, p, limit)
+		blockers, more, err = f.lookup(ctx, cluster, "", target, name, p, limit)
 		if err == nil {
 			f.scopes.Store(p.Dependent, true)
 		}
@@ -107,25 +111,128 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace,
 	return blockers, more, err
 }
 
+// lookup finds the dependents that reference name. Without a reference
+// index for the dependent type it reads every dependent. With one, it reads
+// two disjoint sets, both filtered by the API server: the dependents whose
+// labels do not carry the current stamp, in full, and the stamped ones
+// whose labels say they reference the object.
+//
+// The two reads must not straddle a relabelling the wrong way: a dependent
+// that is unstamped in the reference read and stamped in the unstamped read
+// would be missed. So the reference read must see a state at least as new
+// as the unstamped read; when it came back older, it is repeated at
+// resourceVersionMatch=NotOlderThan that revision, which the API server
+// answers from its cache without waiting.
+func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
+	var s refindex.Schema
+	if f.Schemas != nil {
+		s = f.Schemas.IndexSchema(p.Dependent.GroupResource())
+	}
+	if !s.Indexed() {
+		r := f.scan(ctx, cluster, namespace, name, p, limit, listOptions{})
+		return r.blockers, r.more, r.err
+	}
+	var unstamped, referencing scanResult
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		unstamped = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: s.UnstampedSelector(), unindexed: true})
+	}()
+	refSelector := s.ReferencingSelector(target, name)
+	go func() {
+		defer wg.Done()
+		referencing = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: refSelector})
+	}()
+	wg.Wait()
+	if unstamped.err != nil {
+		return nil, 0, unstamped.err
+	}
+	if referencing.err == nil && olderRevision(referencing.resourceVersion, unstamped.resourceVersion) {
+		referencing = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: refSelector, notOlderThan: unstamped.resourceVersion})
+	}
+	if referencing.err != nil {
+		return nil, 0, referencing.err
+	}
+	return mergeBlockers(unstamped, referencing, limit)
+}
+
+// olderRevision reports whether resource version a is older than b. kcp's
+// resource versions are etcd revisions; anything else counts as older, so
+// the caller reads again rather than trust an order it cannot see.
+func olderRevision(a, b string) bool {
+	if a == b {
+		return false
+	}
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA != nil || errB != nil || x < y
+}
+
+func mergeBlockers(a, b scanResult, limit int) ([]Blocker, int, error) {
+	seen := map[Blocker]bool{}
+	var out []Blocker
+	for _, r := range []scanResult{a, b} {
+		for _, x := range r.blockers {
+			if !seen[x] {
+				seen[x] = true
+				out = append(out, x)
+			}
+		}
+	}
+	more := a.more + b.more
+	if a.more < 0 || b.more < 0 {
+		more = -1
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		more = -1
+	}
+	return out, more, nil
+}
+
 // Where a listed dependent's identity and deletion state are.
 var (
 	itemName      = fieldpath.MustParse(".metadata.name")
 	itemNamespace = fieldpath.MustParse(".metadata.namespace")
 	itemDeleting  = fieldpath.MustParse(".metadata.deletionTimestamp")
 	listContinue  = fieldpath.MustParse(".metadata.continue")
+	listRevision  = fieldpath.MustParse(".metadata.resourceVersion")
 )
 
-// listProjection projects a LIST page onto the continue token, each item's
-// name, namespace and deletion timestamp, and the rule's field paths.
+// listProjection projects a LIST page onto the continue token and resource
+// version, each item's name, namespace and deletion timestamp, and the
+// rule's field paths.
 func listProjection(p registry.Protection) *fieldpath.Projection {
-	paths := []fieldpath.Path{listContinue, itemName.InList("items"), itemNamespace.InList("items"), itemDeleting.InList("items")}
+	paths := []fieldpath.Path{listContinue, listRevision, itemName.InList("items"), itemNamespace.InList("items"), itemDeleting.InList("items")}
 	for _, fp := range p.Paths {
 		paths = append(paths, fp.InList("items"))
 	}
 	return fieldpath.NewProjection(paths...)
 }
 
-func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
+// listOptions narrow one scan.
+type listOptions struct {
+	// selector is a label selector the API server applies.
+	selector string
+	// notOlderThan, when set, asks for a state at least this new instead
+	// of a consistent read.
+	notOlderThan string
+	// unindexed counts the items read as dependents without a current
+	// index stamp.
+	unindexed bool
+}
+
+type scanResult struct {
+	blockers []Blocker
+	more     int
+	// resourceVersion is the revision the (first page of the) list was
+	// read at.
+	resourceVersion string
+	err             error
+}
+
+func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int, o listOptions) scanResult {
 	proj := listProjection(p)
 	path := []string{"/clusters", cluster}
 	if p.Dependent.Group == "" {
@@ -138,43 +245,58 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 	}
 	path = append(path, p.Dependent.Resource)
 
-	var blockers []Blocker
+	var r scanResult
 	cont := ""
 	for {
 		req := f.raw.Get().AbsPath(path...).SetHeader("Accept", "application/json")
 		if f.PageSize > 0 {
 			req = req.Param("limit", strconv.FormatInt(f.PageSize, 10))
 		}
-		if cont != "" {
+		if o.selector != "" {
+			req = req.Param("labelSelector", o.selector)
+		}
+		switch {
+		case cont != "":
 			req = req.Param("continue", cont)
+		case o.notOlderThan != "":
+			req = req.Param("resourceVersion", o.notOlderThan).Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan))
 		}
 		res := req.Do(ctx)
 		if err := res.Error(); err != nil {
 			// Error, unlike Raw, decodes the server's Status: a denial
 			// then names what was refused.
-			return nil, 0, err
+			r.err = err
+			return r
 		}
 		body, _ := res.Raw()
 		page, err := proj.Decode(body)
 		if err != nil {
-			return nil, 0, fmt.Errorf("decoding the list of %s: %w", p.Dependent.GroupResource(), err)
+			r.err = fmt.Errorf("decoding the list of %s: %w", p.Dependent.GroupResource(), err)
+			return r
+		}
+		if cont == "" {
+			r.resourceVersion = first(listRevision.Values(page))
 		}
 		items, _ := page["items"].([]interface{})
 		objectsExamined.Add(float64(len(items)))
+		if o.unindexed {
+			unindexedExamined.Add(float64(len(items)))
+		}
 		for _, it := range items {
 			item, _ := it.(map[string]interface{})
 			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
 				continue
 			}
 			if references(item, p.Paths, name) {
-				blockers = append(blockers, Blocker{Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
-				if len(blockers) > limit {
-					return blockers[:limit], -1, nil
+				r.blockers = append(r.blockers, Blocker{Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
+				if len(r.blockers) > limit {
+					r.blockers, r.more = r.blockers[:limit], -1
+					return r
 				}
 			}
 		}
 		if cont = first(listContinue.Values(page)); cont == "" {
-			return blockers, 0, nil
+			return r
 		}
 	}
 }

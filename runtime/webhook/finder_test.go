@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -28,7 +33,11 @@ type listServer struct {
 	items  map[string][]map[string]interface{}
 	status int // when set, every request fails with it
 	body   string
+	// revision, when set, gives the resourceVersion of a list by query.
+	revision func(q url.Values) string
 }
+
+var vpcs = schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
 
 func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -51,6 +60,25 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`))
 		return
 	}
+	if sel := r.URL.Query().Get("labelSelector"); sel != "" {
+		selector, err := labels.Parse(sel)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var matched []map[string]interface{}
+		for _, it := range items {
+			u := unstructured.Unstructured{Object: it}
+			if selector.Matches(labels.Set(u.GetLabels())) {
+				matched = append(matched, it)
+			}
+		}
+		items = matched
+	}
+	rv := "42"
+	if s.revision != nil {
+		rv = s.revision(r.URL.Query())
+	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	start, _ := strconv.Atoi(r.URL.Query().Get("continue"))
 	end := len(items)
@@ -63,7 +91,7 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	page := map[string]interface{}{
 		"apiVersion": "compute.test.io/v1", "kind": "VirtualMachineList",
-		"metadata": map[string]interface{}{"resourceVersion": "42", "continue": cont},
+		"metadata": map[string]interface{}{"resourceVersion": rv, "continue": cont},
 		"items":    items[start:end],
 	}
 	_ = json.NewEncoder(w).Encode(page)
@@ -156,7 +184,7 @@ func TestFrontProxyFinder(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.PageSize = 3
-			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, "vpc-a", protection, tt.limit)
+			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, vpcs, "vpc-a", protection, tt.limit)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
@@ -211,7 +239,7 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 			if tt.pageSize != nil {
 				f.PageSize = *tt.pageSize
 			}
-			got, _, err := f.FindBlockers(context.Background(), "c1", "apps", "vpc-a", p, 10)
+			got, _, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,5 +254,189 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 				t.Fatalf("queries = %q, want %q", queries, tt.wantQuery)
 			}
 		})
+	}
+}
+
+// schemaSource serves one reference index schema for every dependent type.
+type schemaSource refindex.Schema
+
+func (s schemaSource) IndexSchema(schema.GroupResource) refindex.Schema { return refindex.Schema(s) }
+
+func TestFrontProxyFinderIndexed(t *testing.T) {
+	path := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	vmPath := fieldpath.MustParse(".spec.vpcRef.name")
+	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
+		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{vmPath}}
+	index := refindex.Schema{Stamp: "s1", References: []refindex.Reference{{Target: vpcs, Paths: []fieldpath.Path{vmPath}}}}
+	labelled := func(name, vpc string, labels map[string]string) map[string]interface{} {
+		o := vm("apps", name, vpc, false)
+		l := map[string]interface{}{"team": "a"}
+		for k, v := range labels {
+			l[k] = v
+		}
+		o["metadata"].(map[string]interface{})["labels"] = l
+		return o
+	}
+	stamped := func(name, vpc string) map[string]interface{} {
+		return labelled(name, vpc, map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, vpc): ""})
+	}
+	items := []map[string]interface{}{
+		stamped("vm-00", "vpc-a"),
+		stamped("vm-01", "vpc-b"),
+		labelled("vm-02", "vpc-a", nil), // written before the index existed
+		labelled("vm-03", "vpc-a", map[string]string{refindex.StampLabel: "s0", refindex.RefLabel(vpcs, "vpc-a"): ""}), // under other rules
+		// A label that says vpc-a over a field that says vpc-b (a digest
+		// collision, say) is checked against the field.
+		labelled("vm-04", "vpc-b", map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-a"): ""}),
+		// Stamped without its reference label: the index is trusted, the
+		// object is not read (the webhook never writes this).
+		labelled("vm-05", "vpc-a", map[string]string{refindex.StampLabel: "s1"}),
+	}
+	for i := 0; i < 20; i++ {
+		items = append(items, stamped(fmt.Sprintf("vm-x%02d", i), "vpc-b"))
+	}
+	want := []Blocker{{"VirtualMachine", "apps", "vm-02"}, {"VirtualMachine", "apps", "vm-03"}, {"VirtualMachine", "apps", "vm-00"}}
+
+	tests := []struct {
+		name     string
+		revision func(q url.Values) string
+		// wantQueries are the label selectors and revisions asked for, in
+		// any order.
+		wantQueries []string
+	}{
+		{
+			name: "both reads at one revision",
+			wantQueries: []string{
+				"labelSelector=" + index.UnstampedSelector(),
+				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a"),
+			},
+		},
+		{
+			name: "a reference read older than the unstamped read is repeated not older than it",
+			revision: func(q url.Values) string {
+				if q.Get("labelSelector") == index.UnstampedSelector() || q.Get("resourceVersion") != "" {
+					return "42"
+				}
+				return "41"
+			},
+			wantQueries: []string{
+				"labelSelector=" + index.UnstampedSelector(),
+				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a"),
+				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a") + "&resourceVersion=42&resourceVersionMatch=NotOlderThan",
+			},
+		},
+		{
+			name: "a newer reference read is kept",
+			revision: func(q url.Values) string {
+				if q.Get("labelSelector") == index.UnstampedSelector() {
+					return "42"
+				}
+				return "43"
+			},
+			wantQueries: []string{
+				"labelSelector=" + index.UnstampedSelector(),
+				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := &listServer{items: map[string][]map[string]interface{}{path: items}, revision: tt.revision}
+			srv := httptest.NewServer(server)
+			defer srv.Close()
+			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.PageSize = 0
+			f.Schemas = schemaSource(index)
+			got, more, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || more != 0 {
+				t.Fatalf("blockers = %v, more %d; want %v", got, more, want)
+			}
+			var queries []string
+			for _, r := range server.requests {
+				q, _ := url.ParseQuery(r[strings.Index(r, "?")+1:])
+				queries = append(queries, "labelSelector="+q.Get("labelSelector")+revisionQuery(q))
+			}
+			sort.Strings(queries)
+			sort.Strings(tt.wantQueries)
+			if !reflect.DeepEqual(queries, tt.wantQueries) {
+				t.Fatalf("queries = %q\nwant %q", queries, tt.wantQueries)
+			}
+		})
+	}
+}
+
+func revisionQuery(q url.Values) string {
+	if q.Get("resourceVersion") == "" {
+		return ""
+	}
+	return "&resourceVersion=" + q.Get("resourceVersion") + "&resourceVersionMatch=" + q.Get("resourceVersionMatch")
+}
+
+func TestFrontProxyFinderUnindexable(t *testing.T) {
+	// A type the index cannot describe is read in full, unfiltered.
+	path := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
+		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	server := &listServer{items: map[string][]map[string]interface{}{path: {vm("apps", "vm-1", "vpc-a", false)}}}
+	srv := httptest.NewServer(server)
+	defer srv.Close()
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Schemas = schemaSource(refindex.Schema{})
+	got, _, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Blocker{{"VirtualMachine", "apps", "vm-1"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("blockers = %v, want %v", got, want)
+	}
+	if len(server.requests) != 1 || strings.Contains(server.requests[0], "labelSelector") {
+		t.Fatalf("requests = %v, want one unfiltered list", server.requests)
+	}
+}
+
+func TestMergeBlockers(t *testing.T) {
+	a, b, c := Blocker{"K", "ns", "a"}, Blocker{"K", "ns", "b"}, Blocker{"K", "ns", "c"}
+	tests := []struct {
+		name     string
+		x, y     scanResult
+		limit    int
+		want     []Blocker
+		wantMore int
+	}{
+		{name: "disjoint", x: scanResult{blockers: []Blocker{a}}, y: scanResult{blockers: []Blocker{b}}, limit: 10, want: []Blocker{a, b}},
+		{name: "a dependent relabelled between the reads counts once", x: scanResult{blockers: []Blocker{a, b}}, y: scanResult{blockers: []Blocker{b}}, limit: 10, want: []Blocker{a, b}},
+		{name: "over the limit", x: scanResult{blockers: []Blocker{a, b}}, y: scanResult{blockers: []Blocker{c}}, limit: 2, want: []Blocker{a, b}, wantMore: -1},
+		{name: "one read stopped early", x: scanResult{blockers: []Blocker{a}, more: -1}, y: scanResult{}, limit: 1, want: []Blocker{a}, wantMore: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, more, _ := mergeBlockers(tt.x, tt.y, tt.limit)
+			if !reflect.DeepEqual(got, tt.want) || more != tt.wantMore {
+				t.Fatalf("got %v, more %d; want %v, more %d", got, more, tt.want, tt.wantMore)
+			}
+		})
+	}
+}
+
+func TestOlderRevision(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"41", "42", true}, {"42", "42", false}, {"43", "42", false}, {"x", "42", true}, {"", "42", true}, {"abc", "abc", false},
+	}
+	for _, tt := range tests {
+		if got := olderRevision(tt.a, tt.b); got != tt.want {
+			t.Errorf("olderRevision(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

@@ -33,6 +33,19 @@ var (
 		Name: "depctrl_webhook_rules_registered",
 		Help: "DependencyRules in the webhook's registry.",
 	})
+	indexRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "depctrl_webhook_index_requests_total",
+		Help: "Creates and updates of dependents seen by the reference index, by outcome: labelled (index labels set or changed), stripped (index labels removed), unchanged, bad_request.",
+	}, []string{"outcome"})
+	indexLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "depctrl_webhook_index_duration_seconds",
+		Help:    "Time to compute the index labels of one create or update.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1},
+	})
+	unindexedExamined = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "depctrl_webhook_unindexed_dependents_examined_total",
+		Help: "Dependents read in full while deciding deletions because they carry no current index stamp (written before their rule or its index existed). Any write re-indexes them.",
+	})
 	skipProtectionUses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "depctrl_webhook_skip_protection_total",
 		Help: "Deletions allowed because the object carried the skip-protection annotation, by resource.",
@@ -40,5 +53,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses)
+	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses, indexRequests, indexLatency, unindexedExamined)
 }

@@ -97,6 +97,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	finder.IgnoreDeleting = o.IgnoreDeletingDependents
+	finder.Schemas = reg
 	if o.ListPageSize >= 0 {
 		finder.PageSize = o.ListPageSize
 	}
@@ -105,7 +106,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
 	}, log.WithName("validator"))
-	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator, Log: log.WithName("server")}); err != nil {
+	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
+		Indexer: NewIndexer(reg, rules.Initialized(), log.WithName("indexer")), Log: log.WithName("server")}); err != nil {
 		return err
 	}
 

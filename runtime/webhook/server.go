@@ -14,8 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 )
 
-// ValidatePath is where the admission endpoint is served.
-const ValidatePath = "/validate"
+// Where the admission endpoints are served: deletions are decided at
+// ValidatePath, dependents are indexed at MutatePath.
+const (
+	ValidatePath = "/validate"
+	MutatePath   = "/mutate"
+)
 
 // Server serves the admission endpoint over TLS only, reloading its
 // certificate from CertDir (tls.crt, tls.key) whenever the files change.
@@ -23,7 +27,9 @@ type Server struct {
 	Addr      string
 	CertDir   string
 	Validator http.Handler
-	Log       logr.Logger
+	// Indexer, when set, serves MutatePath.
+	Indexer http.Handler
+	Log     logr.Logger
 }
 
 // Start serves until ctx ends. It satisfies controller-runtime's Runnable,
@@ -40,6 +46,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	mux := http.NewServeMux()
 	mux.Handle(ValidatePath, s.Validator)
+	if s.Indexer != nil {
+		mux.Handle(MutatePath, s.Indexer)
+	}
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -41,9 +41,10 @@ func (b Blocker) String() string { return b.Kind + "/" + b.Name }
 // DependentFinder looks up dependents in a consumer workspace.
 type DependentFinder interface {
 	// FindBlockers returns up to limit dependents of p in cluster that
-	// reference name. namespace is the deleted object's namespace ("" for
-	// a cluster-scoped object, meaning: look everywhere).
-	FindBlockers(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int) ([]Blocker, int, error)
+	// reference the target object called name. namespace is the deleted
+	// object's namespace ("" for a cluster-scoped object, meaning: look
+	// everywhere).
+	FindBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error)
 	// Terminating reports whether the logical cluster is being deleted.
 	Terminating(ctx context.Context, cluster string) (bool, error)
 }
@@ -154,7 +155,8 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
-	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, req.Name, protections)
+	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
+	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
 	if err != nil {
 		log.Error(err, "looking up dependents failed", "cluster", cluster)
 		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
@@ -219,7 +221,7 @@ func byDependent(protections []registry.Protection) []registry.Protection {
 
 // findBlockers looks up the dependents of each protected type concurrently
 // and merges what they find in a stable order.
-func (v *Validator) findBlockers(ctx context.Context, cluster, namespace, name string, protections []registry.Protection) ([]Blocker, int, error) {
+func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, protections []registry.Protection) ([]Blocker, int, error) {
 	protections = byDependent(protections)
 	type result struct {
 		blockers []Blocker
@@ -232,7 +234,7 @@ func (v *Validator) findBlockers(ctx context.Context, cluster, namespace, name s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, name, p, v.opts.MaxBlockersReported)
+			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, target, name, p, v.opts.MaxBlockersReported)
 			if err != nil {
 				err = fmt.Errorf("listing %s for rule %s: %w", p.Dependent.GroupResource(), p.Rule, err)
 			}

@@ -45,7 +45,7 @@ type fakeFinder struct {
 	calls atomic.Int64
 }
 
-func (f *fakeFinder) FindBlockers(_ context.Context, _, _, _ string, p registry.Protection, limit int) ([]Blocker, int, error) {
+func (f *fakeFinder) FindBlockers(_ context.Context, _, _ string, _ schema.GroupResource, _ string, p registry.Protection, limit int) ([]Blocker, int, error) {
 	f.calls.Add(1)
 	if err := f.err[p.Dependent]; err != nil {
 		return nil, 0, err

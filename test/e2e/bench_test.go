@@ -434,7 +434,7 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 			must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 			finder.PageSize = size
 			start := time.Now()
-			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", "nothing-references-this", protection, 10)
+			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}, "nothing-references-this", protection, 10)
 			took := time.Since(start)
 			must(t, err)
 			if len(blockers) != 0 {

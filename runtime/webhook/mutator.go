@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+)
+
+// IndexSchemas gives the reference index schema of a dependent type.
+type IndexSchemas interface {
+	IndexSchema(dependent schema.GroupResource) refindex.Schema
+}
+
+// Indexer labels dependents on create and update with what they reference
+// (package refindex), so that deciding a DELETE reads only the dependents
+// that reference the object.
+type Indexer struct {
+	schemas     IndexSchemas
+	initialized <-chan struct{}
+	log         logr.Logger
+}
+
+// NewIndexer returns an indexer that strips index labels until initialized
+// is closed: before it knows the rules it cannot vouch for any.
+func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logger) *Indexer {
+	return &Indexer{schemas: schemas, initialized: initialized, log: log}
+}
+
+// ServeHTTP implements the mutating admission endpoint.
+func (ix *Indexer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	review, err := decodeReview(r)
+	if err != nil {
+		ix.log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
+		observeIndex(outcomeBadRequest, start)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, outcome := ix.Decide(r.Context(), review.Request)
+	observeIndex(outcome, start)
+	writeReview(w, review, resp)
+}
+
+// Outcomes of an indexing request, as reported in metrics.
+const (
+	indexUnchanged = "unchanged"
+	indexLabelled  = "labelled"
+	indexStripped  = "stripped"
+)
+
+func observeIndex(outcome string, start time.Time) {
+	indexRequests.WithLabelValues(outcome).Inc()
+	indexLatency.Observe(time.Since(start).Seconds())
+}
+
+// Decide returns the patch that makes the object's index labels match the
+// current rules. It never refuses a well-formed object: the index is a
+// shortcut for deciding deletions, and an object without a valid stamp is
+// simply read in full when that happens.
+func (ix *Indexer) Decide(_ context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return allow(""), indexUnchanged
+	}
+	if req.SubResource != "" {
+		// Subresource writes cannot change labels; they are not sent here.
+		return allow(""), indexUnchanged
+	}
+	obj := map[string]interface{}{}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil || len(req.Object.Raw) == 0 {
+		msg := fmt.Sprintf("cannot index %s/%s: the request carries no decodable object", req.Resource.Resource, req.Name)
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), outcomeBadRequest
+	}
+	md, _ := obj["metadata"].(map[string]interface{})
+	if md == nil {
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: the object has no metadata", req.Resource.Resource, req.Name)), outcomeBadRequest
+	}
+	current, err := stringMap(md["labels"])
+	if err != nil {
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+	}
+
+	var index map[string]string
+	outcome := indexLabelled
+	select {
+	case <-ix.initialized:
+		index = ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}).Labels(obj)
+	default:
+		// Not knowing the rules yet, vouch for nothing: the object is
+		// read in full at its protected objects' deletions until its next
+		// write.
+	}
+	if index == nil {
+		outcome = indexStripped
+	}
+	labels, changed := refindex.Relabel(current, index)
+	if !changed {
+		return allow(""), indexUnchanged
+	}
+	patch, err := json.Marshal([]map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}})
+	if err != nil {
+		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	resp := allow("")
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp, outcome
+}
+
+// stringMap reads a labels map as JSON decoding left it.
+func stringMap(v interface{}) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("expected an object, got %T", v)
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("label %q: expected a string, got %T", k, x)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
