@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 func TestAttributePath(t *testing.T) {
@@ -41,5 +44,41 @@ func TestRuleSpecSkipsUnknownValues(t *testing.T) {
 	// The unknown path is not reported; the malformed field path is.
 	if len(reported) != 1 || reported[0] != "dependencies[0].fieldRef.path" {
 		t.Fatalf("reported %v, want only the field path", reported)
+	}
+}
+
+// TestRuleStateNamesWhatHoldsTheRuleBack: the missing reference index never
+// holds a rule back, so a timeout does not send anyone after it.
+func TestRuleStateNamesWhatHoldsTheRuleBack(t *testing.T) {
+	condition := func(typ, status, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: reason + " message"}
+	}
+	tests := []struct {
+		name  string
+		conds []metav1.Condition
+		want  string
+	}{{
+		name: "index missing, webhook propagating",
+		conds: []metav1.Condition{
+			condition(v1alpha1.ConditionWebhookInstalled, "False", "Propagating"),
+			condition(v1alpha1.ConditionIndexed, "False", "ClaimNotAccepted"),
+			condition(v1alpha1.ConditionReady, "False", "Propagating"),
+		},
+		want: "WebhookInstalled=False Propagating: Propagating message",
+	}, {
+		name: "only the index missing",
+		conds: []metav1.Condition{
+			condition(v1alpha1.ConditionIndexed, "False", "ClaimNotAccepted"),
+			condition(v1alpha1.ConditionReady, "False", "NotYetEnforced"),
+		},
+		want: "Ready=False NotYetEnforced: NotYetEnforced message",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rule := &v1alpha1.DependencyRule{Status: v1alpha1.DependencyRuleStatus{Conditions: tt.conds}}
+			if got := ruleState(rule); got != tt.want {
+				t.Fatalf("ruleState = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -83,6 +83,7 @@ func TestAccExportResource(t *testing.T) {
 					attr("schema_name", knownvalue.StringExact(manifests.SchemaName())),
 					attr("identity_hash", knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{20,}$`))),
 					attr("permission_claims", knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,update,watch"),
 						knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch"),
 						knownvalue.StringExact("events: create"),
 					})),

@@ -66,7 +66,9 @@ func (r *providerBindingResource) Metadata(_ context.Context, req resource.Metad
 func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claims: on " +
-			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there, and on creating " +
+			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there; on " +
+			"`mutatingwebhookconfigurations`, so that the controller can install the reference index webhook next to the rules " +
+			"(without it deletes are still checked, by reading every dependent, and the rules there report `Indexed` false); and on creating " +
 			"Events, so that it can report on the DependencyRules created there. " +
 			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +

@@ -39,6 +39,7 @@ resource "depctrl_provider_binding" "test" {
 // accepts them shows them.
 func acceptedClaims() knownvalue.Check {
 	return knownvalue.ListExact([]knownvalue.Check{
+		knownvalue.StringExact("admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
 		knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
 		knownvalue.StringExact("events: create = Accepted"),
 	})

@@ -1,6 +1,7 @@
 // Command depctrl-controller watches DependencyRules through the dep-ctrl
 // APIExport's virtual workspace and installs the deletion-protection webhook
-// configuration in every provider workspace that a rule protects.
+// configuration in every provider workspace that a rule protects, and the
+// reference index webhook configuration next to the rules.
 package main
 
 import (
@@ -26,7 +27,8 @@ func main() {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig whose server is the dep-ctrl workspace through the kcp front-proxy (https://<front-proxy>/clusters/<path>)")
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context (default: the current context)")
 	fs.StringVar(&o.ExportName, "apiexport-name", v1alpha1.DefaultAPIExportName, "name of the dep-ctrl APIExport (and of its APIExportEndpointSlice)")
-	fs.StringVar(&o.WebhookURL, "webhook-url", "", "https URL of the webhook's /validate endpoint, as kcp reaches it")
+	fs.StringVar(&o.WebhookURL, "webhook-url", "", "https URL of the webhook's /validate endpoint, as kcp reaches it; the /mutate endpoint is derived from it")
+	fs.StringVar(&o.WebhookMutateURL, "webhook-mutate-url", "", "https URL of the webhook's /mutate (reference index) endpoint, as kcp reaches it (default: --webhook-url with /mutate in place of a trailing /validate, or appended)")
 	fs.StringVar(&o.CABundleFile, "webhook-ca-bundle-file", "", "PEM file with the CA of the webhook's serving certificate; re-read when it changes")
 	var timeout int
 	fs.IntVar(&timeout, "webhook-timeout-seconds", 10, "timeoutSeconds of the installed webhook configurations (1-30)")

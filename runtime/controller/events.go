@@ -29,13 +29,14 @@ type ruleEvent struct {
 // ruleEvents returns the Events a status change warrants: a Warning each
 // time a condition the controller owns turns False for a reason someone
 // must act on (a workspace not found, the export not bound or its claim not
-// accepted, a cycle, an install that failed), and a Normal one when the
-// webhook gets installed, a cycle is broken, and the rule becomes Ready.
-// Only transitions count, so a problem that persists is reported once, not
-// on every run, and a restarted controller repeats nothing.
+// accepted, a cycle, an install that failed, the reference index missing),
+// and a Normal one when the webhook gets installed, a cycle is broken, the
+// index comes back, and the rule becomes Ready. Only transitions count, so
+// a problem that persists is reported once, not on every run, and a
+// restarted controller repeats nothing.
 func ruleEvents(before, after []metav1.Condition) []ruleEvent {
 	var out []ruleEvent
-	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic, v1alpha1.ConditionReady} {
+	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic, v1alpha1.ConditionIndexed, v1alpha1.ConditionReady} {
 		a := meta.FindStatusCondition(after, t)
 		if a == nil {
 			continue
@@ -45,12 +46,18 @@ func ruleEvents(before, after []metav1.Condition) []ruleEvent {
 			continue
 		}
 		switch {
+		case t == v1alpha1.ConditionIndexed && a.Reason == "InvalidSpec":
+			// WorkspacesResolved and WebhookInstalled report it already.
 		case a.Status == metav1.ConditionFalse && t != v1alpha1.ConditionReady && !transient[a.Reason]:
 			out = append(out, ruleEvent{Type: events.Warning, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionWebhookInstalled:
 			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionAcyclic && b != nil && b.Status == metav1.ConditionFalse:
 			out = append(out, ruleEvent{Type: events.Normal, Reason: "CycleResolved", Note: "the rule is no longer part of a dependency cycle"})
+		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionIndexed && b != nil && b.Status == metav1.ConditionFalse:
+			// Only a recovery: a new rule's first index is no news beside
+			// Installed and Ready.
+			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionReady:
 			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
 		}

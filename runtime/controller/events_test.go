@@ -18,6 +18,7 @@ func TestRuleEvents(t *testing.T) {
 		resolved  = v1alpha1.ConditionWorkspacesResolved
 		installed = v1alpha1.ConditionWebhookInstalled
 		acyclic   = v1alpha1.ConditionAcyclic
+		indexed   = v1alpha1.ConditionIndexed
 		ready     = v1alpha1.ConditionReady
 	)
 	tests := []struct {
@@ -53,6 +54,29 @@ func TestRuleEvents(t *testing.T) {
 	}, {
 		name:  "a rule that starts without a cycle says nothing about cycles",
 		after: []metav1.Condition{cond(acyclic, "True", "NoCycle")},
+	}, {
+		name:  "a new rule indexed at once: no news beside Installed",
+		after: []metav1.Condition{cond(installed, "True", "Installed"), cond(indexed, "True", "Indexed")},
+		want:  []string{"Normal Installed"},
+	}, {
+		name:   "index claim not accepted, while the rule is ready",
+		before: []metav1.Condition{cond(indexed, "True", "Indexed"), cond(ready, "True", "Ready")},
+		after:  []metav1.Condition{cond(indexed, "False", "ClaimNotAccepted"), cond(ready, "True", "Ready")},
+		want:   []string{"Warning ClaimNotAccepted"},
+	}, {
+		name:   "index install failed",
+		before: []metav1.Condition{cond(indexed, "True", "Indexed")},
+		after:  []metav1.Condition{cond(indexed, "False", "InstallFailed")},
+		want:   []string{"Warning InstallFailed"},
+	}, {
+		name:   "index back",
+		before: []metav1.Condition{cond(indexed, "False", "ClaimNotAccepted")},
+		after:  []metav1.Condition{cond(indexed, "True", "Indexed")},
+		want:   []string{"Normal Indexed"},
+	}, {
+		name:  "an invalid spec is reported once per condition that owns it, not again for the index",
+		after: []metav1.Condition{cond(resolved, "False", "InvalidSpec"), cond(installed, "False", "InvalidSpec"), cond(indexed, "False", "InvalidSpec")},
+		want:  []string{"Warning InvalidSpec", "Warning InvalidSpec"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

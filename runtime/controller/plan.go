@@ -40,6 +40,10 @@ type Binding struct {
 	// EventsAccepted says the workspace accepted the claim on Events, so
 	// the controller may report on the rules there with Events.
 	EventsAccepted bool
+	// IndexClaimAccepted says the workspace accepted the claim on
+	// mutatingwebhookconfigurations, so the controller may install the
+	// reference index webhook next to the rules there.
+	IndexClaimAccepted bool
 }
 
 // Outcome is the verdict on one aspect of a rule.
@@ -54,8 +58,15 @@ type RulePlan struct {
 	Resolved  Outcome
 	Installed Outcome
 	Acyclic   Outcome
+	Indexed   Outcome
 	// Targets are the logical clusters whose webhook protects this rule.
 	Targets []string
+	// IndexTarget is the logical cluster whose reference index
+	// configuration covers this rule's dependent type, if any.
+	IndexTarget string
+	// IndexEpoch is the UID of that configuration once it is in place
+	// (status.indexEpoch), empty otherwise. Sync fills it in.
+	IndexEpoch string
 }
 
 // Plan is the desired state computed from all rules at once.
@@ -63,7 +74,11 @@ type Plan struct {
 	// Webhooks maps each protected logical cluster to the resources its
 	// webhook configuration must cover.
 	Webhooks map[string][]schema.GroupVersionResource
-	Rules    map[string]*RulePlan
+	// Indexes maps each logical cluster that holds valid rules, and lets
+	// the controller in, to the dependent resources its reference index
+	// configuration must cover.
+	Indexes map[string][]schema.GroupVersionResource
+	Rules   map[string]*RulePlan
 }
 
 // ResolveFunc maps a workspace path to a logical cluster name.
@@ -73,7 +88,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // current rule. Nothing is carried over from earlier runs: a dependency
 // that was removed or changed simply does not appear.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc) *Plan {
-	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
+	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
 	var edges []Edge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
@@ -81,8 +96,12 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		if r.Invalid != "" {
 			rp.Resolved = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
 			rp.Installed = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
+			rp.Indexed = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
 			continue
 		}
+		// The index concerns the dependent type alone, so it does not wait
+		// for the dependency workspaces to resolve.
+		planIndex(p, rp, r, bindings)
 		for _, d := range r.Dependencies {
 			edges = append(edges, Edge{Rule: r.Key, From: groupResource(r.Dependent), To: groupResource(d.GVR)})
 		}
@@ -144,7 +163,42 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 	for cluster, gvrs := range p.Webhooks {
 		p.Webhooks[cluster] = dedupGVRs(gvrs)
 	}
+	for cluster, gvrs := range p.Indexes {
+		p.Indexes[cluster] = dedupGVRs(gvrs)
+	}
 	return p
+}
+
+// planIndex decides whether rule r's dependent type gets the reference
+// index. The dependent type is exported from the rule's own workspace
+// (spec.dependent.apiExportName names an export there), and kcp takes the
+// mutating webhooks for a bound resource from its export's workspace: so
+// the configuration goes next to the rule. Without it deletes are still
+// decided, only by reading every dependent, so the outcome never blocks
+// readiness.
+func planIndex(p *Plan, rp *RulePlan, r RuleInput, bindings map[string]Binding) {
+	cluster := ruleCluster(r.Key)
+	b, bound := bindings[cluster]
+	slow := fmt.Sprintf("deletes are still checked, but by reading every %s in the consumer workspace", groupResource(r.Dependent))
+	switch {
+	case !bound:
+		rp.Indexed = Outcome{Reason: "ExportNotBound", Message: "this workspace has not bound the dep-ctrl APIExport, so the reference index webhook cannot be installed here: " +
+			slow + "; bind the export here (depctrl_provider_binding)"}
+	case !b.IndexClaimAccepted:
+		rp.Indexed = Outcome{Reason: "ClaimNotAccepted", Message: "the binding of the dep-ctrl APIExport in this workspace did not accept its permission claim on mutatingwebhookconfigurations, so the reference index webhook is not installed: " +
+			slow + "; accept the claim (depctrl_provider_binding does) to index them"}
+	default:
+		p.Indexes[cluster] = append(p.Indexes[cluster], r.Dependent)
+		rp.IndexTarget = cluster
+		rp.Indexed = Outcome{OK: true, Reason: "Indexed", Message: fmt.Sprintf(
+			"the reference index webhook configuration in this workspace covers writes of %s", groupResource(r.Dependent))}
+	}
+}
+
+// ruleCluster is the logical cluster of a rule key "<cluster>/<name>".
+func ruleCluster(key string) string {
+	cluster, _, _ := strings.Cut(key, "/")
+	return cluster
 }
 
 // exportPathsFor names the workspace path(s) of rule r that resolved to

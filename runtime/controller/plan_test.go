@@ -109,3 +109,87 @@ func TestComputePlanReportsCycles(t *testing.T) {
 		t.Fatalf("webhooks: %v", p.Webhooks)
 	}
 }
+
+func TestComputePlanIndexes(t *testing.T) {
+	resolve := fakeResolve(map[string]string{"root:network": "net"})
+	vm := func(key string) RuleInput {
+		return RuleInput{Key: key, Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}
+	}
+	tests := []struct {
+		name     string
+		rules    []RuleInput
+		bindings map[string]Binding
+		want     map[string][]schema.GroupVersionResource
+		// outcome of the first rule's Indexed condition
+		ok      bool
+		reason  string
+		message string
+		target  string
+	}{{
+		name:     "claim accepted",
+		rules:    []RuleInput{vm("comp/vm")},
+		bindings: map[string]Binding{"net": {ClaimAccepted: true}, "comp": {IndexClaimAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{"comp": {testVMs}},
+		ok:       true, reason: "Indexed", message: "covers writes of virtualmachines.compute.io", target: "comp",
+	}, {
+		name:     "claim not accepted",
+		rules:    []RuleInput{vm("comp/vm")},
+		bindings: map[string]Binding{"net": {ClaimAccepted: true}, "comp": {ClaimAccepted: true, EventsAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{},
+		reason:   "ClaimNotAccepted", message: "did not accept its permission claim on mutatingwebhookconfigurations",
+	}, {
+		name:     "rule's workspace not bound",
+		rules:    []RuleInput{vm("comp/vm")},
+		bindings: map[string]Binding{"net": {ClaimAccepted: true, IndexClaimAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{},
+		reason:   "ExportNotBound", message: "has not bound the dep-ctrl APIExport",
+	}, {
+		name:     "invalid rule",
+		rules:    []RuleInput{{Key: "comp/bad", Invalid: "spec.dependent.resource: Required value"}},
+		bindings: map[string]Binding{"comp": {IndexClaimAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{},
+		reason:   "InvalidSpec", message: "spec.dependent.resource",
+	}, {
+		name:     "dependency workspace not found: the dependent is indexed anyway",
+		rules:    []RuleInput{{Key: "comp/dangling", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:gone", GVR: testVPCs}}}},
+		bindings: map[string]Binding{"comp": {IndexClaimAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{"comp": {testVMs}},
+		ok:       true, reason: "Indexed", target: "comp",
+	}, {
+		name: "one configuration per workspace, each dependent type once",
+		rules: []RuleInput{vm("comp/vm"), vm("comp/vm-again"),
+			{Key: "comp/db", Dependent: testDBs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testFWs}}},
+			{Key: "net/fw", Dependent: testFWs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}},
+		bindings: map[string]Binding{"net": {ClaimAccepted: true, IndexClaimAccepted: true}, "comp": {IndexClaimAccepted: true}},
+		want:     map[string][]schema.GroupVersionResource{"comp": {testDBs, testVMs}, "net": {testFWs}},
+		ok:       true, reason: "Indexed", target: "comp",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ComputePlan(context.Background(), tt.rules, tt.bindings, resolve)
+			if !reflect.DeepEqual(p.Indexes, tt.want) {
+				t.Errorf("indexes = %v, want %v", p.Indexes, tt.want)
+			}
+			rp := p.Rules[tt.rules[0].Key]
+			if o := rp.Indexed; o.OK != tt.ok || o.Reason != tt.reason || !strings.Contains(o.Message, tt.message) {
+				t.Errorf("indexed = %+v, want ok=%v reason=%s message containing %q", o, tt.ok, tt.reason, tt.message)
+			}
+			if rp.IndexTarget != tt.target {
+				t.Errorf("index target %q, want %q", rp.IndexTarget, tt.target)
+			}
+		})
+	}
+}
+
+// TestComputePlanIndexDoesNotGateProtection: whatever happens to the
+// index, the deletion webhook is planned as before.
+func TestComputePlanIndexDoesNotGateProtection(t *testing.T) {
+	resolve := fakeResolve(map[string]string{"root:network": "net"})
+	rules := []RuleInput{{Key: "comp/vm", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}}
+	for name, comp := range map[string]Binding{"accepted": {IndexClaimAccepted: true}, "not accepted": {}} {
+		p := ComputePlan(context.Background(), rules, map[string]Binding{"net": {ClaimAccepted: true}, "comp": comp}, resolve)
+		if !reflect.DeepEqual(p.Webhooks, map[string][]schema.GroupVersionResource{"net": {testVPCs}}) || !p.Rules["comp/vm"].Installed.OK {
+			t.Errorf("%s: webhooks %v, installed %+v", name, p.Webhooks, p.Rules["comp/vm"].Installed)
+		}
+	}
+}

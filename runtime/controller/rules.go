@@ -67,8 +67,10 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp 
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWorkspacesResolved, rp.Resolved, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWebhookInstalled, rp.Installed, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionAcyclic, rp.Acyclic, gen)
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionIndexed, rp.Indexed, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionReady, readiness(rule), gen)
 	rule.Status.ObservedGeneration = gen
+	rule.Status.IndexEpoch = rp.IndexEpoch
 	if statusEqual(before, &rule.Status) {
 		return nil
 	}
@@ -94,7 +96,8 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp 
 
 // readiness summarizes the other conditions: Ready only when the workspaces
 // resolved, the webhook is installed, the webhook enforces this generation
-// and no cycle makes objects undeletable.
+// and no cycle makes objects undeletable. Indexed is left out: without the
+// index deletes are decided all the same, only slower.
 func readiness(rule *v1alpha1.DependencyRule) Outcome {
 	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic} {
 		c := meta.FindStatusCondition(rule.Status.Conditions, t)
@@ -126,7 +129,7 @@ func setCondition(conds *[]metav1.Condition, t string, o Outcome, gen int64) {
 }
 
 func statusEqual(a, b *v1alpha1.DependencyRuleStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {
+	if a.ObservedGeneration != b.ObservedGeneration || a.IndexEpoch != b.IndexEpoch || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for _, ca := range a.Conditions {

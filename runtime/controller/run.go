@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -44,6 +43,9 @@ type Options struct {
 	WebhookURL            string
 	CABundleFile          string
 	WebhookTimeoutSeconds int32
+	// WebhookMutateURL is the webhook's reference index endpoint; empty
+	// means derived from WebhookURL (see MutateURL).
+	WebhookMutateURL string
 	// WebhookPropagation is how long a rule waits after its webhook
 	// configuration entry is written before it is reported Ready.
 	WebhookPropagation      time.Duration
@@ -60,9 +62,12 @@ func (o *Options) Validate() error {
 	if o.ExportName == "" {
 		return fmt.Errorf("--apiexport-name must not be empty")
 	}
-	u, err := url.Parse(o.WebhookURL)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return fmt.Errorf("--webhook-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443/validate", o.WebhookURL)
+	if !isHTTPSURL(o.WebhookURL) {
+		return fmt.Errorf("--webhook-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443%s; the reference index endpoint is derived from it (%s in place of %s) unless --webhook-mutate-url says otherwise",
+			o.WebhookURL, validatePath, mutatePath, validatePath)
+	}
+	if o.WebhookMutateURL != "" && !isHTTPSURL(o.WebhookMutateURL) {
+		return fmt.Errorf("--webhook-mutate-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443%s", o.WebhookMutateURL, mutatePath)
 	}
 	if o.CABundleFile == "" {
 		return fmt.Errorf("--webhook-ca-bundle-file is required: the PEM CA that signed the webhook's serving certificate")
@@ -129,12 +134,13 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	mutateURL := o.MutateURL()
 	syncer := NewSyncer(vw, func(ctx context.Context, path string) (string, error) {
 		c, err := res.Resolve(ctx, path)
 		return c.String(), err
 	}, func() WebhookSettings {
 		ca, _ := bundle.read()
-		return WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: o.WebhookURL, CABundle: ca, TimeoutSeconds: o.WebhookTimeoutSeconds}
+		return WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: o.WebhookURL, MutateURL: mutateURL, CABundle: ca, TimeoutSeconds: o.WebhookTimeoutSeconds}
 	}, log.WithName("sync"))
 	if o.ResyncPeriod > 0 {
 		syncer.Period = o.ResyncPeriod
@@ -159,11 +165,12 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		Named("dependencyrule").
 		For(&v1alpha1.DependencyRule{}).
 		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
+		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
 		Watches(&apisv1alpha1.APIBinding{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
 		Complete(trigger); err != nil {
 		return fmt.Errorf("setting up the rule watch: %w", err)
 	}
-	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL)
+	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL, "webhookMutateURL", mutateURL)
 	return mgr.Start(ctx)
 }
 

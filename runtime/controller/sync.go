@@ -118,6 +118,12 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Protection does not need the index: a failure to list the index
+	// configurations only keeps stale ones from being removed this run.
+	indexObjs, indexListErr := s.VW.ListAll(ctx, urls, virtualworkspace.MutatingWebhookConfigurationsGVR)
+	if indexListErr != nil {
+		s.Log.Error(indexListErr, "listing reference index configurations; not removing any this run")
+	}
 
 	rules := make([]RuleInput, 0, len(ruleObjs))
 	for _, o := range ruleObjs {
@@ -126,9 +132,10 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	bindings := map[string]Binding{}
 	for _, o := range bindingObjs {
 		bindings[o.Cluster] = Binding{
-			URL:            o.URL,
-			ClaimAccepted:  claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
-			EventsAccepted: claimAccepted(o.Obj, events.ClaimGroupResource),
+			URL:                o.URL,
+			ClaimAccepted:      claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
+			EventsAccepted:     claimAccepted(o.Obj, events.ClaimGroupResource),
+			IndexClaimAccepted: claimAccepted(o.Obj, virtualworkspace.MutatingWebhookConfigurationsGVR.GroupResource()),
 		}
 	}
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve)
@@ -157,10 +164,12 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		if _, wanted := plan.Webhooks[o.Cluster]; wanted {
 			continue
 		}
-		if err := s.deleteConfiguration(ctx, o); err != nil {
+		if err := s.deleteConfiguration(ctx, virtualworkspace.WebhookConfigurationsGVR, o, "removed webhook configuration: no rule protects this workspace any more"); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs)
+	errs = append(errs, err, indexListErr)
 	for _, o := range ruleObjs {
 		key := o.Cluster + "/" + o.Obj.GetName()
 		rp := plan.Rules[key]
@@ -169,6 +178,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 				rp.Installed = Outcome{Reason: "InstallFailed", Message: fmt.Sprintf("installing the webhook configuration in logical cluster %s: %v", t, err)}
 			}
 		}
+		settleIndex(rp, indexes)
 		if wait := s.propagating(rp.Targets, ruleInput(o), now); wait > 0 && rp.Installed.OK {
 			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
 			time.AfterFunc(wait, s.Trigger)
@@ -193,7 +203,7 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, d
 	res := c.Resource(virtualworkspace.WebhookConfigurationsGVR)
 	current, err := res.Get(ctx, desired.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		u, err := toUnstructured(desired)
+		u, err := toUnstructured(desired, "ValidatingWebhookConfiguration")
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +231,7 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, d
 		before = coveredResources(existing)
 	}
 	ApplyOwnedFields(existing, desired)
-	u, err := toUnstructured(existing)
+	u, err := toUnstructured(existing, "ValidatingWebhookConfiguration")
 	if err != nil {
 		return nil, err
 	}
@@ -276,31 +286,34 @@ func (s *Syncer) propagating(targets []string, rule RuleInput, now time.Time) ti
 	return wait
 }
 
-func (s *Syncer) deleteConfiguration(ctx context.Context, o virtualworkspace.Object) error {
+// deleteConfiguration deletes the webhook configuration o of resource gvr,
+// and only the very object that was read, then logs done.
+func (s *Syncer) deleteConfiguration(ctx context.Context, gvr schema.GroupVersionResource, o virtualworkspace.Object, done string) error {
 	c, err := s.VW.Client(o.URL, o.Cluster)
 	if err != nil {
 		return err
 	}
-	err = c.Resource(virtualworkspace.WebhookConfigurationsGVR).Delete(ctx, o.Obj.GetName(), metav1.DeleteOptions{
+	err = c.Resource(gvr).Delete(ctx, o.Obj.GetName(), metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: ptrUID(o.Obj)},
 	})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("deleting webhook configuration in %s: %w", o.Cluster, err)
+		return fmt.Errorf("deleting %s %s in %s: %w", gvr.Resource, o.Obj.GetName(), o.Cluster, err)
 	}
-	s.Log.Info("removed webhook configuration: no rule protects this workspace any more", "cluster", o.Cluster)
+	s.Log.Info(done, "cluster", o.Cluster)
 	return nil
 }
 
-func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
+// toUnstructured converts a webhook configuration of the given kind.
+func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"))
+	u.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind(kind))
 	return u, nil
 }
 

@@ -12,10 +12,14 @@ import (
 
 // WebhookSettings are what every installed webhook configuration points at.
 type WebhookSettings struct {
-	// Name of the ValidatingWebhookConfiguration in each protected workspace.
+	// Name of the ValidatingWebhookConfiguration in each protected
+	// workspace, and of the MutatingWebhookConfiguration in each workspace
+	// that holds rules.
 	ConfigurationName string
 	// URL of the webhook's validation endpoint.
 	URL string
+	// MutateURL is the webhook's reference index endpoint.
+	MutateURL string
 	// CABundle verifies the webhook's serving certificate.
 	CABundle []byte
 	// TimeoutSeconds bounds each admission call; the webhook answers within
@@ -33,23 +37,7 @@ const managedByLabel = "app.kubernetes.io/managed-by"
 // workspace: one rules entry per protected resource, sorted, so the same
 // rules always give the same object and nothing is rewritten needlessly.
 func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionResource) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	gvrs = append([]schema.GroupVersionResource(nil), gvrs...)
-	sort.Slice(gvrs, func(i, j int) bool { return gvrString(gvrs[i]) < gvrString(gvrs[j]) })
-	rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(gvrs))
-	for i, gvr := range gvrs {
-		if i > 0 && gvrs[i-1] == gvr {
-			continue
-		}
-		rules = append(rules, admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups:   []string{gvr.Group},
-				APIVersions: []string{gvr.Version},
-				Resources:   []string{gvr.Resource},
-				Scope:       ptr.To(admissionregistrationv1.AllScopes),
-			},
-		})
-	}
+	rules := resourceRules(gvrs, admissionregistrationv1.Delete)
 	url := s.URL
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
@@ -94,6 +82,29 @@ func ApplyOwnedFields(existing, desired *admissionregistrationv1.ValidatingWebho
 		existing.Labels[k] = v
 	}
 	existing.Webhooks = desired.Webhooks
+}
+
+// resourceRules is one entry per resource for ops, sorted and without
+// duplicates, so the same rules always give the same object.
+func resourceRules(gvrs []schema.GroupVersionResource, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	gvrs = append([]schema.GroupVersionResource(nil), gvrs...)
+	sort.Slice(gvrs, func(i, j int) bool { return gvrString(gvrs[i]) < gvrString(gvrs[j]) })
+	rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(gvrs))
+	for i, gvr := range gvrs {
+		if i > 0 && gvrs[i-1] == gvr {
+			continue
+		}
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			Operations: append([]admissionregistrationv1.OperationType(nil), ops...),
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{gvr.Group},
+				APIVersions: []string{gvr.Version},
+				Resources:   []string{gvr.Resource},
+				Scope:       ptr.To(admissionregistrationv1.AllScopes),
+			},
+		})
+	}
+	return rules
 }
 
 func gvrString(gvr schema.GroupVersionResource) string {

@@ -51,6 +51,9 @@ type RuleVersion struct {
 	Generation int64
 	// Version is the dependent's API version the rule's paths address.
 	Version string
+	// Epoch identifies the mutating webhook configuration that indexes
+	// the rule's dependents; empty while there is none.
+	Epoch string
 }
 
 // Schema is what the index knows about one dependent type: every rule over
@@ -72,6 +75,11 @@ func (s Schema) Indexed() bool { return s.Stamp != "" }
 // current ones. The keys are logical cluster and name, which kcp makes
 // unique per installation, so a dependent copied with its labels from
 // elsewhere does not carry a valid stamp either.
+//
+// A type is indexed only while every rule over it has an epoch: a rule
+// whose index webhook is not installed, or was removed and is being
+// reinstalled, has writes going by unlabelled. A new epoch makes a new
+// stamp, so labels from before such a gap are never trusted.
 //
 // A type cannot be indexed when a path reads .status: status is written
 // through the status subresource, whose updates keep the labels as they
@@ -95,10 +103,10 @@ func NewSchema(rules []RuleVersion, refs []Reference) Schema {
 	h := sha256.New()
 	h.Write([]byte(scheme))
 	for _, r := range rules {
-		if r.Version != rules[0].Version {
+		if r.Version != rules[0].Version || r.Epoch == "" {
 			return s
 		}
-		h.Write([]byte("\n" + r.Key + "@" + strconv.FormatInt(r.Generation, 10)))
+		h.Write([]byte("\n" + r.Key + "@" + strconv.FormatInt(r.Generation, 10) + "#" + r.Epoch))
 	}
 	s.Stamp = hex.EncodeToString(h.Sum(nil))[:20]
 	return s

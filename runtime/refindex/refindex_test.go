@@ -28,7 +28,7 @@ func paths(ps ...string) []fieldpath.Path {
 
 func TestNewSchema(t *testing.T) {
 	refs := []Reference{{Target: vpcs, Paths: paths(".spec.vpcRef.name")}}
-	base := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}, {Key: "c/b", Generation: 3, Version: "v1"}}, refs)
+	base := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs)
 	if !base.Indexed() || len(base.Stamp) != 20 {
 		t.Fatalf("stamp = %q, want 20 hex characters", base.Stamp)
 	}
@@ -39,15 +39,17 @@ func TestNewSchema(t *testing.T) {
 		sameStamp bool
 		indexed   bool
 	}{
-		{name: "order does not matter", rules: []RuleVersion{{Key: "c/b", Generation: 3, Version: "v1"}, {Key: "c/a", Generation: 1, Version: "v1"}}, refs: refs, sameStamp: true, indexed: true},
-		{name: "an edited rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 2, Version: "v1"}, {Key: "c/b", Generation: 3, Version: "v1"}}, refs: refs, indexed: true},
-		{name: "a removed rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}}, refs: refs, indexed: true},
-		{name: "the same rule in another workspace changes the stamp", rules: []RuleVersion{{Key: "d/a", Generation: 1, Version: "v1"}, {Key: "c/b", Generation: 3, Version: "v1"}}, refs: refs, indexed: true},
+		{name: "order does not matter", rules: []RuleVersion{{Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}, {Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: refs, sameStamp: true, indexed: true},
+		{name: "an edited rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 2, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
+		{name: "a removed rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
+		{name: "the same rule in another workspace changes the stamp", rules: []RuleVersion{{Key: "d/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
 		{name: "no rules: not indexed", refs: refs},
-		{name: "a path into status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".spec.vpcRef.name", ".status.vpc")}}},
-		{name: "a list in status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".status[*].vpc")}}},
-		{name: "a field named like status is fine", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".statusRef.name")}}, indexed: true},
-		{name: "rules over two versions: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}, {Key: "c/b", Generation: 3, Version: "v2"}}, refs: refs},
+		{name: "a new epoch changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e2"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
+		{name: "a rule without an index webhook: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1"}}, refs: refs},
+		{name: "a path into status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".spec.vpcRef.name", ".status.vpc")}}},
+		{name: "a list in status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".status[*].vpc")}}},
+		{name: "a field named like status is fine", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".statusRef.name")}}, indexed: true},
+		{name: "rules over two versions: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v2", Epoch: "e1"}}, refs: refs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +65,7 @@ func TestNewSchema(t *testing.T) {
 }
 
 func TestLabels(t *testing.T) {
-	s := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1"}}, []Reference{
+	s := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, []Reference{
 		{Target: vpcs, Paths: paths(".spec.vpcRef.name", ".spec.networks[*].vpc")},
 		{Target: subnets, Paths: paths(".spec.subnetRef.name")},
 	})

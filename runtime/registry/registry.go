@@ -31,6 +31,8 @@ type Rule struct {
 	Generation int64
 	// Dependent is the type whose objects hold the references.
 	Dependent schema.GroupVersionResource
+	// IndexEpoch is the rule's status.indexEpoch.
+	IndexEpoch string
 	// ByTarget maps each protected resource to its protection.
 	ByTarget map[schema.GroupVersionResource]Protection
 }
@@ -60,7 +62,7 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		return nil, fmt.Errorf("rule %s is invalid: %w", key, errs.ToAggregate())
 	}
 	dependent := rule.DependentGVR()
-	r := &Rule{Key: key, Generation: rule.Generation, Dependent: dependent, ByTarget: map[schema.GroupVersionResource]Protection{}}
+	r := &Rule{Key: key, Generation: rule.Generation, Dependent: dependent, IndexEpoch: rule.Status.IndexEpoch, ByTarget: map[schema.GroupVersionResource]Protection{}}
 	for _, d := range rule.Spec.Dependencies {
 		p, err := fieldpath.Parse(d.FieldRef.Path)
 		if err != nil {
@@ -149,7 +151,7 @@ func (r *Registry) reindexDependent(dependent schema.GroupResource) {
 		if rule.Dependent.GroupResource() != dependent {
 			continue
 		}
-		versions = append(versions, refindex.RuleVersion{Key: rule.Key, Generation: rule.Generation, Version: rule.Dependent.Version})
+		versions = append(versions, refindex.RuleVersion{Key: rule.Key, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: rule.IndexEpoch})
 		for gvr, p := range rule.ByTarget {
 			byTarget[gvr.GroupResource()] = append(byTarget[gvr.GroupResource()], p.Paths...)
 		}

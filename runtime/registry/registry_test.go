@@ -140,20 +140,25 @@ func BenchmarkProtections(b *testing.B) {
 	}
 }
 
+func indexed(rule *v1alpha1.DependencyRule, epoch string) *v1alpha1.DependencyRule {
+	rule.Status.IndexEpoch = epoch
+	return rule
+}
+
 func TestIndexSchema(t *testing.T) {
 	vms := schema.GroupResource{Group: "compute.test.io", Resource: "virtualmachines"}
 	r := New()
 	if s := r.IndexSchema(vms); s.Indexed() {
 		t.Fatalf("no rules, yet indexed: %+v", s)
 	}
-	if _, err := r.Register("c1/a", rule("a", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpcRef.name"))); err != nil {
+	if _, err := r.Register("c1/a", indexed(rule("a", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpcRef.name")), "e1")); err != nil {
 		t.Fatal(err)
 	}
 	first := r.IndexSchema(vms)
 	if !first.Indexed() || len(first.References) != 1 || first.References[0].Target != vpcs.GroupResource() {
 		t.Fatalf("schema after one rule = %+v", first)
 	}
-	if _, err := r.Register("c1/b", rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall"))); err != nil {
+	if _, err := r.Register("c1/b", indexed(rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall")), "e1")); err != nil {
 		t.Fatal(err)
 	}
 	second := r.IndexSchema(vms)
@@ -167,6 +172,23 @@ func TestIndexSchema(t *testing.T) {
 		if ref.Target == vpcs.GroupResource() && len(ref.Paths) != 2 {
 			t.Fatalf("vpcs should be reached by both rules' paths: %+v", ref)
 		}
+	}
+	// The index webhook of one rule was recreated: a new stamp.
+	if _, err := r.Register("c1/b", indexed(rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall")), "e2")); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.IndexSchema(vms); s.Stamp == second.Stamp || !s.Indexed() {
+		t.Fatalf("a new epoch kept the stamp or unindexed the type: %+v", s)
+	}
+	// Its index webhook is gone: nothing over the type is trusted.
+	if _, err := r.Register("c1/b", rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall"))); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.IndexSchema(vms); s.Indexed() {
+		t.Fatalf("a rule without an epoch left the type indexed: %+v", s)
+	}
+	if _, err := r.Register("c1/b", indexed(rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall")), "e1")); err != nil {
+		t.Fatal(err)
 	}
 	// A rule over another type does not touch this one.
 	if _, err := r.Register("c1/db", rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))); err != nil {

@@ -23,8 +23,12 @@ var (
 	endpointSlicesGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
 	// APIBindingsGVR lists the workspaces that bound the export.
 	APIBindingsGVR = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apibindings"}
-	// WebhookConfigurationsGVR is the resource the export claims.
+	// WebhookConfigurationsGVR is the resource the export claims for the
+	// deletion webhook.
 	WebhookConfigurationsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+	// MutatingWebhookConfigurationsGVR is the resource the export claims for
+	// the reference index webhook, installed next to the rules.
+	MutatingWebhookConfigurationsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 )
 
 // clusterAnnotation names the logical cluster of an object read through a
@@ -104,7 +108,7 @@ func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr sche
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			list, err := c.Resource(gvr).List(ctx, opts)
-			if apierrors.IsNotFound(err) && gvr == WebhookConfigurationsGVR {
+			if apierrors.IsNotFound(err) && (gvr == WebhookConfigurationsGVR || gvr == MutatingWebhookConfigurationsGVR) {
 				// No workspace on this shard accepted the claim yet.
 				break
 			}

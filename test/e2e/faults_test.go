@@ -89,9 +89,19 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("the refusal does not say that deletion protection is unavailable: %v", err)
 			}
 		}
-		// A type nothing protects is not affected.
-		top.object(ctx, t, consumer, virtualMachines, "vm-unprotected", ref("nothing"), nil)
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-unprotected")
+		// Writes of dependents fail closed too: the reference index must
+		// see every one of them.
+		vm := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": "vm-while-down"}, "spec": ref("vpc-1"),
+		}}
+		_, err := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "reference-index") {
+			t.Fatalf("creating a dependent while the webhook is down: want a refusal naming the reference index, got %v", err)
+		}
+		// A type no rule involves is not affected.
+		top.object(ctx, t, consumer, firewallRules, "fw-unprotected", map[string]interface{}{}, nil)
+		top.expectDeleted(ctx, t, consumer, firewallRules, "fw-unprotected")
 
 		// Ready only with a complete registry: at the first 200 from
 		// /readyz, the registry holds the rule.

@@ -109,17 +109,23 @@ metadata:
 spec:
   reference:
     export:
-      path: %s
-      name: %s
+      path: %[1]s
+      name: %[2]s
   permissionClaims:
   - group: admissionregistration.k8s.io
     resource: validatingwebhookconfigurations
-    verbs: %s
+    verbs: %[3]s
+    selector:
+      matchAll: true
+    state: Accepted
+  - group: admissionregistration.k8s.io
+    resource: mutatingwebhookconfigurations
+    verbs: %[3]s
     selector:
       matchAll: true
     state: Accepted
   - resource: events
-    verbs: %s
+    verbs: %[4]s
     selector:
       matchAll: true
     state: Accepted

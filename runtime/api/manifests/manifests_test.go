@@ -27,6 +27,7 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 	}
 	want := []string{
 		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
 		"/events " + fmt.Sprint(gen.EventClaimVerbs),
 	}
 	if !slices.Equal(claims, want) {

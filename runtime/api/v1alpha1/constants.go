@@ -7,7 +7,9 @@ const (
 	// whatever references it.
 	SkipProtectionAnnotation = Group + "/skip-protection"
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration the
-	// controller manages in every protected provider workspace.
+	// controller manages in every protected provider workspace, and the
+	// MutatingWebhookConfiguration (the reference index) it manages in
+	// every workspace that holds rules.
 	WebhookConfigurationName = "dependency-controller"
 	// DefaultAPIExportName is the default name of the dep-ctrl APIExport.
 	DefaultAPIExportName = Group
@@ -29,6 +31,12 @@ const (
 	ConditionWebhookInstalled = "WebhookInstalled"
 	// ConditionAcyclic: the rule is not part of a dependency cycle.
 	ConditionAcyclic = "Acyclic"
+	// ConditionIndexed: the rule's workspace has the reference index
+	// webhook configuration covering its dependent type, so that deletes
+	// read only the dependents that reference the object. It is not part
+	// of Ready: without it deletes are still decided, by reading every
+	// dependent.
+	ConditionIndexed = "Indexed"
 	// ConditionEnforced: the webhook registered this generation of the rule
 	// and decides deletions with it. The webhook sets it.
 	ConditionEnforced = "Enforced"

@@ -176,6 +176,17 @@ type DependencyRuleStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// indexEpoch identifies the MutatingWebhookConfiguration that labels
+	// this rule's dependents with what they reference (the reference index):
+	// its UID, set by the controller once it is installed, empty while there
+	// is none. The webhook trusts index labels only when they were written
+	// under the current epochs of every rule over the type, so labels left
+	// from a configuration that was removed and recreated, during which
+	// writes went unlabelled, are never taken for current ones.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	IndexEpoch string `json:"indexEpoch,omitempty"`
 }
 
 // DependencyRuleList is a list of DependencyRules.

@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ClaimVerbs are the verbs the export claims on webhook configurations in
-// the workspaces that bind it. An APIBinding must accept exactly these.
+// ClaimVerbs are the verbs the export claims on webhook configurations,
+// validating and mutating alike, in the workspaces that bind it. An
+// APIBinding must accept exactly these.
 var ClaimVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 
 // EventClaimVerbs are the verbs the export claims on Events:
@@ -62,6 +63,13 @@ func FromCRD(crdYAML []byte) (*Files, error) {
 			}},
 			PermissionClaims: []apisv1alpha2.PermissionClaim{{
 				GroupResource: apisv1alpha2.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+				Verbs:         ClaimVerbs,
+			}, {
+				// kcp takes mutating webhooks for a bound resource from the
+				// workspace of its APIExport, which is where the rules on it
+				// live: the controller installs the reference index webhook
+				// there.
+				GroupResource: apisv1alpha2.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
 				Verbs:         ClaimVerbs,
 			}, {
 				// kcp keys claims on Events by the core group, whichever

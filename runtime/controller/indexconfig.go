@@ -1,0 +1,69 @@
+package controller
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+)
+
+// indexWebhookName is the name of the single webhook inside each reference
+// index configuration; kcp names it when a write fails because of it.
+const indexWebhookName = "reference-index.dependencies.opendefense.cloud"
+
+// DesiredIndexConfiguration renders the reference index configuration for
+// one workspace that holds rules: every CREATE and UPDATE of the rules'
+// dependent types goes to the webhook, which labels the object with what it
+// references, so that deciding a DELETE lists only labelled candidates.
+func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersionResource) *admissionregistrationv1.MutatingWebhookConfiguration {
+	url := s.MutateURL
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   s.ConfigurationName,
+			Labels: map[string]string{managedByLabel: "depctrl-controller"},
+		},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         indexWebhookName,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
+			Rules:        resourceRules(dependents, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			// A write that skipped the index would leave a reference the
+			// next DELETE does not look for.
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
+			// A later mutating webhook may change a reference; the labels
+			// must then be computed again from the final object.
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			// Match everything: the index must not depend on labels the
+			// consumer controls.
+			NamespaceSelector: &metav1.LabelSelector{},
+			ObjectSelector:    &metav1.LabelSelector{},
+		}},
+	}
+}
+
+// IndexConfigurationDrifted reports whether existing differs from desired
+// in anything this controller owns. Desired sets every field the server
+// would default, so a freshly written object never counts as drifted.
+func IndexConfigurationDrifted(existing, desired *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	if existing.Labels[managedByLabel] != desired.Labels[managedByLabel] {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
+}
+
+// ApplyOwnedIndexFields copies what this controller owns from desired onto
+// existing, keeping server-set metadata such as resourceVersion.
+func ApplyOwnedIndexFields(existing, desired *admissionregistrationv1.MutatingWebhookConfiguration) {
+	if existing.Labels == nil {
+		existing.Labels = map[string]string{}
+	}
+	for k, v := range desired.Labels {
+		existing.Labels[k] = v
+	}
+	existing.Webhooks = desired.Webhooks
+}

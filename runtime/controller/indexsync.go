@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// writtenGenerationAnnotation records the generation of a reference index
+// configuration as this controller last wrote it. The server raises the
+// generation on every change to the webhooks, so a configuration whose
+// generation differs was changed by someone else since, even if it was
+// changed back: writes may have skipped the index meanwhile.
+const writtenGenerationAnnotation = v1alpha1.Group + "/written-generation"
+
+// indexSync is what one run did to the reference index configurations.
+type indexSync struct {
+	// UIDs of the configuration in each cluster where it is in place: the
+	// epoch of the rules there (status.indexEpoch).
+	UIDs map[string]string
+	// Failed holds the install failure of each cluster, which the rules
+	// there report.
+	Failed map[string]error
+}
+
+// settleIndex completes a rule's index outcome with what the run did: the
+// epoch once the configuration is in place, the failure otherwise. A rule
+// without an epoch has its dependents read in full.
+func settleIndex(rp *RulePlan, done indexSync) {
+	if !rp.Indexed.OK {
+		return
+	}
+	if err := done.Failed[rp.IndexTarget]; err != nil {
+		rp.Indexed = Outcome{Reason: "InstallFailed", Message: fmt.Sprintf(
+			"installing the reference index webhook configuration in this workspace: %v; deletes are still checked, but by reading every dependent", err)}
+		return
+	}
+	rp.IndexEpoch = done.UIDs[rp.IndexTarget]
+}
+
+// syncIndexes makes the reference index configurations match the plan:
+// installed or repaired where rules want them, and ours removed where none
+// does. The error joins every failure, so that the run is retried.
+func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []virtualworkspace.Object) (indexSync, error) {
+	out := indexSync{UIDs: map[string]string{}, Failed: map[string]error{}}
+	var errs []error
+	for cluster, gvrs := range plan.Indexes {
+		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, DesiredIndexConfiguration(settings, gvrs))
+		if err != nil {
+			out.Failed[cluster] = err
+			s.Log.Error(err, "installing reference index configuration", "cluster", cluster)
+			errs = append(errs, fmt.Errorf("installing reference index configuration in %s: %w", cluster, err))
+			continue
+		}
+		out.UIDs[cluster] = uid
+	}
+	for _, o := range existing {
+		if o.Obj.GetName() != settings.ConfigurationName {
+			continue
+		}
+		if _, wanted := plan.Indexes[o.Cluster]; wanted {
+			continue
+		}
+		if err := s.deleteConfiguration(ctx, virtualworkspace.MutatingWebhookConfigurationsGVR, o, "removed reference index configuration: no rule here wants it any more"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// ensureIndexIn ensures the configuration in cluster, reached through the
+// virtual workspace at url.
+func (s *Syncer) ensureIndexIn(ctx context.Context, url, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+	c, err := s.VW.Client(url, cluster)
+	if err != nil {
+		return "", err
+	}
+	return s.ensureIndexConfiguration(ctx, c.Resource(virtualworkspace.MutatingWebhookConfigurationsGVR), cluster, desired)
+}
+
+// ensureIndexConfiguration makes the cluster's reference index
+// configuration match desired and returns its UID. A configuration that
+// someone else changed is recreated rather than repaired: the new UID is a
+// new epoch, so index labels written while writes could skip the webhook
+// are never trusted again. The controller's own changes keep the UID: they
+// never leave a covered type uncovered.
+func (s *Syncer) ensureIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+	current, err := res.Get(ctx, desired.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return s.createIndexConfiguration(ctx, res, cluster, desired)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading: %w", err)
+	}
+	existing := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, existing); err != nil {
+		return "", fmt.Errorf("decoding: %w", err)
+	}
+	if ChangedByOthers(existing) {
+		s.Log.Info("reference index configuration was changed by someone else; recreating it so that a new epoch starts", "cluster", cluster,
+			"generation", existing.Generation, "written", existing.Annotations[writtenGenerationAnnotation])
+		err := res.Delete(ctx, existing.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("deleting to recreate: %w", err)
+		}
+		return s.createIndexConfiguration(ctx, res, cluster, desired)
+	}
+	if !IndexConfigurationDrifted(existing, desired) {
+		return string(existing.UID), nil
+	}
+	generation := existing.Generation
+	if !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks) {
+		generation++ // what the server makes of a change to the webhooks
+	}
+	ApplyOwnedIndexFields(existing, desired)
+	setWrittenGeneration(existing, generation)
+	u, err := toUnstructured(existing, "MutatingWebhookConfiguration")
+	if err != nil {
+		return "", err
+	}
+	updated, err := res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "depctrl-controller"})
+	if err != nil {
+		return "", fmt.Errorf("updating: %w", err)
+	}
+	if err := confirmWrittenGeneration(ctx, res, updated, generation); err != nil {
+		return "", err
+	}
+	s.Log.Info("updated reference index configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
+	return string(updated.GetUID()), nil
+}
+
+func (s *Syncer) createIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+	obj := desired.DeepCopy()
+	setWrittenGeneration(obj, 1) // the server starts every configuration at 1
+	u, err := toUnstructured(obj, "MutatingWebhookConfiguration")
+	if err != nil {
+		return "", err
+	}
+	created, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: "depctrl-controller"})
+	if err != nil {
+		return "", fmt.Errorf("creating: %w", err)
+	}
+	if err := confirmWrittenGeneration(ctx, res, created, 1); err != nil {
+		return "", err
+	}
+	s.Log.Info("installed reference index configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules), "uid", created.GetUID())
+	return string(created.GetUID()), nil
+}
+
+// ChangedByOthers reports whether the webhooks of c were changed by anyone
+// but this controller since it last wrote them, or it cannot tell.
+func ChangedByOthers(c *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	return c.Annotations[writtenGenerationAnnotation] != strconv.FormatInt(c.Generation, 10)
+}
+
+func setWrittenGeneration(c *admissionregistrationv1.MutatingWebhookConfiguration, generation int64) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[writtenGenerationAnnotation] = strconv.FormatInt(generation, 10)
+}
+
+// confirmWrittenGeneration corrects the annotation when the server gave
+// written another generation than expected. Annotations do not count as a
+// change to the webhooks, so this write keeps the generation.
+func confirmWrittenGeneration(ctx context.Context, res dynamic.ResourceInterface, written *unstructured.Unstructured, expected int64) error {
+	if written.GetGeneration() == expected {
+		return nil
+	}
+	ann := written.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[writtenGenerationAnnotation] = strconv.FormatInt(written.GetGeneration(), 10)
+	written.SetAnnotations(ann)
+	if _, err := res.Update(ctx, written, metav1.UpdateOptions{FieldManager: "depctrl-controller"}); err != nil {
+		return fmt.Errorf("recording the written generation: %w", err)
+	}
+	return nil
+}

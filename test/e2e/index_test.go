@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestReferenceIndex checks the reference index against a real kcp: the
+// controller installs the mutating configuration next to the rule, kcp
+// sends dependents' writes to the webhook, the labels follow the fields
+// whatever users do to them, and deletions are decided from the labels for
+// indexed dependents and from the fields for the others.
+func TestReferenceIndex(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	// The consumer on the other shard than the rule: the configuration
+	// reaches it through the cache server.
+	consumer := top.Consumers[len(top.Consumers)-1]
+	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+	vpcGR := vpcs.GVR().GroupResource()
+
+	// Written before any rule existed: no index labels.
+	top.object(ctx, t, consumer, vpcs, "vpc-pre", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, virtualMachines, "vm-pre", ref("vpc-pre"), nil)
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
+	if epoch, _, _ := unstructured.NestedString(top.getRule(ctx, t, top.Compute, "vm-needs-vpc").Object, "status", "indexEpoch"); epoch == "" {
+		t.Fatal("the rule is Indexed but has no status.indexEpoch")
+	}
+
+	// kcp applies a new webhook configuration within its propagation
+	// delay; from then on every write is labelled.
+	top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
+	var stamp string
+	eventually(ctx, t, time.Minute, "a dependent's write to be indexed", func() error {
+		vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if stamp = vm.GetLabels()[refindex.StampLabel]; stamp != "" {
+			return nil
+		}
+		ann := vm.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann["touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+		vm.SetAnnotations(ann)
+		if _, err := vms.Update(ctx, vm, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		return fmt.Errorf("vm-probe has no %s label yet", refindex.StampLabel)
+	})
+	indexLabels := func(name string) map[string]string {
+		t.Helper()
+		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
+		must(t, err)
+		out := map[string]string{}
+		for k, v := range vm.GetLabels() {
+			if refindex.IsIndexLabel(k) {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	want := func(refs ...string) map[string]string {
+		out := map[string]string{refindex.StampLabel: stamp}
+		for _, r := range refs {
+			out[refindex.RefLabel(vpcGR, r)] = ""
+		}
+		return out
+	}
+	unindexed := func() float64 {
+		t.Helper()
+		v, err := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"), 64)
+		must(t, err)
+		return v
+	}
+
+	t.Run("dependents written before the rule are read in full", func(t *testing.T) {
+		if got := indexLabels("vm-pre"); len(got) != 0 {
+			t.Fatalf("vm-pre carries index labels %v although it was written before the rule", got)
+		}
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
+	})
+
+	t.Run("labelled on create, enforced from the labels", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-a", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, virtualMachines, "vm-a", ref("vpc-a"), nil)
+		if got := indexLabels("vm-a"); !maps.Equal(got, want("vpc-a")) {
+			t.Fatalf("vm-a index labels = %v, want %v", got, want("vpc-a"))
+		}
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+	})
+
+	t.Run("a write re-indexes an old dependent, which is then no longer read", func(t *testing.T) {
+		touch(ctx, t, vms, "vm-pre", nil)
+		if got := indexLabels("vm-pre"); !maps.Equal(got, want("vpc-pre")) {
+			t.Fatalf("vm-pre index labels after a write = %v, want %v", got, want("vpc-pre"))
+		}
+		before := unindexed()
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+		if after := unindexed(); after != before {
+			t.Fatalf("%v unindexed dependents were read although every dependent is indexed", after-before)
+		}
+	})
+
+	t.Run("index labels edited by hand are put back", func(t *testing.T) {
+		touch(ctx, t, vms, "vm-a", func(vm *unstructured.Unstructured) {
+			// Drop the real labels, forge one for another VPC.
+			vm.SetLabels(map[string]string{"team": "a", refindex.RefLabel(vpcGR, "vpc-z"): ""})
+		})
+		got, err := vms.Get(ctx, "vm-a", metav1.GetOptions{})
+		must(t, err)
+		wantAll := want("vpc-a")
+		wantAll["team"] = "a"
+		if !maps.Equal(got.GetLabels(), wantAll) {
+			t.Fatalf("labels of vm-a after a hand edit = %v, want %v", got.GetLabels(), wantAll)
+		}
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+	})
+
+	t.Run("a stamp forged on create does not hide a reference", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-f", map[string]interface{}{}, nil)
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": "vm-f", "labels": map[string]interface{}{refindex.StampLabel: stamp}},
+			"spec":     ref("vpc-f"),
+		}}
+		_, err := vms.Create(ctx, u, metav1.CreateOptions{})
+		must(t, err)
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-f", "still referenced by VirtualMachine/vm-f")
+	})
+
+	t.Run("moving a reference moves its label", func(t *testing.T) {
+		top.object(ctx, t, consumer, vpcs, "vpc-b", map[string]interface{}{}, nil)
+		touch(ctx, t, vms, "vm-a", func(vm *unstructured.Unstructured) {
+			must(t, unstructured.SetNestedField(vm.Object, "vpc-b", "spec", "vpcRef", "name"))
+		})
+		if got := indexLabels("vm-a"); !maps.Equal(got, want("vpc-b")) {
+			t.Fatalf("vm-a index labels after the move = %v, want %v", got, want("vpc-b"))
+		}
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-a")
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-a")
+	})
+
+	t.Run("an edited rule invalidates every stamp until the next write", func(t *testing.T) {
+		addDependencyPath(ctx, t, top, "vm-needs-vpc", ".spec.extraVPCs[*].name")
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		// Labels written under the old generation no longer count; the
+		// dependents are read in full and still protect.
+		before := unindexed()
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-a")
+		if unindexed() == before {
+			t.Fatal("no dependent was read in full after the rule changed: old labels were trusted")
+		}
+		touch(ctx, t, vms, "vm-a", nil)
+		if got := indexLabels("vm-a")[refindex.StampLabel]; got == stamp || got == "" {
+			t.Fatalf("vm-a's stamp after a write under the edited rule is %q (was %q)", got, stamp)
+		}
+	})
+}
+
+// addDependencyPath adds a second path to the rule's first protected type,
+// retrying when the controller updated the rule's status in between.
+func addDependencyPath(ctx context.Context, t *testing.T, top *Topology, name, path string) {
+	t.Helper()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rule := top.getRule(ctx, t, top.Compute, name)
+		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
+		extra := runtime.DeepCopyJSONValue(deps[0]).(map[string]interface{})
+		if err := unstructured.SetNestedField(extra, path, "fieldRef", "path"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedSlice(rule.Object, append(deps, extra), "spec", "dependencies"); err != nil {
+			return err
+		}
+		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
+		return err
+	}))
+}
+
+// waitStamp writes the dependent called name until the webhook labels it
+// with a stamp other than not, and returns the stamp: the index is then
+// applied, under the rules the webhook holds by now, to every write.
+func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name, not string) string {
+	t.Helper()
+	var stamp string
+	eventually(ctx, t, 2*time.Minute, "writes of "+name+" to be indexed under the current rules", func() error {
+		touch(ctx, t, res, name, nil)
+		vm, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if stamp = vm.GetLabels()[refindex.StampLabel]; stamp == "" || stamp == not {
+			return fmt.Errorf("%s is stamped %q", name, stamp)
+		}
+		return nil
+	})
+	return stamp
+}
+
+// touch updates a dependent, after edit if given, retrying on conflicts.
+func touch(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name string, edit func(*unstructured.Unstructured)) {
+	t.Helper()
+	eventually(ctx, t, 30*time.Second, "updating "+name, func() error {
+		vm, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ann := vm.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann["touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+		vm.SetAnnotations(ann)
+		if edit != nil {
+			edit(vm)
+		}
+		_, err = res.Update(ctx, vm, metav1.UpdateOptions{})
+		return err
+	})
+}
