@@ -54,7 +54,7 @@ var runtimeDocs = map[string]string{
 	"memory_limit":   "Memory limit. Default `256Mi`. Updates in place.",
 	"port":           fmt.Sprintf("The container port the webhook serves HTTPS on; the Service maps port 443 to it. Default `%d`. Updates in place.", deploy.DefaultWebhookPort),
 	"url": "The URL kcp calls the webhook at, when kcp does not run in this cluster (an ingress or load balancer in front of the Service). " +
-		"Default: the Service's cluster DNS name, `https://<name>-webhook.<namespace>.svc:443/validate`. Its host is added to the generated certificate. Updates in place.",
+		"Default: the Service's cluster DNS name, `https://<name>-webhook.<namespace>.svc:443/validate`. kcp calls the reference index at `/mutate` on the same host, so a proxy in front must pass both paths. Its host is added to the generated certificate. Updates in place.",
 	"extra_sans": "Further DNS names or IP addresses for the generated serving certificate. Changing them issues a new certificate in place.",
 	"tls_secret_name": "An existing `kubernetes.io/tls` Secret in the namespace to serve with instead of a generated certificate (for cert-manager and the like). " +
 		"It must also hold `ca.crt`, which the controller hands to kcp. Unset (default): the provider generates a CA and a serving certificate. Updates in place.",

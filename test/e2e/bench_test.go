@@ -69,6 +69,10 @@ type admissionRow struct {
 	// inWebhook is the mean time the webhook itself spent on an allowed
 	// delete, from its depctrl_webhook_decision_duration_seconds.
 	inWebhook time.Duration
+	// examined is the mean number of dependents the webhook read for an
+	// allowed delete, from depctrl_webhook_dependents_examined_total: 0
+	// when the reference index answers alone.
+	examined float64
 }
 
 // TestBenchmark measures, against the real two-shard kcp with the runtime
@@ -139,6 +143,10 @@ func TestBenchmark(t *testing.T) {
 		count, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_count{outcome="allowed"}`), 64)
 		return sum, count
 	}
+	examined := func() float64 {
+		v, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_dependents_examined_total"), 64)
+		return v
+	}
 	// warm is an unrelated read (a GET of the VPC that stays, which the API
 	// server answers from etcd, not from the dependents' cache) after each
 	// pause, so that every measured request finds the connections as warm
@@ -183,9 +191,11 @@ func TestBenchmark(t *testing.T) {
 				// the servers as busy as (a) will.
 				must(t, fwAPI.Delete(ctx, name, metav1.DeleteOptions{}))
 				sum0, count0 := webhookAllowed()
+				examined0 := examined()
 				allowed, err := timed(func() error { return vpcAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
 				must(t, err)
 				sum1, count1 := webhookAllowed()
+				examined1 := examined()
 				again, err := timed(func() error { return vpcAPI.Delete(ctx, name+"-again", metav1.DeleteOptions{}) })
 				must(t, err)
 				floor, err := timed(func() error { return fwAPI.Delete(ctx, name+"-floor", metav1.DeleteOptions{}) })
@@ -203,11 +213,12 @@ func TestBenchmark(t *testing.T) {
 					if count1 > count0 {
 						inWebhook += time.Duration((sum1 - sum0) / (count1 - count0) * float64(time.Second))
 					}
+					row.examined += (examined1 - examined0) / float64(benchTrials)
 				}
 			}
 			row.inWebhook = inWebhook / time.Duration(benchTrials)
-			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s; back to back %s), denied %s, list %s (p50)", n, r,
-				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.allowedBackToBack.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
+			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s, %.0f dependents read; back to back %s), denied %s, list %s (p50)", n, r,
+				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.examined, row.allowedBackToBack.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
 			rows = append(rows, row)
 			for i := 1; i < r; i++ {
 				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))

@@ -171,7 +171,7 @@ type DependencyRuleStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: WorkspacesResolved, WebhookInstalled, Acyclic and Enforced,
-	// summarized by Ready.
+	// summarized by Ready; and Indexed, which Ready does not wait for.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
