@@ -50,20 +50,12 @@ func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersi
 // in anything this controller owns. Desired sets every field the server
 // would default, so a freshly written object never counts as drifted.
 func IndexConfigurationDrifted(existing, desired *admissionregistrationv1.MutatingWebhookConfiguration) bool {
-	if existing.Labels[managedByLabel] != desired.Labels[managedByLabel] {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
+	return managedByDrifted(&existing.ObjectMeta, &desired.ObjectMeta) || !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
 }
 
 // ApplyOwnedIndexFields copies what this controller owns from desired onto
 // existing, keeping server-set metadata such as resourceVersion.
 func ApplyOwnedIndexFields(existing, desired *admissionregistrationv1.MutatingWebhookConfiguration) {
-	if existing.Labels == nil {
-		existing.Labels = map[string]string{}
-	}
-	for k, v := range desired.Labels {
-		existing.Labels[k] = v
-	}
+	applyOwnedLabels(&existing.ObjectMeta, &desired.ObjectMeta)
 	existing.Webhooks = desired.Webhooks
 }

@@ -66,22 +66,30 @@ func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionRe
 // in anything this controller owns. Fields the server defaults are filled in
 // on desired first, so a freshly written object never counts as drifted.
 func WebhookConfigurationDrifted(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
-	if existing.Labels[managedByLabel] != desired.Labels[managedByLabel] {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
+	return managedByDrifted(&existing.ObjectMeta, &desired.ObjectMeta) || !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
 }
 
 // ApplyOwnedFields copies what this controller owns from desired onto
 // existing, keeping server-set metadata such as resourceVersion.
 func ApplyOwnedFields(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	applyOwnedLabels(&existing.ObjectMeta, &desired.ObjectMeta)
+	existing.Webhooks = desired.Webhooks
+}
+
+// managedByDrifted reports whether a configuration lost or changed the label
+// that marks it as this controller's; other labels are someone else's.
+func managedByDrifted(existing, desired *metav1.ObjectMeta) bool {
+	return existing.Labels[managedByLabel] != desired.Labels[managedByLabel]
+}
+
+// applyOwnedLabels sets desired's labels on existing and keeps the others.
+func applyOwnedLabels(existing, desired *metav1.ObjectMeta) {
 	if existing.Labels == nil {
 		existing.Labels = map[string]string{}
 	}
 	for k, v := range desired.Labels {
 		existing.Labels[k] = v
 	}
-	existing.Webhooks = desired.Webhooks
 }
 
 // resourceRules is one entry per resource for ops, sorted and without

@@ -37,17 +37,7 @@ func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logg
 
 // ServeHTTP implements the mutating admission endpoint.
 func (ix *Indexer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	review, err := decodeReview(r)
-	if err != nil {
-		ix.log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
-		observeIndex(outcomeBadRequest, start)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	resp, outcome := ix.Decide(r.Context(), review.Request)
-	observeIndex(outcome, start)
-	writeReview(w, review, resp)
+	serveReview(w, r, ix.log, ix.Decide, observeIndex)
 }
 
 // Outcomes of an indexing request, as reported in metrics.

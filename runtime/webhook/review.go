@@ -1,13 +1,16 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -53,6 +56,25 @@ func decodeReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 		return nil, errors.New("AdmissionReview request has no uid")
 	}
 	return review, nil
+}
+
+// serveReview answers one admission request: a malformed one with 400,
+// before decide sees it, a well-formed one with decide's response. observe
+// records each outcome and how long it took.
+func serveReview(w http.ResponseWriter, r *http.Request, log logr.Logger,
+	decide func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string),
+	observe func(outcome string, start time.Time)) {
+	start := time.Now()
+	review, err := decodeReview(r)
+	if err != nil {
+		log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
+		observe(outcomeBadRequest, start)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, outcome := decide(r.Context(), review.Request)
+	observe(outcome, start)
+	writeReview(w, review, resp)
 }
 
 // writeReview answers review with resp.

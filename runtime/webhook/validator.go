@@ -89,17 +89,7 @@ func NewValidator(index Index, finder DependentFinder, initialized <-chan struct
 
 // ServeHTTP implements the admission endpoint.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	review, err := decodeReview(r)
-	if err != nil {
-		v.log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
-		observe(outcomeBadRequest, start)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	resp, outcome := v.Decide(r.Context(), review.Request)
-	observe(outcome, start)
-	writeReview(w, review, resp)
+	serveReview(w, r, v.log, v.Decide, observe)
 }
 
 func observe(outcome string, start time.Time) {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
@@ -145,18 +144,7 @@ func TestBenchmark(t *testing.T) {
 	reindex := func(n int) {
 		stamp = waitStamp(ctx, t, vmAPI, "zz-blocker", stamp)
 		start := time.Now()
-		must(t, inParallel(0, n, func(i int) error {
-			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				name := fmt.Sprintf("vm-%05d", i)
-				vm, err := vmAPI.Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				vm.SetAnnotations(map[string]string{"reindexed": stamp})
-				_, err = vmAPI.Update(ctx, vm, metav1.UpdateOptions{})
-				return err
-			})
-		}))
+		must(t, inParallel(0, n, func(i int) error { return rewrite(ctx, vmAPI, fmt.Sprintf("vm-%05d", i), nil) }))
 		took := time.Since(start)
 		t.Logf("re-indexed %d VMs in %s", n, took.Round(time.Millisecond))
 		if n > idx.reindexed {

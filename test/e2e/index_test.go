@@ -51,26 +51,7 @@ func TestReferenceIndex(t *testing.T) {
 	// kcp applies a new webhook configuration within its propagation
 	// delay; from then on every write is labelled.
 	top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
-	var stamp string
-	eventually(ctx, t, time.Minute, "a dependent's write to be indexed", func() error {
-		vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if stamp = vm.GetLabels()[refindex.StampLabel]; stamp != "" {
-			return nil
-		}
-		ann := vm.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann["touched"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-		vm.SetAnnotations(ann)
-		if _, err := vms.Update(ctx, vm, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		return fmt.Errorf("vm-probe has no %s label yet", refindex.StampLabel)
-	})
+	stamp := waitStamp(ctx, t, vms, "vm-probe", "")
 	indexLabels := func(name string) map[string]string {
 		t.Helper()
 		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
@@ -221,10 +202,18 @@ func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface,
 	return stamp
 }
 
-// touch updates a dependent, after edit if given, retrying on conflicts.
+// touch updates a dependent, after edit if given, retrying until it
+// succeeds.
 func touch(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name string, edit func(*unstructured.Unstructured)) {
 	t.Helper()
-	eventually(ctx, t, 30*time.Second, "updating "+name, func() error {
+	eventually(ctx, t, 30*time.Second, "updating "+name, func() error { return rewrite(ctx, res, name, edit) })
+}
+
+// rewrite writes a dependent again, after edit if given, with a fresh
+// annotation so that the write is never a no-op, retrying on conflicts. It
+// does not fail the test itself, so it may run in any goroutine.
+func rewrite(ctx context.Context, res dynamic.ResourceInterface, name string, edit func(*unstructured.Unstructured)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		vm, err := res.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
