@@ -199,6 +199,12 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   webhook_users   = ["depctrl-webhook"]
   read_resources  = ["VirtualMachines"]
 }`, kcp), `(?s)read_resources`},
+		{"shard: reindex without read_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
+  name            = "root"
+  kubeconfig_path = %q
+  webhook_users   = ["depctrl-webhook"]
+  reindex         = true
+}`, kcp), `(?s)reindex needs read_resources.*never on everything`},
 		{"shard: nobody to grant", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name            = "root"
   kubeconfig_path = %q

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -39,6 +40,7 @@ var (
 	_ resource.ResourceWithImportState      = &shardResource{}
 	_ resource.ResourceWithModifyPlan       = &shardResource{}
 	_ resource.ResourceWithConfigValidators = &shardResource{}
+	_ resource.ResourceWithValidateConfig   = &shardResource{}
 )
 
 // systemAdminCluster is the logical cluster whose RBAC a shard consults for
@@ -67,6 +69,7 @@ type shardModel struct {
 	WebhookUsers          types.Set      `tfsdk:"webhook_users"`
 	WebhookGroups         types.Set      `tfsdk:"webhook_groups"`
 	ReadResources         types.List     `tfsdk:"read_resources"`
+	Reindex               types.Bool     `tfsdk:"reindex"`
 	GrantName             types.String   `tfsdk:"grant_name"`
 	BaseURL               types.String   `tfsdk:"base_url"`
 	Rules                 types.List     `tfsdk:"rules"`
@@ -143,6 +146,16 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
 				},
 			},
+			"reindex": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+				MarkdownDescription: "Also grant `patch` on the `read_resources`, so that the webhook re-indexes dependents by itself. " +
+					"Dependents written before their rule (or its last edit) carry no index labels and are read in full at every " +
+					"protected deletion in their namespace; with this grant the webhook writes each one it finds that way again, " +
+					"with an empty patch that changes nothing but its index labels, and later deletions skip it. " +
+					"Without it, they are re-indexed by their next write. Requires `read_resources`: patch is never granted on everything. Default `false`.",
+			},
 			"grant_name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
@@ -177,6 +190,21 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 	}
 }
 
+// ValidateConfig refuses reindex without read_resources at plan time:
+// patch is granted only on named types, so the setting would do nothing.
+func (r *shardResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m shardModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.Reindex.ValueBool() && m.ReadResources.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("reindex"), "reindex needs read_resources",
+			"reindex grants the webhook patch on the dependent types named in read_resources, and never on everything: "+
+				"list the dependent types your rules use in read_resources, or leave reindex unset.")
+	}
+}
+
 func (r *shardResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -194,7 +222,7 @@ func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {
 		}
 		resources = append(resources, rr)
 	}
-	return renamed(rbac.ShardReader(subjectsFrom(users, groups), resources), m.GrantName.ValueString()), nil
+	return renamed(rbac.ShardReader(subjectsFrom(users, groups), resources, m.Reindex.ValueBool()), m.GrantName.ValueString()), nil
 }
 
 // shardConfig builds a client configuration that talks to the shard itself,
@@ -267,7 +295,7 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 			return
 		}
 	}
-	if plan.ReadResources.IsUnknown() {
+	if plan.ReadResources.IsUnknown() || plan.Reindex.IsUnknown() {
 		return
 	}
 	g, err := plan.grant(ctx)
@@ -450,6 +478,10 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	if roleFound {
 		state.Rules = stringList(ruleStrings(role.Rules))
+		if state.Reindex.IsNull() {
+			// Imported: the live role says whether patch was granted.
+			state.Reindex = types.BoolValue(grantsPatch(role.Rules))
+		}
 	} else {
 		state.Rules = stringList(nil)
 	}
@@ -457,6 +489,15 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	state.WebhookUsers = keepNullIfEmpty(state.WebhookUsers, users)
 	state.WebhookGroups = keepNullIfEmpty(state.WebhookGroups, groups)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func grantsPatch(rules []rbacv1.PolicyRule) bool {
+	for _, r := range rules {
+		if slices.Contains(r.Verbs, "patch") {
+			return true
+		}
+	}
+	return false
 }
 
 // baseURL is the base URL kcp records for the shard, or "" when it cannot
@@ -489,7 +530,7 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
 	}
-	g := renamed(rbac.ShardReader(nil, nil), state.GrantName.ValueString())
+	g := renamed(rbac.ShardReader(nil, nil, false), state.GrantName.ValueString())
 	tflog.Info(ctx, "revoking the webhook's read access on a shard", map[string]interface{}{"shard": state.Name.ValueString()})
 	if err := deleteObjects(ctx, client, timeout, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
 		resp.Diagnostics.Append(explain(state.URL.ValueString(), fmt.Sprintf("revoking read access on shard %q", state.Name.ValueString()), err))

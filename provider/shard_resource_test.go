@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -66,6 +67,13 @@ func TestAccShardResource(t *testing.T) {
 		switch what {
 		case "secrets":
 			_, err = c.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+		case "patch configmaps":
+			// A patch of a ConfigMap that does not exist: authorized or
+			// not before the API server looks for it.
+			_, err = c.CoreV1().ConfigMaps("default").Patch(ctx, "depctrl-no-such-object", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
 		default:
 			_, err = c.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		}
@@ -146,7 +154,31 @@ func TestAccShardResource(t *testing.T) {
 						knownvalue.StringExact(`urls=/ verbs=access`),
 					})),
 				},
-				Check: resource.ComposeTestCheckFunc(everyShard("configmaps", true), everyShard("secrets", false)),
+				Check: resource.ComposeTestCheckFunc(everyShard("configmaps", true), everyShard("secrets", false), everyShard("patch configmaps", false)),
+			},
+			{
+				// Re-indexing: patch on exactly the named types.
+				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  reindex        = true`+"\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch,patch`),
+						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
+						knownvalue.StringExact(`urls=/ verbs=access`),
+					})),
+				},
+				Check: resource.ComposeTestCheckFunc(everyShard("patch configmaps", true), everyShard("secrets", false)),
+			},
+			{
+				// Import reads the grant back: reindex from the live role.
+				ResourceName:            "depctrl_shard.s1",
+				ImportState:             true,
+				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts", "read_resources"},
 			},
 		},
 	})

@@ -33,6 +33,7 @@ func main() {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every rule is registered")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
 	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
+	fs.IntVar(&o.ReindexWorkers, "reindex-workers", webhook.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
 	fs.Func("skip-protection-groups", "comma-separated groups whose members may delete with the "+v1alpha1.SkipProtectionAnnotation+" annotation; for others it is ignored (default: anyone may)", func(v string) error {
 		for _, g := range strings.Split(v, ",") {

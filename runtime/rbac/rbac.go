@@ -76,25 +76,34 @@ type ReadResource struct {
 // kcp consults for every workspace on the shard (and only on that shard).
 // With no resources it grants read on everything, secrets included; naming
 // the dependent types narrows it.
-func ShardReader(subjects []rbacv1.Subject, resources []ReadResource) Grant {
+//
+// With reindex it also grants patch on the named types, so that the webhook
+// can write again (with an empty patch) the dependents it finds without a
+// current index stamp and have them indexed. Patch is granted only on named
+// types, never on everything: with no resources reindex grants nothing more.
+func ShardReader(subjects []rbacv1.Subject, resources []ReadResource, reindex bool) Grant {
 	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
 	if len(resources) == 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
-	} else {
-		byGroup := map[string][]string{}
-		for _, r := range resources {
-			byGroup[r.Group] = append(byGroup[r.Group], r.Resource)
-		}
-		groups := make([]string, 0, len(byGroup))
-		for g := range byGroup {
-			groups = append(groups, g)
-		}
-		sort.Strings(groups)
-		for _, g := range groups {
-			res := byGroup[g]
-			sort.Strings(res)
-			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: []string{"get", "list", "watch"}})
-		}
+		return grant(ShardReaderName, subjects, rules...)
+	}
+	verbs := []string{"get", "list", "watch"}
+	if reindex {
+		verbs = append(verbs, "patch")
+	}
+	byGroup := map[string][]string{}
+	for _, r := range resources {
+		byGroup[r.Group] = append(byGroup[r.Group], r.Resource)
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		res := byGroup[g]
+		sort.Strings(res)
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: append([]string(nil), verbs...)})
 	}
 	return grant(ShardReaderName, subjects, rules...)
 }

@@ -12,6 +12,7 @@ func TestShardReader(t *testing.T) {
 	tests := []struct {
 		name      string
 		resources []ReadResource
+		reindex   bool
 		want      []rbacv1.PolicyRule
 	}{
 		{
@@ -34,10 +35,31 @@ func TestShardReader(t *testing.T) {
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"manageddbs", "virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
+		{
+			name: "re-indexing patches the named types",
+			resources: []ReadResource{
+				{Group: "compute.example.io", Resource: "virtualmachines"},
+				{Group: "", Resource: "configmaps"},
+			},
+			reindex: true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter,
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			},
+		},
+		{
+			name:    "re-indexing never patches everything",
+			reindex: true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter,
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := ShardReader(webhook, tt.resources)
+			g := ShardReader(webhook, tt.resources, tt.reindex)
 			if !reflect.DeepEqual(g.Role.Rules, tt.want) {
 				t.Fatalf("rules = %+v\nwant %+v", g.Role.Rules, tt.want)
 			}

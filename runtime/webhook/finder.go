@@ -51,6 +51,9 @@ type FrontProxyFinder struct {
 	// Schemas, when set, gives the reference index of each dependent type:
 	// lookups then read only unindexed and referencing dependents.
 	Schemas IndexSchemas
+	// Reindexer, when set, is given the dependents a lookup had to read in
+	// full for want of a current stamp, to be written again and indexed.
+	Reindexer *Reindexer
 
 	// scopes remembers which dependent resources turned out cluster-scoped.
 	scopes sync.Map
@@ -148,6 +151,9 @@ func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string
 	if unstamped.err != nil {
 		return nil, 0, unstamped.err
 	}
+	if f.Reindexer != nil {
+		f.Reindexer.Enqueue(cluster, p.Dependent, unstamped.unindexed)
+	}
 	if referencing.err == nil && olderRevision(referencing.resourceVersion, unstamped.resourceVersion) {
 		referencing = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: refSelector, notOlderThan: unstamped.resourceVersion})
 	}
@@ -229,21 +235,16 @@ type scanResult struct {
 	// resourceVersion is the revision the (first page of the) list was
 	// read at.
 	resourceVersion string
-	err             error
+	// unindexed names the dependents read without a current stamp, for
+	// the Reindexer.
+	unindexed []objectKey
+	err       error
 }
 
 func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int, o listOptions) scanResult {
 	proj := listProjection(p)
-	path := []string{"/clusters", cluster}
-	if p.Dependent.Group == "" {
-		path = append(path, "api", p.Dependent.Version)
-	} else {
-		path = append(path, "apis", p.Dependent.Group, p.Dependent.Version)
-	}
-	if namespace != "" {
-		path = append(path, "namespaces", namespace)
-	}
-	path = append(path, p.Dependent.Resource)
+	path := resourcePath(cluster, p.Dependent, namespace, "")
+	collect := o.unindexed && f.Reindexer != nil
 
 	var r scanResult
 	cont := ""
@@ -284,7 +285,11 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 		}
 		for _, it := range items {
 			item, _ := it.(map[string]interface{})
-			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
+			deleting := len(itemDeleting.Values(item)) > 0
+			if collect && !deleting {
+				r.unindexed = append(r.unindexed, objectKey{namespace: first(itemNamespace.Values(item)), name: first(itemName.Values(item))})
+			}
+			if f.IgnoreDeleting && deleting {
 				continue
 			}
 			if references(item, p.Paths, name) {

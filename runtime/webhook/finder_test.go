@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -292,6 +293,9 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 		// object is not read (the webhook never writes this).
 		labelled("vm-05", "vpc-a", map[string]string{refindex.StampLabel: "s1"}),
 	}
+	// Unindexed but being deleted: neither a blocker nor worth indexing.
+	deleting := vm("apps", "vm-06", "vpc-a", true)
+	items = append(items, deleting)
 	for i := 0; i < 20; i++ {
 		items = append(items, stamped(fmt.Sprintf("vm-x%02d", i), "vpc-b"))
 	}
@@ -350,12 +354,21 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 			}
 			f.PageSize = 0
 			f.Schemas = schemaSource(index)
+			// Not started: what it was given stays queued.
+			f.Reindexer = NewReindexer(f.raw, 1, logr.Discard())
 			got, more, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, want) || more != 0 {
 				t.Fatalf("blockers = %v, more %d; want %v", got, more, want)
+			}
+			wantQueued := map[reindexItem]bool{
+				{cluster: "c1", resource: p.Dependent, namespace: "apps", name: "vm-02"}: true,
+				{cluster: "c1", resource: p.Dependent, namespace: "apps", name: "vm-03"}: true,
+			}
+			if !reflect.DeepEqual(f.Reindexer.queued, wantQueued) {
+				t.Fatalf("queued for re-indexing: %v, want the unstamped dependents that are not being deleted, %v", f.Reindexer.queued, wantQueued)
 			}
 			var queries []string
 			for _, r := range server.requests {
@@ -391,6 +404,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Schemas = schemaSource(refindex.Schema{})
+	f.Reindexer = NewReindexer(f.raw, 1, logr.Discard())
 	got, _, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -400,6 +414,11 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 	}
 	if len(server.requests) != 1 || strings.Contains(server.requests[0], "labelSelector") {
 		t.Fatalf("requests = %v, want one unfiltered list", server.requests)
+	}
+	// Writing it again would not index it: it must not be queued, or
+	// every deletion would rewrite every such dependent.
+	if len(f.Reindexer.queued) != 0 {
+		t.Fatalf("queued for re-indexing: %v, want nothing for a type the index cannot describe", f.Reindexer.queued)
 	}
 }
 

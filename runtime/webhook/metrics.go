@@ -46,6 +46,10 @@ var (
 		Name: "depctrl_webhook_unindexed_dependents_examined_total",
 		Help: "Dependents read in full while deciding deletions because they carry no current index stamp (written before their rule or its index existed). Any write re-indexes them.",
 	})
+	reindexed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "depctrl_webhook_reindex_total",
+		Help: "Dependents found without a current index stamp and written again to index them, by outcome: written, gone (deleted meanwhile), forbidden (no patch permission in that workspace), failed, dropped (queue full).",
+	}, []string{"outcome"})
 	skipProtectionUses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "depctrl_webhook_skip_protection_total",
 		Help: "Deletions allowed because the object carried the skip-protection annotation, by resource.",
@@ -53,5 +57,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses, indexRequests, indexLatency, unindexedExamined)
+	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses, indexRequests, indexLatency, unindexedExamined, reindexed)
 }

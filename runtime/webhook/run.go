@@ -45,6 +45,9 @@ type Options struct {
 	// dependents in one response. The webhook's flag defaults to
 	// DefaultPageSize.
 	ListPageSize int64
+	// ReindexWorkers is how many dependents found unindexed are written
+	// again at once to index them; 0 turns re-indexing off.
+	ReindexWorkers int
 }
 
 // Run serves admission requests until ctx ends.
@@ -100,6 +103,12 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	finder.Schemas = reg
 	if o.ListPageSize >= 0 {
 		finder.PageSize = o.ListPageSize
+	}
+	if o.ReindexWorkers > 0 {
+		finder.Reindexer = NewReindexer(finder.raw, o.ReindexWorkers, log.WithName("reindex"))
+		if err := mgr.GetLocalManager().Add(finder.Reindexer); err != nil {
+			return err
+		}
 	}
 	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{
 		RequestTimeout:       o.RequestTimeout,

@@ -168,7 +168,8 @@ every dependent. Rules that share a dependent type share both reads, so five rul
 
 *Dependents not yet indexed.* A dependent written before its rule, before the rule's last edit, or before the index
 configuration was (re)installed carries no current stamp: it is read in full at every such DELETE, as without the
-index, until its next write. That costs what reading N dependents costs: measured in the same run, the webhook's
+index, until it is written again: by its users, or by the webhook itself after the first DELETE that read it where
+`+"`depctrl_shard`"+` grants `+"`reindex`"+` (the benchmark does not grant it, so that it measures these reads). That costs what reading N dependents costs: measured in the same run, the webhook's
 lookup among `+fmt.Sprint(paging.dependents)+` unindexed dependents took `+ms(paging.defaultPages.pct(.5))+` ms in its pages of `+fmt.Sprint(webhook.DefaultPageSize)+` (`+"`--list-page-size`"+`),
 `+ms(paging.oneResponse.pct(.5))+` ms in one response and `+ms(paging.paged.pct(.5))+` ms in pages of `+fmt.Sprint(pagedSize)+` (p50 over `+fmt.Sprint(len(paging.paged))+` trials; of each dependent it decodes
 only what the rules' paths reach, `+"`go test -bench DecodeDependent ./runtime/fieldpath`"+`). Rewriting every dependent

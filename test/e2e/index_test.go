@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -229,5 +232,135 @@ func rewrite(ctx context.Context, res dynamic.ResourceInterface, name string, ed
 		}
 		_, err = res.Update(ctx, vm, metav1.UpdateOptions{})
 		return err
+	})
+}
+
+// TestReindex checks that the webhook re-indexes, by itself, dependents
+// written before their rule, where it is granted patch on their type: a
+// deletion that had to read them in full hands them to the webhook's
+// re-indexer, which writes each again with an empty patch, and later
+// deletions find them by their labels. Where it is not granted, the
+// dependents stay as they are and are still read in full.
+func TestReindex(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	granted, refused := top.Consumers[len(top.Consumers)-1], top.Consumers[0]
+	counter := func(name string) float64 {
+		t.Helper()
+		v := metricValue(ctx, t, rt.WebhookMetricsURL, name)
+		if v == "" {
+			return 0 // a labelled counter shows once it has counted
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		must(t, err)
+		return f
+	}
+	const (
+		unindexedMetric = "depctrl_webhook_unindexed_dependents_examined_total"
+		writtenMetric   = `depctrl_webhook_reindex_total{outcome="written"}`
+		forbiddenMetric = `depctrl_webhook_reindex_total{outcome="forbidden"}`
+	)
+
+	// Dependents written before the rule, in both consumers.
+	const n = 12
+	for _, ws := range []env.Workspace{granted, refused} {
+		top.object(ctx, t, ws, vpcs, "vpc-used", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, vpcs, "vpc-free-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, vpcs, "vpc-free-2", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, virtualMachines, "vm-user", ref("vpc-used"), nil)
+		for i := range n - 1 {
+			top.object(ctx, t, ws, virtualMachines, fmt.Sprintf("vm-%02d", i), ref("elsewhere"), nil)
+		}
+	}
+
+	// Patch on VMs in the granted consumer only, as depctrl_shard's
+	// reindex grants it on a whole shard. Wait until kcp authorizes it:
+	// a refusal would make the webhook leave the workspace alone for
+	// minutes.
+	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)},
+		[]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, true)
+	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "reindex-test", "reindex-test", "reindex-test"
+	apply(ctx, t, top.admin(t, granted.Path), toYAML(t, g))
+	id, err := e.Identity(env.WebhookUser)
+	must(t, err)
+	asWebhook, err := dynamic.NewForConfig(e.IdentityConfig(id, granted.Path))
+	must(t, err)
+	eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+granted.Path, func() error {
+		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, "vm-00", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+		return err
+	})
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
+	top.object(ctx, t, granted, virtualMachines, "vm-probe", ref("nothing"), nil)
+	stamp := waitStamp(ctx, t, top.dynamicFor(t, granted.Path).Resource(virtualMachines.GVR()).Namespace("apps"), "vm-probe", "")
+
+	stamps := func(ws env.Workspace) map[string]string {
+		t.Helper()
+		list, err := top.dynamicFor(t, ws.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+		must(t, err)
+		out := map[string]string{}
+		for _, vm := range list.Items {
+			if vm.GetName() != "vm-probe" {
+				out[vm.GetName()] = vm.GetLabels()[refindex.StampLabel]
+			}
+		}
+		return out
+	}
+
+	t.Run("granted: re-indexed after the first deletion that read them", func(t *testing.T) {
+		written, unindexed := counter(writtenMetric), counter(unindexedMetric)
+		top.expectDenied(ctx, t, granted, vpcs, "vpc-used", "still referenced by VirtualMachine/vm-user")
+		if got := counter(unindexedMetric) - unindexed; got < n {
+			t.Fatalf("the deletion read %v unindexed dependents, want at least the %d written before the rule", got, n)
+		}
+		eventually(ctx, t, time.Minute, "the webhook to re-index the VMs written before the rule", func() error {
+			for name, s := range stamps(granted) {
+				if s != stamp {
+					return fmt.Errorf("%s is stamped %q, want %q", name, s, stamp)
+				}
+			}
+			return nil
+		})
+		if got := counter(writtenMetric) - written; got < n {
+			t.Errorf("depctrl_webhook_reindex_total{outcome=written} rose by %v, want at least %d", got, n)
+		}
+		vm, err := top.dynamicFor(t, granted.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-user", metav1.GetOptions{})
+		must(t, err)
+		if _, ok := vm.GetLabels()[refindex.RefLabel(vpcs.GVR().GroupResource(), "vpc-used")]; !ok {
+			t.Fatalf("re-indexed vm-user has no reference label for vpc-used: %v", vm.GetLabels())
+		}
+		// From now on the labels decide, and protection holds.
+		unindexed = counter(unindexedMetric)
+		top.expectDenied(ctx, t, granted, vpcs, "vpc-used", "still referenced by VirtualMachine/vm-user")
+		top.expectDeleted(ctx, t, granted, vpcs, "vpc-free-1")
+		if got := counter(unindexedMetric) - unindexed; got != 0 {
+			t.Fatalf("%v dependents were read in full after they were re-indexed", got)
+		}
+	})
+
+	t.Run("not granted: left as they are, still read in full", func(t *testing.T) {
+		forbidden, unindexed := counter(forbiddenMetric), counter(unindexedMetric)
+		top.expectDenied(ctx, t, refused, vpcs, "vpc-used", "still referenced by VirtualMachine/vm-user")
+		eventually(ctx, t, time.Minute, "the webhook to be refused in "+refused.Path, func() error {
+			if counter(forbiddenMetric) == forbidden {
+				return fmt.Errorf("no refusal counted yet")
+			}
+			return nil
+		})
+		for name, s := range stamps(refused) {
+			if s != "" {
+				t.Fatalf("%s in the workspace without the grant is stamped %q", name, s)
+			}
+		}
+		top.expectDeleted(ctx, t, refused, vpcs, "vpc-free-2")
+		if got := counter(unindexedMetric) - unindexed; got < 2*n {
+			t.Fatalf("%v unindexed dependents read in two deletions, want at least %d: they must still be read in full", got, 2*n)
+		}
 	})
 }

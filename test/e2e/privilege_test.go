@@ -150,7 +150,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		for _, s := range e.Shards {
 			cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
 			must(t, err)
-			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, resources)))
+			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, resources, false)))
 		}
 	}
 

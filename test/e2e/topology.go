@@ -67,7 +67,7 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env) *Topology {
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
 		must(t, err)
-		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, nil)))
+		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, nil, false)))
 	}
 
 	// Providers export their types and bind the dep-ctrl export.

@@ -17,4 +17,8 @@ resource "depctrl_shard" "shard_1" {
   # Only the dependent types rules name, instead of everything (secrets
   # included).
   read_resources = ["virtualmachines.compute.example.io", "manageddatabases.compute.example.io"]
+
+  # Let the webhook re-index dependents written before their rule (with an
+  # empty patch each) instead of reading them in full at every deletion.
+  reindex = true
 }
