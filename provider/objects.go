@@ -31,6 +31,12 @@ var (
 	apiExportsGVR          = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}
 	apiBindingsGVR         = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"}
 	endpointSlicesGVR      = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+	// The kinds of webhook configuration the controller installs where its
+	// export is bound, which the provider removes if it left them behind.
+	webhookConfigurationGVRs = []schema.GroupVersionResource{
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"},
+	}
 )
 
 // object is one Kubernetes object in one workspace.

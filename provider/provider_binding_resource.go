@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -73,7 +74,9 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +
 			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +
-			"the workspace no longer serves the rule API.",
+			"the workspace no longer serves the rule API. The controller removes its webhook configurations as the rules go; " +
+			"any it left behind (it was not running then) are removed with the binding, with a warning, since nothing could " +
+			"remove them later and they would keep refusing deletes of protected objects and writes of dependents.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -394,7 +397,59 @@ func (r *providerBindingResource) Delete(ctx context.Context, req resource.Delet
 			return
 		}
 		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "removing the dep-ctrl binding", err))
+		return
 	}
+	left, err := removeLeftoverConfigurations(ctx, client)
+	if apierrors.IsForbidden(err) {
+		// The binding is gone, which is what was asked; say what could
+		// not be checked rather than fail the destroy.
+		resp.Diagnostics.AddWarning("Could not check for webhook configurations left behind",
+			fmt.Sprintf("Terraform's credentials may not read or delete webhook configurations in %q (%v). If the runtime was not running "+
+				"while the rules were deleted, remove the controller's leftovers there: "+
+				"kubectl delete validatingwebhookconfigurations,mutatingwebhookconfigurations -l %s=%s", ws, err, v1alpha1.ManagedByLabel, v1alpha1.WebhookConfigurationManager))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "removing webhook configurations the controller left behind", err))
+		return
+	}
+	if len(left) > 0 {
+		resp.Diagnostics.AddWarning("Removed webhook configurations the controller left behind",
+			fmt.Sprintf("Workspace %q still held %s after its rules were gone; the controller removes them itself when it runs "+
+				"while the rules are deleted. Left in place they would have failed closed with nobody answering: deletes of the "+
+				"protected types and writes of the dependent types refused for every consumer. Was the runtime running?", ws, strings.Join(left, " and ")))
+	}
+}
+
+// removeLeftoverConfigurations deletes the controller's webhook
+// configurations from a workspace that no longer binds the export. The
+// controller removes them as the rules go, but only while it runs and
+// holds the claims; once the binding is gone nothing else would, and they
+// fail closed. Only objects labelled as the controller's are touched.
+func removeLeftoverConfigurations(ctx context.Context, client dynamic.Interface) ([]string, error) {
+	var removed []string
+	for _, gvr := range webhookConfigurationGVRs {
+		res := client.Resource(gvr)
+		u, err := res.Get(ctx, v1alpha1.WebhookConfigurationName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return removed, fmt.Errorf("reading %s %s: %w", gvr.Resource, v1alpha1.WebhookConfigurationName, err)
+		}
+		if u.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.WebhookConfigurationManager {
+			continue
+		}
+		err = res.Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(u.GetUID())}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return removed, fmt.Errorf("deleting %s %s: %w", gvr.Resource, v1alpha1.WebhookConfigurationName, err)
+		}
+		if err == nil {
+			removed = append(removed, fmt.Sprintf("%s %s", gvr.Resource, v1alpha1.WebhookConfigurationName))
+			tflog.Warn(ctx, "removed a webhook configuration the controller left behind", map[string]interface{}{"resource": gvr.Resource})
+		}
+	}
+	return removed, nil
 }
 
 // ImportState takes <workspace path>/<binding name>.

@@ -15,7 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -65,6 +69,14 @@ func TestAccProviderBindingResource(t *testing.T) {
 		CheckDestroy: func(*terraform.State) error {
 			if _, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("APIBinding left behind after destroy (err=%v)", err)
+			}
+			for _, gvr := range webhookConfigurationGVRs {
+				if _, err := d.Resource(gvr).Get(ctx, v1alpha1.WebhookConfigurationName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("the controller's %s left behind after destroy (err=%v)", gvr.Resource, err)
+				}
+			}
+			if _, err := d.Resource(webhookConfigurationGVRs[0]).Get(ctx, "someone-elses", metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("destroy touched a webhook configuration that is not the controller's: %v", err)
 			}
 			return nil
 		},
@@ -127,6 +139,26 @@ func TestAccProviderBindingResource(t *testing.T) {
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{attr("phase", knownvalue.StringExact("Bound"))},
+			},
+			{
+				// The controller's configurations are still there when the
+				// binding goes (it was not running when the rules were
+				// deleted): destroy removes them, and only them.
+				PreConfig: func() {
+					s := controller.WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: "https://depctrl.invalid/validate",
+						MutateURL: "https://depctrl.invalid/mutate", TimeoutSeconds: 10}
+					gvrs := []schema.GroupVersionResource{{Group: "network.example.io", Version: "v1", Resource: "vpcs"}}
+					theirs := controller.DesiredWebhookConfiguration(s, gvrs)
+					theirs.Name, theirs.Labels = "someone-elses", nil
+					for i, obj := range []runtime.Object{controller.DesiredWebhookConfiguration(s, gvrs), controller.DesiredIndexConfiguration(s, gvrs), theirs} {
+						u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+						must(t, err)
+						_, err = d.Resource(webhookConfigurationGVRs[i%2]).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{})
+						must(t, err)
+					}
+				},
+				Config:           config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})

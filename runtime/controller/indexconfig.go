@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 // indexWebhookName is the name of the single webhook inside each reference
@@ -22,7 +24,7 @@ func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersi
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   s.ConfigurationName,
-			Labels: map[string]string{managedByLabel: "depctrl-controller"},
+			Labels: map[string]string{managedByLabel: v1alpha1.WebhookConfigurationManager},
 		},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:         indexWebhookName,

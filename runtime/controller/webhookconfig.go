@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 // WebhookSettings are what every installed webhook configuration points at.
@@ -31,7 +33,7 @@ type WebhookSettings struct {
 // kcp reports it in denials ("admission webhook ... denied the request").
 const webhookName = "deletion-protection.dependencies.opendefense.cloud"
 
-const managedByLabel = "app.kubernetes.io/managed-by"
+const managedByLabel = v1alpha1.ManagedByLabel
 
 // DesiredWebhookConfiguration renders the configuration for one protected
 // workspace: one rules entry per protected resource, sorted, so the same
@@ -43,7 +45,7 @@ func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionRe
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   s.ConfigurationName,
-			Labels: map[string]string{managedByLabel: "depctrl-controller"},
+			Labels: map[string]string{managedByLabel: v1alpha1.WebhookConfigurationManager},
 		},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    webhookName,

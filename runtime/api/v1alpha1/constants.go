@@ -11,6 +11,12 @@ const (
 	// MutatingWebhookConfiguration (the reference index) it manages in
 	// every workspace that holds rules.
 	WebhookConfigurationName = "dependency-controller"
+	// WebhookConfigurationManager is the ManagedByLabel of those
+	// configurations: what tells them from a user's object of the same
+	// name.
+	WebhookConfigurationManager = "depctrl-controller"
+	// ManagedByLabel is the well-known label naming an object's manager.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
 	// DefaultAPIExportName is the default name of the dep-ctrl APIExport.
 	DefaultAPIExportName = Group
 	// ClusterAnnotation carries an object's logical cluster name in kcp.
