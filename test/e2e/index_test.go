@@ -277,22 +277,7 @@ func TestReindex(t *testing.T) {
 		}
 	}
 
-	// Patch on VMs in the granted consumer only, as depctrl_shard's
-	// reindex grants it on a whole shard. Wait until kcp authorizes it:
-	// a refusal would make the webhook leave the workspace alone for
-	// minutes.
-	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)},
-		[]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, true)
-	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "reindex-test", "reindex-test", "reindex-test"
-	apply(ctx, t, top.admin(t, granted.Path), toYAML(t, g))
-	id, err := e.Identity(env.WebhookUser)
-	must(t, err)
-	asWebhook, err := dynamic.NewForConfig(e.IdentityConfig(id, granted.Path))
-	must(t, err)
-	eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+granted.Path, func() error {
-		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, "vm-00", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
-		return err
-	})
+	grantReindex(ctx, t, top, granted, "vm-00")
 
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
@@ -362,5 +347,25 @@ func TestReindex(t *testing.T) {
 		if got := counter(unindexedMetric) - unindexed; got < 2*n {
 			t.Fatalf("%v unindexed dependents read in two deletions, want at least %d: they must still be read in full", got, 2*n)
 		}
+	})
+}
+
+// grantReindex lets the webhook patch VMs in ws only, as depctrl_shard's
+// reindex lets it on a whole shard, and waits until kcp authorizes a patch
+// of the VM called probe: a refusal would make the webhook leave the
+// workspace alone for minutes.
+func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Workspace, probe string) {
+	t.Helper()
+	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)},
+		[]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, true)
+	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "depctrl-reindex", "depctrl-reindex", "depctrl-reindex"
+	apply(ctx, t, top.admin(t, ws.Path), toYAML(t, g))
+	id, err := top.Env.Identity(env.WebhookUser)
+	must(t, err)
+	asWebhook, err := dynamic.NewForConfig(top.Env.IdentityConfig(id, ws.Path))
+	must(t, err)
+	eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+ws.Path, func() error {
+		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, probe, types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+		return err
 	})
 }
