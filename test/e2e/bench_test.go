@@ -167,7 +167,7 @@ func TestBenchmark(t *testing.T) {
 	// them in full and hands them to the webhook's re-indexer.
 	selfReindex := func(n int) {
 		stamp = waitStamp(ctx, t, vmAPI, "zz-blocker", stamp)
-		grantReindex(ctx, t, top, consumer, "zz-blocker")
+		grantReindex(ctx, t, top, consumer)
 		top.object(ctx, t, consumer, vpcs, "reindex-trigger", map[string]interface{}{}, nil)
 		start := time.Now()
 		must(t, vpcAPI.Delete(ctx, "reindex-trigger", metav1.DeleteOptions{}))

@@ -281,6 +281,16 @@ func metricValue(ctx context.Context, t *testing.T, url, name string) string {
 	return ""
 }
 
+// counterValue is metricValue for a counter, "0" before a labelled one has
+// counted (it is not exported until then).
+func counterValue(ctx context.Context, t *testing.T, url, name string) string {
+	t.Helper()
+	if v := metricValue(ctx, t, url, name); v != "" {
+		return v
+	}
+	return "0"
+}
+
 func writeAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {

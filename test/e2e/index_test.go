@@ -9,6 +9,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -251,11 +252,7 @@ func TestReindex(t *testing.T) {
 	granted, refused := top.Consumers[len(top.Consumers)-1], top.Consumers[0]
 	counter := func(name string) float64 {
 		t.Helper()
-		v := metricValue(ctx, t, rt.WebhookMetricsURL, name)
-		if v == "" {
-			return 0 // a labelled counter shows once it has counted
-		}
-		f, err := strconv.ParseFloat(v, 64)
+		f, err := strconv.ParseFloat(counterValue(ctx, t, rt.WebhookMetricsURL, name), 64)
 		must(t, err)
 		return f
 	}
@@ -277,7 +274,7 @@ func TestReindex(t *testing.T) {
 		}
 	}
 
-	grantReindex(ctx, t, top, granted, "vm-00")
+	grantReindex(ctx, t, top, granted)
 
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
@@ -351,10 +348,10 @@ func TestReindex(t *testing.T) {
 }
 
 // grantReindex lets the webhook patch VMs in ws only, as depctrl_shard's
-// reindex lets it on a whole shard, and waits until kcp authorizes a patch
-// of the VM called probe: a refusal would make the webhook leave the
-// workspace alone for minutes.
-func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Workspace, probe string) {
+// reindex lets it on a whole shard, and waits until kcp authorizes such a
+// patch: a refusal would make the webhook leave the workspace alone for
+// minutes.
+func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Workspace) {
 	t.Helper()
 	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)},
 		[]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, true)
@@ -365,7 +362,14 @@ func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Works
 	asWebhook, err := dynamic.NewForConfig(top.Env.IdentityConfig(id, ws.Path))
 	must(t, err)
 	eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+ws.Path, func() error {
-		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, probe, types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+		// Authorization comes before the lookup: NotFound means allowed.
+		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, "depctrl-no-such-vm", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			return fmt.Errorf("a VM that should not exist was patched")
+		}
 		return err
 	})
 }

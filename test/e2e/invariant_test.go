@@ -126,8 +126,14 @@ func TestInvariantUnderLoad(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	// The webhook may re-index: every rule change leaves the VMs
+	// unindexed, and it then rewrites them while the workers create and
+	// delete them, which the invariant must survive too.
+	for _, c := range top.Consumers {
+		grantReindex(ctx, t, top, c)
+	}
 
 	rule := ruleState{present: true}
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[0]))
@@ -197,6 +203,10 @@ func TestInvariantUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d operations in %s: %d deletes of protected objects (%d refused, %d with skip-protection); violations %d, stuck %d, unactionable refusals %d",
 		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.denials, tl.skips, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
+		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
+		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
+		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="gone"}`))
 	for _, v := range tl.violations {
 		t.Errorf("VIOLATION: %s", v)
 	}
