@@ -214,7 +214,11 @@ func planRenewal(prior *tlsMaterial, hosts []string, validity, renewBefore time.
 
 // issue carries out a renewal. A new CA is bundled with the previous one
 // (while that is still valid), so kcp keeps trusting webhook pods that
-// still serve the old certificate during the rollout.
+// still serve the old certificate during the rollout. And the new serving
+// certificate comes with the new CA cross-signed by the previous one (when
+// its key is known), so kcp trusts the new pods too before the controller
+// has written the new bundle into every webhook configuration: a CA
+// replacement then refuses no request at all.
 func (r renewal) issue(prior *tlsMaterial, commonName string, hosts []string, validity time.Duration, now time.Time) (*tlsMaterial, error) {
 	if !r.any() {
 		return prior, nil
@@ -223,6 +227,7 @@ func (r renewal) issue(prior *tlsMaterial, commonName string, hosts []string, va
 	if prior != nil {
 		*out = *prior
 	}
+	var cross []byte
 	if r.ca {
 		caCert, caKey, err := certs.NewCA(commonName+"-ca", caValidityFactor*validity)
 		if err != nil {
@@ -232,6 +237,11 @@ func (r renewal) issue(prior *tlsMaterial, commonName string, hosts []string, va
 		if prior != nil && prior.CACert != "" {
 			if na, err := certs.NotAfter([]byte(prior.CACert)); err == nil && na.After(now) {
 				out.CABundle += strings.TrimSpace(prior.CACert) + "\n"
+				if prior.CAKey != "" {
+					if cross, err = certs.CrossSign(caCert, []byte(prior.CACert), []byte(prior.CAKey)); err != nil {
+						return nil, err
+					}
+				}
 			}
 		}
 		out.CACert, out.CAKey = string(caCert), string(caKey)
@@ -240,7 +250,8 @@ func (r renewal) issue(prior *tlsMaterial, commonName string, hosts []string, va
 	if err != nil {
 		return nil, err
 	}
-	out.Cert, out.Key = string(b.ServerCert), string(b.ServerKey)
+	// The leaf first: what reads the certificate (expiry, hosts) reads it.
+	out.Cert, out.Key = string(b.ServerCert)+string(cross), string(b.ServerKey)
 	return out, nil
 }
 

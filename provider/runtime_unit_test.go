@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"reflect"
 	"slices"
@@ -82,6 +84,57 @@ func TestRenewalKeepsTrust(t *testing.T) {
 	if !slices.Equal(got, hosts) {
 		t.Errorf("hosts %v", got)
 	}
+	// kcp may call a new pod before the controller has written the new
+	// bundle: the new certificate must verify with the previous CA alone.
+	for name, roots := range map[string]string{"the previous CA": second.CACert, "the new CA": third.CACert, "the new bundle": third.CABundle} {
+		if err := verifyChain(third.Cert, roots, hosts[0]); err != nil {
+			t.Errorf("the certificate after a CA renewal does not verify with %s: %v", name, err)
+		}
+	}
+	// Without the previous CA's key (imported) there is no cross-signature:
+	// only the new bundle verifies it.
+	imported := *second
+	imported.CAKey = ""
+	fourth, err := renewal{serving: true, ca: true}.issue(&imported, "w", hosts, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if verifyChain(fourth.Cert, second.CACert, hosts[0]) == nil {
+		t.Error("a certificate from a new CA verified with the previous CA without a cross-signature")
+	}
+	if err := verifyChain(fourth.Cert, fourth.CABundle, hosts[0]); err != nil {
+		t.Errorf("the certificate after an imported CA renewal does not verify with its bundle: %v", err)
+	}
+}
+
+// verifyChain verifies a PEM chain (leaf first) for host against rootsPEM,
+// as a TLS client given the chain would.
+func verifyChain(chainPEM, rootsPEM, host string) error {
+	var chain []*x509.Certificate
+	rest := []byte(chainPEM)
+	for {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return err
+		}
+		chain = append(chain, c)
+	}
+	if len(chain) == 0 {
+		return fmt.Errorf("no certificate")
+	}
+	roots, intermediates := x509.NewCertPool(), x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(rootsPEM)) {
+		return fmt.Errorf("no roots")
+	}
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err := chain[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots, Intermediates: intermediates})
+	return err
 }
 
 func TestContains(t *testing.T) {

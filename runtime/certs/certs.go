@@ -126,6 +126,48 @@ func IssueServing(caCertPEM, caKeyPEM []byte, commonName string, hosts []string,
 	}, nil
 }
 
+// CrossSign re-issues the CA newCAPEM (same subject, same key) signed by the
+// CA oldCAPEM with oldKeyPEM. A serving certificate from the new CA sent
+// together with this intermediate verifies for a client that trusts only
+// the old CA, as well as for one that trusts the new: so a webhook can
+// switch to a certificate from a new CA before every client has been given
+// the new CA. It expires with whichever of the two CAs expires first.
+func CrossSign(newCAPEM, oldCAPEM, oldKeyPEM []byte) ([]byte, error) {
+	newCA, err := parseCert(newCAPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the new CA: %w", err)
+	}
+	oldCA, err := parseCert(oldCAPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the previous CA: %w", err)
+	}
+	oldKey, err := parseKey(oldKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the previous CA's key: %w", err)
+	}
+	notAfter := newCA.NotAfter
+	if oldCA.NotAfter.Before(notAfter) {
+		notAfter = oldCA.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      newCA.Subject,
+		// Chains are built by subject and key identifier: both must be the
+		// new CA's, so that what the new CA signed names this as its issuer.
+		SubjectKeyId:          newCA.SubjectKeyId,
+		NotBefore:             newCA.NotBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              newCA.KeyUsage,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, oldCA, newCA.PublicKey, oldKey)
+	if err != nil {
+		return nil, fmt.Errorf("cross-signing the new CA: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
 // Hosts returns the DNS names and IP addresses the first certificate in
 // certPEM is valid for.
 func Hosts(certPEM []byte) ([]string, error) {

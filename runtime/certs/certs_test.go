@@ -3,6 +3,7 @@ package certs
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"testing"
 	"time"
 )
@@ -40,5 +41,103 @@ func TestIssueVerifies(t *testing.T) {
 func TestIssueNeedsHosts(t *testing.T) {
 	if _, err := Issue("x", nil, time.Hour); err == nil {
 		t.Fatal("want an error without hosts")
+	}
+}
+
+// handshake serves chainPEM (leaf first) on one end of a pipe and reports
+// whether a client trusting rootsPEM completes a TLS handshake for host, as
+// kcp's call to the webhook would.
+func handshake(t *testing.T, chainPEM, keyPEM, rootsPEM []byte, host string) error {
+	t.Helper()
+	pair, err := tls.X509KeyPair(chainPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("serving pair: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(rootsPEM) {
+		t.Fatal("roots do not parse")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		server := tls.Server(conn, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
+		_ = server.Handshake()
+		_ = server.Close()
+	}()
+	conn, err := net.DialTimeout("tcp", l.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	return tls.Client(conn, &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS13}).Handshake()
+}
+
+func TestCrossSign(t *testing.T) {
+	host := "depctrl-webhook.depctrl.svc"
+	oldCA, oldKey, err := NewCA("old-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCA, newKey, err := NewCA("new-ca", 10*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := NewCA("other-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serving, err := IssueServing(newCA, newKey, "w", []string{host}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross, err := CrossSign(newCA, oldCA, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append(append([]byte{}, serving.ServerCert...), cross...)
+
+	tests := []struct {
+		name    string
+		chain   []byte
+		roots   []byte
+		wantErr bool
+	}{
+		{name: "a client that trusts only the old CA", chain: chain, roots: oldCA},
+		{name: "a client that trusts only the new CA", chain: chain, roots: newCA},
+		{name: "a client given both", chain: chain, roots: append(append([]byte{}, newCA...), oldCA...)},
+		{name: "a client that trusts neither", chain: chain, roots: other, wantErr: true},
+		// Without the intermediate the old CA is not enough: what the
+		// cross-signature is for.
+		{name: "no intermediate, old CA only", chain: serving.ServerCert, roots: oldCA, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := handshake(t, tt.chain, serving.ServerKey, tt.roots, host)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("handshake error = %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+
+	// The intermediate dies with the earlier of the two CAs, and the chain
+	// still reads as the leaf's.
+	c, err := parseCert(cross)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := parseCert(oldCA)
+	if !c.NotAfter.Equal(o.NotAfter) || !c.IsCA {
+		t.Errorf("cross-signed CA: NotAfter %v (old CA %v), IsCA %v", c.NotAfter, o.NotAfter, c.IsCA)
+	}
+	if got, _ := NotAfter(chain); !got.Equal(serving.NotAfter) {
+		t.Errorf("NotAfter of the chain = %v, want the leaf's %v", got, serving.NotAfter)
 	}
 }

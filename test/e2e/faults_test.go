@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,9 +207,11 @@ func TestFaults(t *testing.T) {
 		enforced(t, "enforcement after the configuration was recreated", convergenceBound)
 	})
 
+	var rotated *certs.Bundle
 	t.Run("CA and serving certificate rotated", func(t *testing.T) {
 		bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
 		must(t, err)
+		rotated = bundle
 		start := time.Now()
 		// The controller reads the CA file, the webhook its certificate
 		// directory; both reload without a restart.
@@ -226,6 +232,77 @@ func TestFaults(t *testing.T) {
 		})
 		enforced(t, "enforcement after the CA and certificate rotated", convergenceBound)
 		t.Logf("rotation converged after %s", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("certificate from a new CA served before kcp has that CA", func(t *testing.T) {
+		if rotated == nil {
+			t.Skip("needs the CA of the previous step")
+		}
+		// What depctrl_runtime does when it replaces the CA: the new
+		// serving certificate comes with the new CA cross-signed by the old
+		// one, so the webhook may switch before the controller has written
+		// the new CA into the configurations. Here it never does: the CA
+		// file is left as it was.
+		newCA, newKey, err := certs.NewCA("depctrl-webhook-ca-2", 24*time.Hour)
+		must(t, err)
+		serving, err := certs.IssueServing(newCA, newKey, "depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
+		must(t, err)
+		cross, err := certs.CrossSign(newCA, rotated.CACert, rotated.CAKey)
+		must(t, err)
+		leaf, _ := pem.Decode(serving.ServerCert)
+		// A new process, as a rollout starts new pods: kcp's connections
+		// to the old one, verified before, are gone, and every call
+		// handshakes with the new certificate.
+		rt.StopWebhook(t)
+		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), append(append([]byte{}, serving.ServerCert...), cross...)))
+		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), serving.ServerKey))
+		rt.StartWebhook(ctx, t)
+		eventually(ctx, t, convergenceBound, "the webhook to serve the new certificate", func() error {
+			u, err := url.Parse(rt.WebhookURL)
+			if err != nil {
+				return err
+			}
+			conn, err := tls.Dial("tcp", u.Host, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) //nolint:gosec // only reads which certificate is served
+			if err != nil {
+				return err
+			}
+			defer func() { _ = conn.Close() }()
+			if !bytes.Equal(conn.ConnectionState().PeerCertificates[0].Raw, leaf.Bytes) {
+				return fmt.Errorf("still the old certificate")
+			}
+			return nil
+		})
+		// kcp's first call may still meet a connection to the stopped
+		// process; a certificate kcp does not trust fails at once.
+		eventually(ctx, t, convergenceBound, "kcp to reach the restarted webhook", func() error {
+			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			switch {
+			case err == nil:
+				t.Fatal("vpc-1 was deleted while vm-1 references it")
+			case strings.Contains(err.Error(), "x509") || strings.Contains(err.Error(), "certificate"):
+				t.Fatalf("kcp does not trust the cross-signed certificate: %v", err)
+			case !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1"):
+				return fmt.Errorf("not yet decided by the webhook: %v", err)
+			}
+			return nil
+		})
+		name := fmt.Sprintf("free-%d", time.Now().UnixNano())
+		top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, consumer, vpcs, name); err != nil {
+			t.Fatalf("deleting an unreferenced VPC with the cross-signed certificate: %v", err)
+		}
+		// Creating a dependent passes through the reference index.
+		vm := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": name}, "spec": ref(name),
+		}}
+		if _, err := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating a VM with the cross-signed certificate: %v", err)
+		}
+		// Then the controller gets the new CA too, as the next apply's
+		// bundle would have it; the rest of the test runs on it.
+		must(t, writeAtomic(rt.CAFile, append(append([]byte{}, newCA...), rotated.CACert...)))
+		enforced(t, "enforcement after the new CA reached the configurations", convergenceBound)
 	})
 
 	t.Run("rule deleted while the controller is down", func(t *testing.T) {
