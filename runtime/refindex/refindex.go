@@ -35,7 +35,7 @@ const (
 
 	// scheme versions the label layout: a change to how labels are
 	// computed must not let old labels pass for new ones.
-	scheme = "refindex/v1"
+	scheme = "refindex/v2"
 )
 
 // Reference is one way a dependent type names objects of a protected type:
@@ -47,7 +47,11 @@ type Reference struct {
 
 // RuleVersion identifies one rule at one generation.
 type RuleVersion struct {
-	Key        string
+	Key string
+	// UID tells apart rules of the same key: a rule deleted and created
+	// again under its name starts over at generation 1, with other paths
+	// perhaps, and must not pass for the one before it.
+	UID        string
 	Generation int64
 	// Version is the dependent's API version the rule's paths address.
 	Version string
@@ -70,8 +74,9 @@ type Schema struct {
 func (s Schema) Indexed() bool { return s.Stamp != "" }
 
 // NewSchema folds the rules over one dependent type. The stamp changes
-// whenever any rule over the type is added, removed or edited (its
-// generation changes), so labels computed under other rules never pass for
+// whenever any rule over the type is added, removed, edited (its
+// generation changes) or deleted and created again under its name (its UID
+// changes, its generation starts over), so labels computed under other rules never pass for
 // current ones. The keys are logical cluster and name, which kcp makes
 // unique per installation, so a dependent copied with its labels from
 // elsewhere does not carry a valid stamp either.
@@ -106,7 +111,7 @@ func NewSchema(rules []RuleVersion, refs []Reference) Schema {
 		if r.Version != rules[0].Version || r.Epoch == "" {
 			return s
 		}
-		h.Write([]byte("\n" + r.Key + "@" + strconv.FormatInt(r.Generation, 10) + "#" + r.Epoch))
+		h.Write([]byte("\n" + r.Key + "/" + r.UID + "@" + strconv.FormatInt(r.Generation, 10) + "#" + r.Epoch))
 	}
 	s.Stamp = hex.EncodeToString(h.Sum(nil))[:20]
 	return s

@@ -41,6 +41,7 @@ func TestNewSchema(t *testing.T) {
 	}{
 		{name: "order does not matter", rules: []RuleVersion{{Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}, {Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: refs, sameStamp: true, indexed: true},
 		{name: "an edited rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 2, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
+		{name: "a rule deleted and created again under its name changes the stamp", rules: []RuleVersion{{Key: "c/a", UID: "second", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
 		{name: "a removed rule changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
 		{name: "the same rule in another workspace changes the stamp", rules: []RuleVersion{{Key: "d/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
 		{name: "no rules: not indexed", refs: refs},

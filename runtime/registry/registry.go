@@ -27,7 +27,10 @@ type Protection struct {
 
 // Rule is what the registry keeps of one DependencyRule.
 type Rule struct {
-	Key        string
+	Key string
+	// UID is the rule object's: a rule recreated under the same key is
+	// another rule.
+	UID        string
 	Generation int64
 	// Dependent is the type whose objects hold the references.
 	Dependent schema.GroupVersionResource
@@ -62,7 +65,7 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		return nil, fmt.Errorf("rule %s is invalid: %w", key, errs.ToAggregate())
 	}
 	dependent := rule.DependentGVR()
-	r := &Rule{Key: key, Generation: rule.Generation, Dependent: dependent, IndexEpoch: rule.Status.IndexEpoch, ByTarget: map[schema.GroupVersionResource]Protection{}}
+	r := &Rule{Key: key, UID: string(rule.UID), Generation: rule.Generation, Dependent: dependent, IndexEpoch: rule.Status.IndexEpoch, ByTarget: map[schema.GroupVersionResource]Protection{}}
 	for _, d := range rule.Spec.Dependencies {
 		p, err := fieldpath.Parse(d.FieldRef.Path)
 		if err != nil {
@@ -151,7 +154,7 @@ func (r *Registry) reindexDependent(dependent schema.GroupResource) {
 		if rule.Dependent.GroupResource() != dependent {
 			continue
 		}
-		versions = append(versions, refindex.RuleVersion{Key: rule.Key, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: rule.IndexEpoch})
+		versions = append(versions, refindex.RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: rule.IndexEpoch})
 		for gvr, p := range rule.ByTarget {
 			byTarget[gvr.GroupResource()] = append(byTarget[gvr.GroupResource()], p.Paths...)
 		}
