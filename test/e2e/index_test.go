@@ -165,6 +165,39 @@ func TestReferenceIndex(t *testing.T) {
 			t.Fatalf("vm-a's stamp after a write under the edited rule is %q (was %q)", got, stamp)
 		}
 	})
+
+	t.Run("a rule deleted and created again under its name does not trust the labels of the one before", func(t *testing.T) {
+		// Another rule over VMs keeps the index configuration, and so the
+		// epoch, while the rule is gone; the new rule starts over at
+		// generation 1 as the old one did, with another path.
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-keeper", virtualMachines, firewallRules, top.Network.Path, ".spec.firewallRef.name"))
+		top.waitReady(ctx, t, top.Compute, "vm-keeper")
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", virtualMachines, vpcs, top.Network.Path, ".spec.backupVPC"))
+		top.waitReady(ctx, t, top.Compute, "vm-again")
+		top.waitCondition(ctx, t, top.Compute, "vm-again", v1alpha1.ConditionIndexed, "True", "Indexed")
+		first := waitStamp(ctx, t, vms, "vm-probe", indexLabels("vm-probe")[refindex.StampLabel])
+		top.object(ctx, t, consumer, vpcs, "vpc-again", map[string]interface{}{}, nil)
+		// Labelled under the first rule, which does not read .spec.networks.
+		top.object(ctx, t, consumer, virtualMachines, "vm-again", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-again"}}}, nil)
+
+		top.deleteRule(ctx, t, top.Compute, "vm-again")
+		eventually(ctx, t, time.Minute, "the rule to be gone", func() error {
+			_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Get(ctx, "vm-again", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+		without := waitStamp(ctx, t, vms, "vm-probe", first)
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+		top.waitReady(ctx, t, top.Compute, "vm-again")
+		top.waitCondition(ctx, t, top.Compute, "vm-again", v1alpha1.ConditionIndexed, "True", "Indexed")
+		second := waitStamp(ctx, t, vms, "vm-probe", without)
+		if second == first {
+			t.Fatalf("the rule created again stamps %q, as the deleted one did", second)
+		}
+		top.expectDenied(ctx, t, consumer, vpcs, "vpc-again", "still referenced by VirtualMachine/vm-again")
+	})
 }
 
 // addDependencyPath adds a second path to the rule's first protected type,
