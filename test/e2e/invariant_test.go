@@ -115,7 +115,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		must(t, err)
 		seed = s
 	}
-	phases := 6
+	phases := 40
 	if v := os.Getenv(phasesVariable); v != "" {
 		n, err := strconv.Atoi(v)
 		must(t, err)
