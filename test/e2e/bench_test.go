@@ -206,6 +206,9 @@ func TestBenchmark(t *testing.T) {
 		must(t, err)
 	}
 	var rows []admissionRow
+	// memByN is the webhook's peak memory after the scenarios up to each N.
+	var memByN []string
+	_, hookPid := rt.Pids()
 	have := 0
 	for _, n := range benchSizes {
 		sum0, count0 := indexSeconds()
@@ -285,6 +288,7 @@ func TestBenchmark(t *testing.T) {
 				reindex(n)
 			}
 		}
+		memByN = append(memByN, peakRSS(hookPid))
 	}
 
 	paging := pagingCost(ctx, t, e, top, consumer, have+1)
@@ -299,14 +303,20 @@ func TestBenchmark(t *testing.T) {
 		}
 	}
 	conv := convergence(ctx, t, top, far)
-	_, hookPid := rt.Pids()
 	mem := map[string]string{"webhook": peakRSS(hookPid)}
 	readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
+	_, hookPid = rt.Pids()
+	mem["webhook-restarted"] = peakRSS(hookPid)
+	many := deletesWithManyRules(ctx, t, top, rt, consumer, d, stamp)
+	convMany := convergence(ctx, t, top, far)
 	ctrlPid, hookPid := rt.Pids()
-	mem["controller"], mem["webhook-restarted"] = peakRSS(ctrlPid), peakRSS(hookPid)
+	mem["controller"], mem["webhook-many"] = peakRSS(ctrlPid), peakRSS(hookPid)
 
 	tfScale := terraformAtScale(ctx, t, e)
-	page := benchmarkPage(rows, fresh, paging, idx, conv, readyWith1000, rulesRegistered, mem, tfScale)
+	page := benchmarkPage(benchResults{
+		rows: rows, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
+		ready: readyWith1000, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
+	})
 	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
 	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
 	must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
@@ -360,6 +370,11 @@ func createVMs(ctx context.Context, t *testing.T, api dynamic.ResourceInterface,
 
 type convergenceResult struct {
 	create, edit, remove latencies
+}
+
+// worstP99 is the highest p99 of the three changes.
+func (c convergenceResult) worstP99() time.Duration {
+	return max(c.create.pct(.99), c.edit.pct(.99), c.remove.pct(.99))
 }
 
 // convergence measures, with dry-run deletes (which pass through admission
