@@ -43,6 +43,7 @@ func main() {
 		}
 		return nil
 	})
+	o.RateLimit.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)

@@ -55,6 +55,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	ResolverTTL             time.Duration
 	ResyncPeriod            time.Duration
+	// RateLimit limits the requests to kcp; the zero value is
+	// kcpconfig.DefaultRateLimit.
+	RateLimit kcpconfig.RateLimit
 }
 
 // Validate checks the options before anything connects.
@@ -75,7 +78,7 @@ func (o *Options) Validate() error {
 	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
 		return fmt.Errorf("--webhook-timeout-seconds must be between 1 and 30, got %d", o.WebhookTimeoutSeconds)
 	}
-	return nil
+	return o.RateLimit.Validate()
 }
 
 // Run runs the controller until ctx ends.
@@ -87,6 +90,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	ws.Apply(o.RateLimit)
 	bundle := &caBundle{path: o.CABundleFile}
 	if _, err := bundle.read(); err != nil {
 		return err

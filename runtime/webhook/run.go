@@ -48,6 +48,10 @@ type Options struct {
 	// ReindexWorkers is how many dependents found unindexed are written
 	// again at once to index them; 0 turns re-indexing off.
 	ReindexWorkers int
+	// RateLimit limits the requests to kcp other than the reads and
+	// writes of dependents, which are never throttled on this side; the
+	// zero value is kcpconfig.DefaultRateLimit.
+	RateLimit kcpconfig.RateLimit
 }
 
 // Run serves admission requests until ctx ends.
@@ -55,10 +59,14 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.CertDir == "" {
 		return fmt.Errorf("--tls-cert-dir is required: a directory with tls.crt and tls.key")
 	}
+	if err := o.RateLimit.Validate(); err != nil {
+		return err
+	}
 	ws, err := kcpconfig.Load(o.Kubeconfig, o.Context)
 	if err != nil {
 		return err
 	}
+	ws.Apply(o.RateLimit)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apisv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {

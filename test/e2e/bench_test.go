@@ -305,7 +305,7 @@ func TestBenchmark(t *testing.T) {
 	}
 	conv := convergence(ctx, t, top, far)
 	mem := map[string]string{"webhook": peakRSS(hookPid)}
-	readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
+	allReady, readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
 	_, hookPid = rt.Pids()
 	mem["webhook-restarted"] = peakRSS(hookPid)
 	many := deletesWithManyRules(ctx, t, top, rt, consumer, d, stamp)
@@ -316,7 +316,7 @@ func TestBenchmark(t *testing.T) {
 	tfScale := terraformAtScale(ctx, t, e)
 	page := benchmarkPage(benchResults{
 		rows: rows, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
-		ready: readyWith1000, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
+		ready: readyWith1000, allReady: allReady, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
 	})
 	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
 	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
@@ -438,16 +438,36 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 	return res
 }
 
-// readyWithManyRules creates n rules and measures how long a restarted
-// webhook takes to report ready (its registry complete).
-func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *runtimetest.Runtime, n int) (time.Duration, string) {
+// readyWithManyRules creates n rules, measures how long the controller
+// takes to report every one of them Ready and Indexed, and how long a
+// restarted webhook then takes to report ready (its registry complete).
+func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *runtimetest.Runtime, n int) (allReady, webhookReady time.Duration, registered string) {
 	t.Helper()
 	rules := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR)
+	created := time.Now()
 	must(t, inParallel(0, n, func(i int) error {
 		r := ruleObject(fmt.Sprintf("many-%04d", i), virtualMachines, vpcs, top.Network.Path, fmt.Sprintf(".spec.field%d", i))
 		_, err := rules.Create(ctx, r, metav1.CreateOptions{})
 		return err
 	}))
+	eventually(ctx, t, 10*time.Minute, fmt.Sprintf("all %d rules to be Ready and Indexed", n), func() error {
+		l, err := rules.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		waiting := 0
+		for _, r := range l.Items {
+			if strings.HasPrefix(r.GetName(), "many-") && (!hasCondition(r.Object, v1alpha1.ConditionReady) || !hasCondition(r.Object, v1alpha1.ConditionIndexed)) {
+				waiting++
+			}
+		}
+		if waiting > 0 {
+			return fmt.Errorf("%d rules are not Ready and Indexed yet", waiting)
+		}
+		return nil
+	})
+	allReady = time.Since(created)
+	t.Logf("%d rules created at once were all Ready and Indexed after %s", n, allReady.Round(time.Millisecond))
 	rt.StopWebhook(t)
 	start := time.Now()
 	rt.StartWebhookNoWait(t)
@@ -457,10 +477,22 @@ func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *ru
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	took := time.Since(start)
-	registered := metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered")
-	t.Logf("webhook ready with %s rules registered after %s", registered, took)
-	return took, registered
+	webhookReady = time.Since(start)
+	registered = metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered")
+	t.Logf("webhook ready with %s rules registered after %s", registered, webhookReady)
+	return allReady, webhookReady, registered
+}
+
+// hasCondition reports whether a rule's condition of type cond is True.
+func hasCondition(obj map[string]interface{}, cond string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if m["type"] == cond {
+			return m["status"] == "True"
+		}
+	}
+	return false
 }
 
 // peakRSS is a process's peak resident memory (VmHWM), as Linux reports it.
