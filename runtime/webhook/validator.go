@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -188,23 +187,34 @@ func (v *Validator) maySkip(groups []string) bool {
 // references the object, and one read of the dependents answers for every
 // rule, however many protect the same type.
 func byDependent(protections []registry.Protection) []registry.Protection {
+	// Linear in the rules: a type can have a thousand rules over it, and
+	// this runs on every protected DELETE.
 	var merged []registry.Protection
+	type seen struct {
+		rules []string
+		paths map[string]bool
+	}
+	var state []seen
 	at := map[schema.GroupVersionResource]int{}
 	for _, p := range protections {
 		i, ok := at[p.Dependent]
 		if !ok {
-			at[p.Dependent] = len(merged)
-			p.Paths = slices.Clone(p.Paths)
-			merged = append(merged, p)
-			continue
+			i = len(merged)
+			at[p.Dependent] = i
+			merged = append(merged, registry.Protection{Dependent: p.Dependent, DependentKind: p.DependentKind})
+			state = append(state, seen{paths: map[string]bool{}})
 		}
-		m := &merged[i]
-		m.Rule += ", " + p.Rule
+		m, st := &merged[i], &state[i]
+		st.rules = append(st.rules, p.Rule)
 		for _, path := range p.Paths {
-			if !slices.ContainsFunc(m.Paths, func(q fieldpath.Path) bool { return q.String() == path.String() }) {
+			if !st.paths[path.String()] {
+				st.paths[path.String()] = true
 				m.Paths = append(m.Paths, path)
 			}
 		}
+	}
+	for i := range merged {
+		merged[i].Rule = strings.Join(state[i].rules, ", ")
 	}
 	return merged
 }
