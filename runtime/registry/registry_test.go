@@ -206,3 +206,25 @@ func TestIndexSchema(t *testing.T) {
 		t.Fatal("no rules left, still indexed")
 	}
 }
+
+// BenchmarkRegisterMany registers 1 000 rules over one dependent type, each
+// with its own path, then asks for the protections and the index schema
+// once, as the webhook does when it starts with that many rules.
+func BenchmarkRegisterMany(b *testing.B) {
+	rules := make([]*v1alpha1.DependencyRule, 1000)
+	for i := range rules {
+		rules[i] = indexed(rule(fmt.Sprintf("r%04d", i), "VirtualMachine", "virtualmachines", dep(vpcs, fmt.Sprintf(".spec.field%d", i))), "epoch")
+	}
+	vms := schema.GroupResource{Group: "compute.test.io", Resource: "virtualmachines"}
+	for b.Loop() {
+		r := New()
+		for i, rule := range rules {
+			if _, err := r.Register(fmt.Sprintf("c/r%04d", i), rule); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if len(r.Protections(vpcs)) != len(rules) || !r.IndexSchema(vms).Indexed() {
+			b.Fatal("not every rule registered")
+		}
+	}
+}
