@@ -193,3 +193,19 @@ func TestComputePlanIndexDoesNotGateProtection(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkComputePlan is one sync's planning with 1 000 rules over one
+// dependent type, all protecting one type in one workspace.
+func BenchmarkComputePlan(b *testing.B) {
+	resolve := fakeResolve(map[string]string{"root:network": "net"})
+	bindings := map[string]Binding{"net": {URL: "https://vw", ClaimAccepted: true, IndexClaimAccepted: true}, "comp": {URL: "https://vw", ClaimAccepted: true, IndexClaimAccepted: true}}
+	rules := make([]RuleInput, 1000)
+	for i := range rules {
+		rules[i] = RuleInput{Key: fmt.Sprintf("comp/rule-%04d", i), Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}
+	}
+	for b.Loop() {
+		if p := ComputePlan(context.Background(), rules, bindings, resolve); len(p.Webhooks["net"]) != 1 {
+			b.Fatalf("webhooks = %v", p.Webhooks)
+		}
+	}
+}
