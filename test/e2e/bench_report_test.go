@@ -353,9 +353,12 @@ func growth(b *strings.Builder, res benchResults, first, at10000, at10000five ad
 - **Dependents not yet indexed:** linear in their number, like (d) (%s ms for %d of them with one rule's path),
   and with the rules only through the fields their paths make the webhook decode (%s ms for the whole delete with
   %s rules' paths). Bounded in time by re-indexing, by users' writes or the webhook's own.
-- **Convergence:** p99 %s ms with a few rules, %s ms with %s. Each change is one recomputation of the protected
-  workspace's webhook configuration from all rules over it, one write of it, and, for another shard, kcp's cache
-  server carrying it; the propagation delay the controller waits before reporting a rule Ready covers the last.
+- **Convergence:** worst p99 %s ms with a few rules, %s ms with %s. Edits and deletions are applied by the
+  webhook from its own watch of the rules, whatever their number. A rule that protects a type nothing protected
+  yet needs the controller to write the entry; each of its runs reads every rule afresh (by design, so that nothing
+  depends on having seen each change), one LIST through each shard's virtual workspace, and that read grows with
+  the number of rules. Then kcp's cache server carries the entry to other shards, which the propagation delay the
+  controller waits before reporting a rule Ready covers.
 - **Readiness:** the webhook lists the rules through the virtual workspace and builds its registry, work
   proportional to the number of rules: %s ms with %s.
 - **Memory:** the webhook holds one page of dependents per lookup at a time (`+"`--list-page-size`"+`), so its
