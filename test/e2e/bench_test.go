@@ -126,9 +126,8 @@ func TestBenchmark(t *testing.T) {
 	unthrottled.QPS, unthrottled.Burst, unthrottled.RateLimiter = -1, 0, nil
 	d, err := dynamic.NewForConfig(unthrottled)
 	must(t, err)
-	vmAPI := d.Resource(virtualMachines.GVR()).Namespace("apps")
-	vpcAPI := d.Resource(vpcs.GVR()).Namespace("apps")
-	fwAPI := d.Resource(firewallRules.GVR()).Namespace("apps")
+	bd := newDeletes(top, consumer, d, rt.WebhookMetricsURL)
+	vmAPI, vpcAPI := bd.vms, bd.vpcs
 
 	rule := func(i int) {
 		top.createRule(ctx, t, top.Compute, ruleObject(fmt.Sprintf("bench-%d", i), virtualMachines, vpcs, top.Network.Path, benchPaths[i]))
@@ -183,29 +182,7 @@ func TestBenchmark(t *testing.T) {
 		t.Logf("the webhook re-indexed %d VMs in %s", n, idx.selfReindexTook.Round(time.Millisecond))
 	}
 
-	timed := func(f func() error) (time.Duration, error) {
-		start := time.Now()
-		err := f()
-		return time.Since(start), err
-	}
 	fresh := freshness(ctx, t, e, top, consumer)
-	webhookAllowed := func() (float64, float64) {
-		sum, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_sum{outcome="allowed"}`), 64)
-		count, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_decision_duration_seconds_count{outcome="allowed"}`), 64)
-		return sum, count
-	}
-	examined := func() float64 {
-		v, _ := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_dependents_examined_total"), 64)
-		return v
-	}
-	// warm is an unrelated read (a GET of the VPC that stays, which the API
-	// server answers from etcd, not from the dependents' cache) after each
-	// pause, so that every measured request finds the connections as warm
-	// as the one before it did.
-	warm := func() {
-		_, err := vpcAPI.Get(ctx, "vpc-target", metav1.GetOptions{})
-		must(t, err)
-	}
 	var rows []admissionRow
 	// memByN is the webhook's peak memory after the scenarios up to each N.
 	var memByN []string
@@ -226,56 +203,22 @@ func TestBenchmark(t *testing.T) {
 			if r > 1 {
 				reindex(n)
 			}
-			row := admissionRow{n: n, rules: r}
-			var inWebhook time.Duration
-			for trial := -3; trial < benchTrials; trial++ { // three to warm up
-				name := fmt.Sprintf("b-%d-%d-%d", n, r, trial+3)
-				top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
-				top.object(ctx, t, consumer, firewallRules, name+"-floor", map[string]interface{}{}, nil)
-				top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
-				top.object(ctx, t, consumer, vpcs, name+"-again", map[string]interface{}{}, nil)
-				time.Sleep(settle)
-				warm()
-				listed, err := timed(func() error {
+			list := func() (time.Duration, error) {
+				return timed(func() error {
 					l, err := vmAPI.List(ctx, metav1.ListOptions{})
 					if err == nil && len(l.Items) != n+1 {
 						err = fmt.Errorf("listed %d VMs, want %d", len(l.Items), n+1)
 					}
 					return err
 				})
-				must(t, err)
-				time.Sleep(settle)
-				warm()
-				// An unprotected delete first, unmeasured, so that (b) finds
-				// the servers as busy as (a) will.
-				must(t, fwAPI.Delete(ctx, name, metav1.DeleteOptions{}))
-				sum0, count0 := webhookAllowed()
-				examined0 := examined()
-				allowed, err := timed(func() error { return vpcAPI.Delete(ctx, name, metav1.DeleteOptions{}) })
-				must(t, err)
-				sum1, count1 := webhookAllowed()
-				examined1 := examined()
-				again, err := timed(func() error { return vpcAPI.Delete(ctx, name+"-again", metav1.DeleteOptions{}) })
-				must(t, err)
-				floor, err := timed(func() error { return fwAPI.Delete(ctx, name+"-floor", metav1.DeleteOptions{}) })
-				must(t, err)
-				time.Sleep(settle)
-				warm()
-				denied, err := timed(func() error { return vpcAPI.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })
-				if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/zz-blocker") {
-					t.Fatalf("deleting vpc-target: want a denial naming zz-blocker, got %v", err)
-				}
-				if trial >= 0 {
-					row.floor, row.allowed = append(row.floor, floor), append(row.allowed, allowed)
-					row.allowedBackToBack = append(row.allowedBackToBack, again)
-					row.denied, row.listed = append(row.denied, denied), append(row.listed, listed)
-					if count1 > count0 {
-						inWebhook += time.Duration((sum1 - sum0) / (count1 - count0) * float64(time.Second))
-					}
-					row.examined += (examined1 - examined0) / float64(benchTrials)
-				}
 			}
-			row.inWebhook = inWebhook / time.Duration(benchTrials)
+			trials := bd.trials(ctx, t, fmt.Sprintf("b-%d-%d", n, r), list, true)
+			row := admissionRow{n: n, rules: r, inWebhook: meanInWebhook(trials), examined: meanRead(trials)}
+			for _, x := range trials {
+				row.floor, row.allowed = append(row.floor, x.floor), append(row.allowed, x.allowed)
+				row.allowedBackToBack = append(row.allowedBackToBack, x.again)
+				row.denied, row.listed = append(row.denied, x.denied), append(row.listed, x.listed)
+			}
 			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s, %.0f dependents read; back to back %s), denied %s, list %s (p50)", n, r,
 				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.examined, row.allowedBackToBack.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
 			rows = append(rows, row)
@@ -308,7 +251,7 @@ func TestBenchmark(t *testing.T) {
 	allReady, readyWith1000, rulesRegistered := readyWithManyRules(ctx, t, top, rt, 1000)
 	_, hookPid = rt.Pids()
 	mem["webhook-restarted"] = peakRSS(hookPid)
-	many := deletesWithManyRules(ctx, t, top, rt, consumer, d, stamp)
+	many := deletesWithManyRules(ctx, t, bd, stamp)
 	convMany := convergence(ctx, t, top, far)
 	ctrlPid, hookPid := rt.Pids()
 	mem["controller"], mem["webhook-many"] = peakRSS(ctrlPid), peakRSS(hookPid)
