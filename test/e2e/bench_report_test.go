@@ -242,8 +242,8 @@ they do not know; and refusing or undoing any update of a protected object that 
 **Decision: the misses above are accepted, and that design is not pursued.** It would move the cost of protection
 from deleting protected objects, which is rare, onto every create and update of a dependent, which is not: each
 would wait for a write to the object it references (about the floor again) on top of the index's labelling, and
-contend with every other dependent of the same object for it. It would also give the webhook write access to every
-protected object, where it now only reads. What remains is a few milliseconds per protected DELETE, independent of
+contend with every other dependent of the same object for it. It would also need write access to every protected
+object in every consumer workspace. What remains is a few milliseconds per protected DELETE, independent of
 how many dependents exist except for the API server's walk over its cache, and no dependent read at all.
 
 `, constant.Round(100*time.Microsecond), backToBack.Round(100*time.Microsecond), first.inWebhook.Round(100*time.Microsecond), len(fresh.afterWrite),
