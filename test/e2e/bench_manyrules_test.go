@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
 // manyRulesResult is what protected DELETEs cost with the 1000+ rules of
@@ -52,13 +49,7 @@ func deletesWithManyRules(ctx context.Context, t *testing.T, bd deletes, oldStam
 	must(t, vpcAPI.Delete(ctx, "many-first", metav1.DeleteOptions{}))
 	res.first = time.Since(start)
 	res.firstRead = bd.examined(ctx, t) - read0
-	eventually(ctx, t, 30*time.Minute, "the webhook to re-index every VM under the many rules", func() error {
-		l, err := vmAPI.List(ctx, metav1.ListOptions{LabelSelector: refindex.StampLabel + "!=" + stamp, Limit: 1})
-		if err == nil && len(l.Items) > 0 {
-			err = fmt.Errorf("%s is not indexed under the current rules", l.Items[0].GetName())
-		}
-		return err
-	})
+	waitAllStamped(ctx, t, vmAPI, stamp)
 	res.reindexTook = time.Since(start)
 	t.Logf("with many rules: the first delete read %.0f VMs in %s; the webhook re-indexed them in %s", res.firstRead, res.first.Round(time.Millisecond), res.reindexTook.Round(time.Second))
 

@@ -15,11 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -171,13 +169,7 @@ func TestBenchmark(t *testing.T) {
 		top.object(ctx, t, consumer, vpcs, "reindex-trigger", map[string]interface{}{}, nil)
 		start := time.Now()
 		must(t, vpcAPI.Delete(ctx, "reindex-trigger", metav1.DeleteOptions{}))
-		eventually(ctx, t, 30*time.Minute, "the webhook to re-index every VM", func() error {
-			l, err := vmAPI.List(ctx, metav1.ListOptions{LabelSelector: refindex.StampLabel + "!=" + stamp, Limit: 1})
-			if err == nil && len(l.Items) > 0 {
-				err = fmt.Errorf("%s is not indexed under the current rules", l.Items[0].GetName())
-			}
-			return err
-		})
+		waitAllStamped(ctx, t, vmAPI, stamp)
 		idx.selfReindexed, idx.selfReindexTook = n, time.Since(start)
 		t.Logf("the webhook re-indexed %d VMs in %s", n, idx.selfReindexTook.Round(time.Millisecond))
 	}
@@ -400,7 +392,9 @@ func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *ru
 		}
 		waiting := 0
 		for _, r := range l.Items {
-			if strings.HasPrefix(r.GetName(), "many-") && (!hasCondition(r.Object, v1alpha1.ConditionReady) || !hasCondition(r.Object, v1alpha1.ConditionIndexed)) {
+			ready, _, _ := condition(&r, v1alpha1.ConditionReady)
+			indexed, _, _ := condition(&r, v1alpha1.ConditionIndexed)
+			if strings.HasPrefix(r.GetName(), "many-") && (ready != "True" || indexed != "True") {
 				waiting++
 			}
 		}
@@ -424,18 +418,6 @@ func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *ru
 	registered = metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered")
 	t.Logf("webhook ready with %s rules registered after %s", registered, webhookReady)
 	return allReady, webhookReady, registered
-}
-
-// hasCondition reports whether a rule's condition of type cond is True.
-func hasCondition(obj map[string]interface{}, cond string) bool {
-	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]interface{})
-		if m["type"] == cond {
-			return m["status"] == "True"
-		}
-	}
-	return false
 }
 
 // peakRSS is a process's peak resident memory (VmHWM), as Linux reports it.
@@ -476,11 +458,8 @@ func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, con
 	d := top.dynamicFor(t, consumer.Path)
 	vms := d.Resource(virtualMachines.GVR()).Namespace("apps")
 	fws := d.Resource(firewallRules.GVR()).Namespace("apps")
-	shard, err := e.Shard(consumer.Shard)
+	direct, err := e.ShardAdminConfig(consumer.Shard, consumer.Cluster)
 	must(t, err)
-	direct, err := clientcmd.BuildConfigFromFlags("", shard.AdminKubeconfig)
-	must(t, err)
-	direct.Host = strings.TrimSuffix(shard.URL, "/") + "/clusters/" + consumer.Cluster
 	direct.QPS, direct.Burst, direct.RateLimiter = -1, 0, nil
 	dd, err := dynamic.NewForConfig(direct)
 	must(t, err)

@@ -239,6 +239,19 @@ func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface,
 	return stamp
 }
 
+// waitAllStamped waits until every dependent res lists carries stamp: until
+// the webhook has re-indexed them all under the current rules.
+func waitAllStamped(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, stamp string) {
+	t.Helper()
+	eventually(ctx, t, 30*time.Minute, "the webhook to re-index every dependent", func() error {
+		l, err := res.List(ctx, metav1.ListOptions{LabelSelector: refindex.StampLabel + "!=" + stamp, Limit: 1})
+		if err == nil && len(l.Items) > 0 {
+			err = fmt.Errorf("%s is not indexed under the current rules", l.Items[0].GetName())
+		}
+		return err
+	})
+}
+
 // touch updates a dependent, after edit if given, retrying until it
 // succeeds.
 func touch(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name string, edit func(*unstructured.Unstructured)) {
