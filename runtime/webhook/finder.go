@@ -151,7 +151,7 @@ func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string
 	if unstamped.err != nil {
 		return nil, 0, unstamped.err
 	}
-	if f.Reindexer != nil {
+	if f.Reindexer != nil && sideEffectsAllowed(ctx) {
 		f.Reindexer.Enqueue(cluster, p.Dependent, unstamped.unindexed)
 	}
 	if referencing.err == nil && olderRevision(referencing.resourceVersion, unstamped.resourceVersion) {

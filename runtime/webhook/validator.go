@@ -101,7 +101,6 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if req.Operation != admissionv1.Delete {
 		return allow("only DELETE is checked"), outcomeAllowed
 	}
-	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	select {
 	case <-v.initialized:
 	default:
@@ -111,10 +110,15 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 
 	obj, err := decodeObject(req)
 	if err != nil {
-		log.Info("cannot decide", "error", err.Error())
+		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
 	}
 	meta := objectMeta(obj)
+	if req, err = identify(req, meta); err != nil {
+		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+	}
+	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	target := describe(req)
 
 	skipIgnored := false
@@ -122,7 +126,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil {
+			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !dryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
 			return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
@@ -144,6 +148,9 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
+	if dryRun(req) {
+		ctx = withoutSideEffects(ctx)
+	}
 	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
 	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
 	if err != nil {
@@ -298,6 +305,35 @@ func denialMessage(target string, blockers []Blocker, more int) string {
 		msg += fmt.Sprintf(" and %d more", more)
 	}
 	return msg
+}
+
+// identify returns req naming the object it deletes. A DELETECOLLECTION
+// (a field or label selector, a whole collection, a namespace being emptied,
+// an APIBinding being removed) reaches admission once per item with an empty
+// name, and without a namespace when it spans namespaces: the item itself,
+// in oldObject, then says which object is deleted. A request whose name
+// disagrees with its object is malformed.
+func identify(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta) (*admissionv1.AdmissionRequest, error) {
+	if meta.Name == "" {
+		return req, fmt.Errorf("cannot check %s for dependents: the deleted object has no metadata.name", describe(req))
+	}
+	if (req.Name != "" && req.Name != meta.Name) || (req.Namespace != "" && req.Namespace != meta.Namespace) {
+		return req, fmt.Errorf("cannot check %s for dependents: the request names %s but its object is %s",
+			describe(req), qualified(req.Namespace, req.Name), qualified(meta.Namespace, meta.Name))
+	}
+	if req.Name == meta.Name && req.Namespace == meta.Namespace {
+		return req, nil
+	}
+	named := *req
+	named.Name, named.Namespace = meta.Name, meta.Namespace
+	return &named, nil
+}
+
+func qualified(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 func describe(req *admissionv1.AdmissionRequest) string {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
@@ -43,10 +45,13 @@ type fakeFinder struct {
 	terminating bool
 	// calls is atomic: the validator queries protections concurrently.
 	calls atomic.Int64
+	// asked is the namespace/name of the last lookup.
+	asked atomic.Value
 }
 
-func (f *fakeFinder) FindBlockers(_ context.Context, _, _ string, _ schema.GroupResource, _ string, p registry.Protection, limit int) ([]Blocker, int, error) {
+func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
 	f.calls.Add(1)
+	f.asked.Store(namespace + "/" + name)
 	if err := f.err[p.Dependent]; err != nil {
 		return nil, 0, err
 	}
@@ -89,6 +94,9 @@ func TestDecide(t *testing.T) {
 		wantCode    int32
 		wantMessage string
 		wantOutcome string
+		// wantAsked, when set, is the namespace/name the finder must be
+		// asked about.
+		wantAsked string
 	}{
 		{
 			name: "create is not checked",
@@ -215,6 +223,60 @@ func TestDecide(t *testing.T) {
 			wantCode: 403, wantMessage: "still referenced by ManagedDB/db", wantOutcome: outcomeDenied,
 		},
 		{
+			// DELETECOLLECTION sends each item with an empty name (and
+			// an empty namespace when it spans namespaces).
+			name: "a collection delete is decided by the item it deletes",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Name, r.Namespace = "", ""
+				return r
+			}(),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/vm",
+			wantOutcome: outcomeDenied,
+			wantAsked:   "default/my-vpc",
+		},
+		{
+			name: "a request whose name disagrees with its object is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Name = "other"
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "the request names default/other but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "a request whose namespace disagrees with its object is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Namespace = "kube-system"
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "an object without a name is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "", inCluster)
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "has no metadata.name", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "a dry run is decided like the real delete",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.DryRun = ptr.To(true)
+				return r
+			}(),
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
+		},
+		{
 			name:        "a terminating workspace may delete anything",
 			req:         deleteRequest(vpcGVR, "v", inCluster),
 			finder:      &fakeFinder{terminating: true, blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
@@ -240,6 +302,9 @@ func TestDecide(t *testing.T) {
 				if resp.Result.Code != tt.wantCode || !strings.Contains(resp.Result.Message, tt.wantMessage) {
 					t.Fatalf("result = %d %q, want %d containing %q", resp.Result.Code, resp.Result.Message, tt.wantCode, tt.wantMessage)
 				}
+			}
+			if asked, _ := finder.asked.Load().(string); tt.wantAsked != "" && asked != tt.wantAsked {
+				t.Fatalf("the finder was asked about %q, want %q", asked, tt.wantAsked)
 			}
 		})
 	}
@@ -317,11 +382,19 @@ func TestSkipProtectionIsAudited(t *testing.T) {
 	skipped.UserInfo.Groups = []string{"admins"}
 	ignored := deleteRequest(vpcGVR, "ignored", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
 	plain := deleteRequest(vpcGVR, "plain", map[string]string{v1alpha1.ClusterAnnotation: "c1"})
-	for _, req := range []*admissionv1.AdmissionRequest{skipped, ignored, plain} {
+	// A dry run has no side effects: it is allowed, but records nothing.
+	dry := deleteRequest(vpcGVR, "dry", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	dry.UserInfo.Groups = []string{"admins"}
+	dry.DryRun = ptr.To(true)
+	// A collection delete is audited under the item's name.
+	collected := deleteRequest(vpcGVR, "collected", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	collected.UserInfo.Groups = []string{"admins"}
+	collected.Name = ""
+	for _, req := range []*admissionv1.AdmissionRequest{skipped, ignored, plain, dry, collected} {
 		v.Decide(context.Background(), req)
 	}
-	if !reflect.DeepEqual(audit.names, []string{"skipped"}) || !reflect.DeepEqual(audit.clusters, []string{"c1"}) {
-		t.Fatalf("audited %v in %v, want only the skipped delete in c1", audit.names, audit.clusters)
+	if !reflect.DeepEqual(audit.names, []string{"skipped", "collected"}) || !reflect.DeepEqual(audit.clusters, []string{"c1", "c1"}) {
+		t.Fatalf("audited %v in %v, want the skipped and the collected deletes in c1", audit.names, audit.clusters)
 	}
 }
 
