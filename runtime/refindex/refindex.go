@@ -42,8 +42,14 @@ const (
 // the protected resource and the field paths that hold names.
 type Reference struct {
 	Target schema.GroupResource
-	Paths  []fieldpath.Path
+	// Version is an API version of Target a rule names, for reading the
+	// referenced objects; it is not part of the stamp.
+	Version string
+	Paths   []fieldpath.Path
 }
+
+// TargetGVR is the resource to read the referenced objects from.
+func (r Reference) TargetGVR() schema.GroupVersionResource { return r.Target.WithVersion(r.Version) }
 
 // RuleVersion identifies one rule at one generation.
 type RuleVersion struct {

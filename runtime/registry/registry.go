@@ -160,6 +160,7 @@ func (r *Registry) rebuild() {
 	lists := map[schema.GroupResource][]Protection{}
 	versions := map[schema.GroupResource][]refindex.RuleVersion{}
 	paths := map[schema.GroupResource]map[schema.GroupResource][]fieldpath.Path{}
+	targetVersions := map[schema.GroupResource]string{}
 	for _, rule := range r.rules {
 		if dependent := rule.Dependent.GroupResource(); r.staleDependents[dependent] {
 			versions[dependent] = append(versions[dependent], refindex.RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: rule.IndexEpoch})
@@ -168,6 +169,11 @@ func (r *Registry) rebuild() {
 			}
 			for gvr, p := range rule.ByTarget {
 				paths[dependent][gvr.GroupResource()] = append(paths[dependent][gvr.GroupResource()], p.Paths...)
+				// Any version a rule names serves the same objects; the
+				// smallest keeps the choice stable.
+				if v, ok := targetVersions[gvr.GroupResource()]; !ok || gvr.Version < v {
+					targetVersions[gvr.GroupResource()] = gvr.Version
+				}
 			}
 		}
 		for gvr, p := range rule.ByTarget {
@@ -198,7 +204,7 @@ func (r *Registry) rebuild() {
 		sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
 		refs := make([]refindex.Reference, 0, len(targets))
 		for _, gr := range targets {
-			refs = append(refs, refindex.Reference{Target: gr, Paths: byTarget[gr]})
+			refs = append(refs, refindex.Reference{Target: gr, Version: targetVersions[gr], Paths: byTarget[gr]})
 		}
 		r.byDependent[dependent] = refindex.NewSchema(versions[dependent], refs)
 	}

@@ -27,12 +27,17 @@ type Indexer struct {
 	schemas     IndexSchemas
 	initialized <-chan struct{}
 	log         logr.Logger
+	// Targets, when set, is asked whether each object a write newly
+	// references is being deleted; such writes are refused.
+	Targets TargetStates
+	// RequestTimeout bounds those checks for one request.
+	RequestTimeout time.Duration
 }
 
 // NewIndexer returns an indexer that strips index labels until initialized
 // is closed: before it knows the rules it cannot vouch for any.
 func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logger) *Indexer {
-	return &Indexer{schemas: schemas, initialized: initialized, log: log}
+	return &Indexer{schemas: schemas, initialized: initialized, log: log, RequestTimeout: 8 * time.Second}
 }
 
 // ServeHTTP implements the mutating admission endpoint.
@@ -45,6 +50,8 @@ const (
 	indexUnchanged = "unchanged"
 	indexLabelled  = "labelled"
 	indexStripped  = "stripped"
+	// indexRefused: the write newly references an object being deleted.
+	indexRefused = "refused"
 )
 
 func observeIndex(outcome string, start time.Time) {
@@ -53,10 +60,11 @@ func observeIndex(outcome string, start time.Time) {
 }
 
 // Decide returns the patch that makes the object's index labels match the
-// current rules. It never refuses a well-formed object: the index is a
-// shortcut for deciding deletions, and an object without a valid stamp is
-// simply read in full when that happens.
-func (ix *Indexer) Decide(_ context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+// current rules. It refuses a well-formed object only when the write makes
+// a new reference to an object that is being deleted (or when it cannot
+// tell): the index itself is a shortcut for deciding deletions, and an
+// object without a valid stamp is simply read in full when that happens.
+func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return allow(""), indexUnchanged
 	}
@@ -87,7 +95,11 @@ func (ix *Indexer) Decide(_ context.Context, req *admissionv1.AdmissionRequest) 
 	outcome := indexLabelled
 	select {
 	case <-ix.initialized:
-		index = ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}).Labels(obj)
+		s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
+		if resp, outcome := ix.refuseDeletingTargets(ctx, req, s, obj, md); resp != nil {
+			return resp, outcome
+		}
+		index = s.Labels(obj)
 	default:
 		// Not knowing the rules yet, vouch for nothing: the object is
 		// read in full at its protected objects' deletions until its next

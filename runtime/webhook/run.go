@@ -123,8 +123,13 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
 	}, log.WithName("validator"))
+	indexer := NewIndexer(reg, rules.Initialized(), log.WithName("indexer"))
+	indexer.Targets = finder
+	if o.RequestTimeout > 0 {
+		indexer.RequestTimeout = o.RequestTimeout
+	}
 	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
-		Indexer: NewIndexer(reg, rules.Initialized(), log.WithName("indexer")), Log: log.WithName("server")}); err != nil {
+		Indexer: indexer, Log: log.WithName("server")}); err != nil {
 		return err
 	}
 

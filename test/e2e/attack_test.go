@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestAttacks tries, on the real two-shard kcp, every way kcp lets a client
+// remove a referenced VPC or make a reference that would dangle, in the
+// consumer on each shard. Each subtest is one row of the attack catalogue in
+// the security guide; a referenced object must survive every one of them.
+func TestAttacks(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+
+	for _, c := range top.Consumers {
+		a := &attack{top: top, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()), vms: top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR())}
+		t.Run("shard "+c.Shard, func(t *testing.T) { a.run(ctx, t) })
+	}
+
+	t.Run("namespace deletion waits for a dependent outside the namespace", func(t *testing.T) {
+		namespaceDeletionWaits(ctx, t, top)
+	})
+	t.Run("APIBinding deletion waits for the dependents", func(t *testing.T) {
+		bindingDeletionWaits(ctx, t, top)
+	})
+}
+
+// attack holds one consumer's clients.
+type attack struct {
+	top       *Topology
+	ws        env.Workspace
+	vpcs, vms dynamic.NamespaceableResourceInterface
+}
+
+func (a *attack) run(ctx context.Context, t *testing.T) {
+	// referenced creates vpc and a VM that references it, and returns a
+	// check that vpc survived what the subtest did.
+	referenced := func(t *testing.T, vpc string) func() {
+		t.Helper()
+		a.top.object(ctx, t, a.ws, vpcs, vpc, map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, virtualMachines, "vm-of-"+vpc, ref(vpc), nil)
+		return func() {
+			t.Helper()
+			if !a.top.exists(ctx, t, a.ws, vpcs, vpc) {
+				t.Fatalf("%s was deleted while VirtualMachine/vm-of-%s references it", vpc, vpc)
+			}
+		}
+	}
+	// refused asserts err is protection's refusal naming the dependent.
+	refused := func(t *testing.T, err error, vpc string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-of-"+vpc) {
+			t.Fatalf("want the deletion of %s refused as still referenced, got %v", vpc, err)
+		}
+	}
+	apps := a.vpcs.Namespace("apps")
+
+	t.Run("DELETECOLLECTION by field selector", func(t *testing.T) {
+		survived := referenced(t, "vpc-field")
+		refused(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=vpc-field"}), "vpc-field")
+		survived()
+	})
+	t.Run("DELETECOLLECTION by label selector", func(t *testing.T) {
+		survived := referenced(t, "vpc-label")
+		label(ctx, t, apps, "vpc-label", "attack", "label")
+		refused(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "attack=label"}), "vpc-label")
+		survived()
+	})
+	t.Run("DELETECOLLECTION of the whole namespace's collection deletes only the unreferenced", func(t *testing.T) {
+		survived := referenced(t, "vpc-all")
+		a.top.object(ctx, t, a.ws, vpcs, "vpc-unreferenced", map[string]interface{}{}, nil)
+		refused(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}), "vpc-all")
+		survived()
+		if a.top.exists(ctx, t, a.ws, vpcs, "vpc-unreferenced") {
+			t.Fatal("the unreferenced VPC in the same collection was not deleted")
+		}
+	})
+	t.Run("DELETECOLLECTION across all namespaces", func(t *testing.T) {
+		survived := referenced(t, "vpc-cross")
+		refused(t, a.vpcs.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=vpc-cross"}), "vpc-cross")
+		survived()
+	})
+	t.Run("named DELETE with every propagation policy and grace period 0", func(t *testing.T) {
+		survived := referenced(t, "vpc-opts")
+		for _, opts := range []metav1.DeleteOptions{
+			{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)},
+			{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)},
+			{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)},
+			{GracePeriodSeconds: ptr.To[int64](0)}, // kubectl delete --force --grace-period=0
+		} {
+			refused(t, apps.Delete(ctx, "vpc-opts", opts), "vpc-opts")
+		}
+		survived()
+	})
+	t.Run("dry-run DELETE is decided like the real one and changes nothing", func(t *testing.T) {
+		survived := referenced(t, "vpc-dry")
+		refused(t, apps.Delete(ctx, "vpc-dry", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}), "vpc-dry")
+		survived()
+		a.top.object(ctx, t, a.ws, vpcs, "vpc-dry-free", map[string]interface{}{}, nil)
+		must(t, apps.Delete(ctx, "vpc-dry-free", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}))
+		if !a.top.exists(ctx, t, a.ws, vpcs, "vpc-dry-free") {
+			t.Fatal("a dry-run delete removed the object")
+		}
+	})
+	t.Run("straight to the shard, past the front-proxy", func(t *testing.T) {
+		survived := referenced(t, "vpc-direct")
+		cfg, err := a.top.Env.ShardAdminConfig(a.ws.Shard, a.ws.Cluster)
+		must(t, err)
+		direct, err := dynamic.NewForConfig(cfg)
+		must(t, err)
+		onShard := direct.Resource(vpcs.GVR()).Namespace("apps")
+		refused(t, onShard.Delete(ctx, "vpc-direct", metav1.DeleteOptions{}), "vpc-direct")
+		refused(t, onShard.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=vpc-direct"}), "vpc-direct")
+		survived()
+	})
+	t.Run("an UPDATE that adds a reference protects at once", func(t *testing.T) {
+		a.top.object(ctx, t, a.ws, vpcs, "vpc-later", map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, virtualMachines, "vm-of-vpc-later", ref("elsewhere"), nil)
+		setRef(ctx, t, a.vms.Namespace("apps"), "vm-of-vpc-later", "vpc-later")
+		refused(t, apps.Delete(ctx, "vpc-later", metav1.DeleteOptions{}), "vpc-later")
+	})
+	t.Run("a new reference to an object being deleted is refused", func(t *testing.T) {
+		// Nothing references vpc-doomed, so its deletion is allowed; a
+		// finalizer holds it while it is being deleted.
+		a.top.object(ctx, t, a.ws, vpcs, "vpc-doomed", map[string]interface{}{}, nil)
+		setFinalizers(ctx, t, apps, "vpc-doomed", "e2e.test.io/hold")
+		must(t, apps.Delete(ctx, "vpc-doomed", metav1.DeleteOptions{}))
+		want := "virtualmachines/%s cannot reference vpcs/vpc-doomed: vpcs/vpc-doomed is being deleted"
+
+		// A create naming it is refused ...
+		vm := vmObject("vm-late", "vpc-doomed")
+		_, err := a.vms.Namespace("apps").Create(ctx, vm, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(want, "vm-late")) {
+			t.Fatalf("creating a VM that references a VPC being deleted: want %q, got %v", fmt.Sprintf(want, "vm-late"), err)
+		}
+		// ... as a dry run too ...
+		_, err = a.vms.Namespace("apps").Create(ctx, vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !strings.Contains(err.Error(), "is being deleted") {
+			t.Fatalf("a dry-run create must be decided alike, got %v", err)
+		}
+		// ... and so is an update that adds the reference.
+		a.top.object(ctx, t, a.ws, virtualMachines, "vm-moving", ref("elsewhere"), nil)
+		vms := a.vms.Namespace("apps")
+		obj, err := vms.Get(ctx, "vm-moving", metav1.GetOptions{})
+		must(t, err)
+		must(t, unstructured.SetNestedField(obj.Object, "vpc-doomed", "spec", "vpcRef", "name"))
+		_, err = vms.Update(ctx, obj, metav1.UpdateOptions{})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(want, "vm-moving")) {
+			t.Fatalf("updating a VM to reference a VPC being deleted: want %q, got %v", fmt.Sprintf(want, "vm-moving"), err)
+		}
+		// Once its finalizer is done the VPC is gone, and nothing
+		// references it.
+		setFinalizers(ctx, t, apps, "vpc-doomed")
+		eventually(ctx, t, time.Minute, "vpc-doomed to be gone", func() error {
+			if a.top.exists(ctx, t, a.ws, vpcs, "vpc-doomed") {
+				return fmt.Errorf("still there")
+			}
+			return nil
+		})
+		if _, err := vms.Get(ctx, "vm-late", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("vm-late exists although its create was refused: %v", err)
+		}
+	})
+}
+
+// namespaceDeletionWaits: a cluster-scoped Region that references a VPC
+// protects it in every namespace, so deleting the VPC's namespace must leave
+// the VPC, and the namespace Terminating with the blocker named, until the
+// Region is gone; then the namespace finishes.
+func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
+	c := top.Consumers[len(top.Consumers)-1]
+	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", regions, vpcs, top.Network.Path, ".spec.vpc"))
+	defer top.deleteRule(ctx, t, top.Network, "region-needs-vpc")
+	top.waitReady(ctx, t, top.Network, "region-needs-vpc")
+
+	dyn := top.dynamicFor(t, c.Path)
+	namespaces := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
+	apply(ctx, t, top.admin(t, c.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n")
+	inDoomed := dyn.Resource(vpcs.GVR()).Namespace("doomed")
+	eventually(ctx, t, time.Minute, "creating VPC doomed/vpc-ns", func() error {
+		_, err := inDoomed.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": vpcs.Group + "/v1", "kind": vpcs.Kind, "metadata": map[string]interface{}{"name": "vpc-ns"}, "spec": map[string]interface{}{},
+		}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	top.object(ctx, t, c, regions, "region-ns", map[string]interface{}{"vpc": "vpc-ns"}, nil)
+
+	must(t, namespaces.Delete(ctx, "doomed", metav1.DeleteOptions{}))
+	eventually(ctx, t, 2*time.Minute, "the namespace to report what blocks it", func() error {
+		ns, err := namespaces.Get(ctx, "doomed", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(ns.Object, "status", "conditions")
+		for _, x := range conds {
+			m, _ := x.(map[string]interface{})
+			if msg, _ := m["message"].(string); strings.Contains(msg, "still referenced by Region/region-ns") {
+				t.Logf("namespace condition %s: %s", m["type"], msg)
+				return nil
+			}
+		}
+		return fmt.Errorf("no condition names the blocker yet: %v", conds)
+	})
+	if _, err := inDoomed.Get(ctx, "vpc-ns", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the namespace deleter removed a referenced VPC: %v", err)
+	}
+	must(t, dyn.Resource(regions.GVR()).Delete(ctx, "region-ns", metav1.DeleteOptions{}))
+	eventually(ctx, t, 3*time.Minute, "the namespace to finish deleting once nothing references its VPC", func() error {
+		if _, err := namespaces.Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+// bindingDeletionWaits: deleting the APIBinding that serves VPCs makes kcp
+// delete every VPC in the workspace, by collection. A referenced VPC must
+// stay, and the binding with it, its condition naming the blocker, until
+// the VM is gone; then the binding finishes.
+func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
+	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName("e2e-unbind"), env.OnShard(top.Consumers[0].Shard))
+	must(t, err)
+	defer func() { _ = top.Env.DeleteWorkspace(context.Background(), ws.Path) }()
+	apply(ctx, t, top.admin(t, ws.Path),
+		bindingYAML("network", top.Network.Path, vpcs.Group),
+		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+	top.object(ctx, t, ws, vpcs, "vpc-b", map[string]interface{}{}, nil)
+	top.object(ctx, t, ws, virtualMachines, "vm-b", ref("vpc-b"), nil)
+	top.object(ctx, t, ws, vpcs, "vpc-b-free", map[string]interface{}{}, nil)
+
+	bindings := top.dynamicFor(t, ws.Path).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"})
+	must(t, bindings.Delete(ctx, "network", metav1.DeleteOptions{}))
+	eventually(ctx, t, 2*time.Minute, "the binding to report what blocks it", func() error {
+		b, err := bindings.Get(ctx, "network", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
+		for _, x := range conds {
+			m, _ := x.(map[string]interface{})
+			if msg, _ := m["message"].(string); strings.Contains(msg, "still referenced by VirtualMachine/vm-b") {
+				t.Logf("binding condition %s: %s", m["type"], msg)
+				return nil
+			}
+		}
+		return fmt.Errorf("no condition names the blocker yet: %v", conds)
+	})
+	if !top.exists(ctx, t, ws, vpcs, "vpc-b") {
+		t.Fatal("deleting the APIBinding removed a referenced VPC")
+	}
+	top.expectDeleted(ctx, t, ws, virtualMachines, "vm-b")
+	eventually(ctx, t, 3*time.Minute, "the binding to finish deleting once nothing references its VPCs", func() error {
+		if _, err := bindings.Get(ctx, "network", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("binding still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+func vmObject(name, vpc string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+		"metadata": map[string]interface{}{"name": name}, "spec": ref(vpc),
+	}}
+}
+
+// label sets one label on an object.
+func label(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name, key, value string) {
+	t.Helper()
+	_, err := r.Patch(ctx, name, "application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, key, value), metav1.PatchOptions{})
+	must(t, err)
+}
+
+// setRef points a VM's vpcRef at vpc.
+func setRef(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name, vpc string) {
+	t.Helper()
+	_, err := r.Patch(ctx, name, "application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"vpcRef":{"name":%q}}}`, vpc), metav1.PatchOptions{})
+	must(t, err)
+}
+
+// setFinalizers replaces an object's finalizers.
+func setFinalizers(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name string, finalizers ...string) {
+	t.Helper()
+	obj, err := r.Get(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	obj.SetFinalizers(finalizers)
+	_, err = r.Update(ctx, obj, metav1.UpdateOptions{})
+	must(t, err)
+}
