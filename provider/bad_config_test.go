@@ -199,6 +199,12 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   webhook_users   = ["depctrl-webhook"]
   read_resources  = ["VirtualMachines"]
 }`, kcp), `(?s)read_resources`},
+		{"shard: protected_resources without read_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
+  name                = "root"
+  kubeconfig_path     = %q
+  webhook_users       = ["depctrl-webhook"]
+  protected_resources = ["vpcs.network.example.io"]
+}`, kcp), `(?s)protected_resources needs read_resources`},
 		{"shard: reindex without read_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name            = "root"
   kubeconfig_path = %q

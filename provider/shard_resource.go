@@ -69,6 +69,7 @@ type shardModel struct {
 	WebhookUsers          types.Set      `tfsdk:"webhook_users"`
 	WebhookGroups         types.Set      `tfsdk:"webhook_groups"`
 	ReadResources         types.List     `tfsdk:"read_resources"`
+	ProtectedResources    types.List     `tfsdk:"protected_resources"`
 	Reindex               types.Bool     `tfsdk:"reindex"`
 	GrantName             types.String   `tfsdk:"grant_name"`
 	BaseURL               types.String   `tfsdk:"base_url"`
@@ -92,8 +93,10 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"On create it checks that the URL answers and belongs to the shard named `name` (by comparing it with the Shard object's " +
 			"base URL, read through the provider's front-proxy connection).\n\n" +
 			"By default the webhook may read every resource on the shard, **secrets included**, because it cannot know in advance " +
-			"which types rules will name. List the dependent types in `read_resources` to narrow that to exactly what rules use; " +
-			"a rule whose dependent is not listed then fails closed (deletions of the protected type are denied with a permission error). " +
+			"which types rules will name. List the dependent types in `read_resources` and the protected types in `protected_resources` " +
+			"to narrow that to exactly what rules use; what is not listed then fails closed: deletions of a protected type whose dependents " +
+			"cannot be read are denied, and so are writes of a dependent that newly references an object the webhook cannot read " +
+			"(it must know whether that object is being deleted), each with a permission error. " +
 			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
 			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
@@ -140,10 +143,23 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, " +
-					"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included.",
+					"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included. " +
+					"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds.",
 				Validators: []validator.List{
 					listvalidator.SizeAtLeast(1),
 					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
+				},
+			},
+			"protected_resources": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get` their objects (never list or patch them), " +
+					"to refuse a create or update of a dependent that newly references an object being deleted. " +
+					"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes " +
+					"every new reference to it fail closed with a permission error.",
+				Validators: []validator.List{
+					listvalidator.SizeAtLeast(1),
+					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as vpcs.network.example.io")),
 				},
 			},
 			"reindex": schema.BoolAttribute{
@@ -198,6 +214,11 @@ func (r *shardResource) ValidateConfig(ctx context.Context, req resource.Validat
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if !m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("protected_resources"), "protected_resources needs read_resources",
+			"without read_resources the webhook may read everything on the shard, protected types included: "+
+				"list the dependent types your rules use in read_resources, or leave protected_resources unset.")
+	}
 	if m.Reindex.ValueBool() && m.ReadResources.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("reindex"), "reindex needs read_resources",
 			"reindex grants the webhook patch on the dependent types named in read_resources, and never on everything: "+
@@ -210,19 +231,33 @@ func (r *shardResource) Configure(_ context.Context, req resource.ConfigureReque
 }
 
 func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {
-	var users, groups, reads []string
+	var users, groups []string
 	_ = m.WebhookUsers.ElementsAs(ctx, &users, false)
 	_ = m.WebhookGroups.ElementsAs(ctx, &groups, false)
-	_ = m.ReadResources.ElementsAs(ctx, &reads, false)
-	var resources []rbac.ReadResource
-	for _, s := range reads {
+	dependents, err := parseReadResources(ctx, m.ReadResources)
+	if err != nil {
+		return rbac.Grant{}, err
+	}
+	protected, err := parseReadResources(ctx, m.ProtectedResources)
+	if err != nil {
+		return rbac.Grant{}, fmt.Errorf("protected_resources: %w", err)
+	}
+	access := rbac.ShardAccess{Dependents: dependents, Protected: protected, Reindex: m.Reindex.ValueBool()}
+	return renamed(rbac.ShardReader(subjectsFrom(users, groups), access), m.GrantName.ValueString()), nil
+}
+
+func parseReadResources(ctx context.Context, l types.List) ([]rbac.ReadResource, error) {
+	var names []string
+	_ = l.ElementsAs(ctx, &names, false)
+	var out []rbac.ReadResource
+	for _, s := range names {
 		rr, err := rbac.ParseReadResource(s)
 		if err != nil {
-			return rbac.Grant{}, err
+			return nil, err
 		}
-		resources = append(resources, rr)
+		out = append(out, rr)
 	}
-	return renamed(rbac.ShardReader(subjectsFrom(users, groups), resources, m.Reindex.ValueBool()), m.GrantName.ValueString()), nil
+	return out, nil
 }
 
 // shardConfig builds a client configuration that talks to the shard itself,
@@ -290,12 +325,12 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	for _, e := range plan.ReadResources.Elements() {
+	for _, e := range append(plan.ReadResources.Elements(), plan.ProtectedResources.Elements()...) {
 		if e.IsUnknown() {
 			return
 		}
 	}
-	if plan.ReadResources.IsUnknown() || plan.Reindex.IsUnknown() {
+	if plan.ReadResources.IsUnknown() || plan.ProtectedResources.IsUnknown() || plan.Reindex.IsUnknown() {
 		return
 	}
 	g, err := plan.grant(ctx)
@@ -530,7 +565,7 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
 	}
-	g := renamed(rbac.ShardReader(nil, nil, false), state.GrantName.ValueString())
+	g := renamed(rbac.ShardReader(nil, rbac.ShardAccess{}), state.GrantName.ValueString())
 	tflog.Info(ctx, "revoking the webhook's read access on a shard", map[string]interface{}{"shard": state.Name.ValueString()})
 	if err := deleteObjects(ctx, client, timeout, object{clusterRolesGVR, g.Role}, object{clusterRoleBindingsGVR, g.Binding}); err != nil {
 		resp.Diagnostics.Append(explain(state.URL.ValueString(), fmt.Sprintf("revoking read access on shard %q", state.Name.ValueString()), err))

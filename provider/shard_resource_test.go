@@ -150,6 +150,7 @@ func TestAccShardResource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s0", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch`),
+						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
 					})),
@@ -157,8 +158,9 @@ func TestAccShardResource(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(everyShard("configmaps", true), everyShard("secrets", false), everyShard("patch configmaps", false)),
 			},
 			{
-				// Re-indexing: patch on exactly the named types.
-				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  reindex        = true`+"\n"),
+				// Re-indexing: patch on exactly the named dependent
+				// types; protected types are only read one at a time.
+				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  protected_resources = ["services"]`+"\n"+`  reindex        = true`+"\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
 					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
@@ -166,6 +168,8 @@ func TestAccShardResource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch,patch`),
+						knownvalue.StringExact(`groups="" resources=services verbs=get`),
+						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
 					})),
@@ -178,7 +182,7 @@ func TestAccShardResource(t *testing.T) {
 				ImportState:             true,
 				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts", "read_resources"},
+				ImportStateVerifyIgnore: []string{"timeouts", "read_resources", "protected_resources"},
 			},
 		},
 	})

@@ -71,41 +71,66 @@ type ReadResource struct {
 	Resource string
 }
 
+// ShardAccess narrows what the webhook may read on a shard.
+type ShardAccess struct {
+	// Dependents are the types whose objects hold references; none means
+	// read on everything, secrets included.
+	Dependents []ReadResource
+	// Protected are the types rules protect: the webhook reads one object
+	// of them at a time, to refuse a new reference to an object that is
+	// being deleted. Only with Dependents; otherwise everything is read.
+	Protected []ReadResource
+	// Reindex also grants patch on Dependents, so that the webhook can
+	// write again (with an empty patch) the dependents it finds without a
+	// current index stamp and have them indexed. Patch is granted only on
+	// named dependent types, never on everything nor on protected types.
+	Reindex bool
+}
+
+// logicalClusterReader lets a narrowed webhook tell whether a workspace is
+// being deleted: a deletion there is then allowed whatever references what,
+// so a workspace's teardown never waits on the other reads.
+var logicalClusterReader = rbacv1.PolicyRule{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, Verbs: []string{"get"}}
+
 // ShardReader lets the webhook read dependents in every workspace of one
 // shard. It belongs in that shard's system:admin logical cluster, whose RBAC
 // kcp consults for every workspace on the shard (and only on that shard).
-// With no resources it grants read on everything, secrets included; naming
-// the dependent types narrows it.
-//
-// With reindex it also grants patch on the named types, so that the webhook
-// can write again (with an empty patch) the dependents it finds without a
-// current index stamp and have them indexed. Patch is granted only on named
-// types, never on everything: with no resources reindex grants nothing more.
-func ShardReader(subjects []rbacv1.Subject, resources []ReadResource, reindex bool) Grant {
+// Without access.Dependents it grants read on everything, secrets included;
+// naming the types narrows it.
+func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
-	if len(resources) == 0 {
+	if len(access.Dependents) == 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
 		return grant(ShardReaderName, subjects, rules...)
 	}
 	verbs := []string{"get", "list", "watch"}
-	if reindex {
+	if access.Reindex {
 		verbs = append(verbs, "patch")
 	}
-	byGroup := map[string][]string{}
+	rules = append(rules, logicalClusterReader)
+	rules = append(rules, byGroup(access.Dependents, verbs)...)
+	rules = append(rules, byGroup(access.Protected, []string{"get"})...)
+	return grant(ShardReaderName, subjects, rules...)
+}
+
+// byGroup renders one rule per API group, groups and resources sorted.
+func byGroup(resources []ReadResource, verbs []string) []rbacv1.PolicyRule {
+	groups := map[string][]string{}
 	for _, r := range resources {
-		byGroup[r.Group] = append(byGroup[r.Group], r.Resource)
+		groups[r.Group] = append(groups[r.Group], r.Resource)
 	}
-	groups := make([]string, 0, len(byGroup))
-	for g := range byGroup {
-		groups = append(groups, g)
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
 	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		res := byGroup[g]
+	sort.Strings(names)
+	var rules []rbacv1.PolicyRule
+	for _, g := range names {
+		res := groups[g]
 		sort.Strings(res)
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res, Verbs: append([]string(nil), verbs...)})
 	}
-	return grant(ShardReaderName, subjects, rules...)
+	return rules
 }
 
 // ParseReadResource parses "resource.group" (or "resource" for the core

@@ -12,6 +12,7 @@ func TestShardReader(t *testing.T) {
 	tests := []struct {
 		name      string
 		resources []ReadResource
+		protected []ReadResource
 		reindex   bool
 		want      []rbacv1.PolicyRule
 	}{
@@ -30,9 +31,20 @@ func TestShardReader(t *testing.T) {
 				{Group: "", Resource: "configmaps"},
 			},
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter,
+				workspaceAccess, eventWriter, logicalClusterReader,
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"manageddbs", "virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
+		{
+			name:      "protected types are read one object at a time, never patched",
+			resources: []ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}},
+			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}, {Group: "network.example.io", Resource: "subnets"}},
+			reindex:   true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter, logicalClusterReader,
+				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get"}},
 			},
 		},
 		{
@@ -43,7 +55,7 @@ func TestShardReader(t *testing.T) {
 			},
 			reindex: true,
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter,
+				workspaceAccess, eventWriter, logicalClusterReader,
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch"}},
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},
@@ -59,7 +71,7 @@ func TestShardReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := ShardReader(webhook, tt.resources, tt.reindex)
+			g := ShardReader(webhook, ShardAccess{Dependents: tt.resources, Protected: tt.protected, Reindex: tt.reindex})
 			if !reflect.DeepEqual(g.Role.Rules, tt.want) {
 				t.Fatalf("rules = %+v\nwant %+v", g.Role.Rules, tt.want)
 			}

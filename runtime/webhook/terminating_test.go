@@ -135,9 +135,9 @@ func TestRefuseDeletingTargets(t *testing.T) {
 // deleted.
 func TestFrontProxyDeleting(t *testing.T) {
 	objects := map[string]string{
-		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/live":     `{"metadata":{"name":"live"}}`,
-		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/doomed":   `{"metadata":{"name":"doomed","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
-		"/clusters/c1/apis/network.test.io/v1/vpcs/cluster-wide":             `{"metadata":{"name":"cluster-wide","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
+		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/live":      `{"metadata":{"name":"live"}}`,
+		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/doomed":    `{"metadata":{"name":"doomed","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
+		"/clusters/c1/apis/network.test.io/v1/vpcs/cluster-wide":              `{"metadata":{"name":"cluster-wide","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
 		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/forbidden": "",
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

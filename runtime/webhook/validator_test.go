@@ -277,6 +277,13 @@ func TestDecide(t *testing.T) {
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
 		},
 		{
+			name: "a terminating workspace may delete even when the dependents cannot be read",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{terminating: true,
+				err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden"), dbGVR: errors.New("forbidden")}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
 			name:        "a terminating workspace may delete anything",
 			req:         deleteRequest(vpcGVR, "v", inCluster),
 			finder:      &fakeFinder{terminating: true, blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},

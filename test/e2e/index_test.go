@@ -399,8 +399,8 @@ func TestReindex(t *testing.T) {
 // minutes.
 func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Workspace) {
 	t.Helper()
-	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)},
-		[]rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, true)
+	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{
+		Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, Reindex: true})
 	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "depctrl-reindex", "depctrl-reindex", "depctrl-reindex"
 	apply(ctx, t, top.admin(t, ws.Path), toYAML(t, g))
 	id, err := top.Env.Identity(env.WebhookUser)

@@ -134,7 +134,8 @@ func TestLeastPrivilege(t *testing.T) {
 // shards narrowed to named types (depctrl_shard's read_resources). Where
 // it may not read a rule's dependent type it cannot know whether an object
 // is referenced, so it refuses the delete and says why; once the type is
-// named, protection works, and everything else stays unreadable.
+// named, protection works; a new reference to a type it may not read is
+// refused until that type is named too; everything else stays unreadable.
 func TestNarrowedReadAccess(t *testing.T) {
 	requireIntegration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -145,12 +146,12 @@ func TestNarrowedReadAccess(t *testing.T) {
 	// let reads through whatever this test narrows.
 	e := ownSingleShard(ctx, t)
 	top := setupTopology(ctx, t, e)
-	readOnShards := func(ctx context.Context, resources []rbac.ReadResource) {
+	readOnShards := func(ctx context.Context, access rbac.ShardAccess) {
 		t.Helper()
 		for _, s := range e.Shards {
 			cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
 			must(t, err)
-			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, resources, false)))
+			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, access)))
 		}
 	}
 
@@ -179,7 +180,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 
 	// Narrowed to a type no rule uses: the dependents cannot be read.
-	readOnShards(ctx, []rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}})
+	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}}})
 	decided("protected deletes to fail closed", func(err error) error {
 		if err == nil {
 			return fmt.Errorf("vpc-free deleted: the narrowed grant is not in force yet")
@@ -191,11 +192,41 @@ func TestNarrowedReadAccess(t *testing.T) {
 		return nil
 	})
 
-	// Narrowed to the rule's dependent type: protection works again.
-	readOnShards(ctx, []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}})
+	// Narrowed to the rule's dependent type: deletions are decided again,
+	// but a new reference cannot be checked against its target, which the
+	// webhook may not read, so it is refused and says why.
+	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}}})
 	decided("protection to work with the dependent type named", func(err error) error {
 		return err
 	})
+	for _, c := range top.Consumers {
+		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		eventually(ctx, t, time.Minute, "a new reference to an unreadable type to be refused on shard "+c.Shard, func() error {
+			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
+			if err == nil {
+				must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
+				return fmt.Errorf("created: the narrowed grant is not in force yet")
+			}
+			if !strings.Contains(err.Error(), "cannot check whether vpcs/vpc-1") || !strings.Contains(err.Error(), "forbidden") {
+				return fmt.Errorf("the refusal does not say that reading the VPC was forbidden: %v", err)
+			}
+			t.Logf("refused: %v", err)
+			return nil
+		})
+	}
+	// The protected type named too: writes go through.
+	readOnShards(ctx, rbac.ShardAccess{
+		Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}},
+		Protected:  []rbac.ReadResource{{Group: vpcs.Group, Resource: vpcs.Resource}},
+	})
+	for _, c := range top.Consumers {
+		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		eventually(ctx, t, time.Minute, "a new reference to be admitted on shard "+c.Shard, func() error {
+			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
+			return err
+		})
+		must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
+	}
 	for _, c := range top.Consumers {
 		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	}

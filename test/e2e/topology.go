@@ -67,7 +67,7 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env) *Topology {
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
 		must(t, err)
-		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, nil, false)))
+		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{})))
 	}
 
 	// Providers export their types and bind the dep-ctrl export.
@@ -98,10 +98,12 @@ func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
 	return c
 }
 
-// depCtrlBindingYAML binds the dep-ctrl export and accepts its claims.
+// depCtrlBindingYAML binds the dep-ctrl export and accepts its claims,
+// the read-only ones on APIExports and APIResourceSchemas included.
 func depCtrlBindingYAML(depCtrlPath string) string {
 	verbs := "[" + strings.Join(gen.ClaimVerbs, ", ") + "]"
 	eventVerbs := "[" + strings.Join(gen.EventClaimVerbs, ", ") + "]"
+	typeVerbs := "[" + strings.Join(gen.TypeClaimVerbs, ", ") + "]"
 	return fmt.Sprintf(`apiVersion: apis.kcp.io/v1alpha2
 kind: APIBinding
 metadata:
@@ -129,7 +131,19 @@ spec:
     selector:
       matchAll: true
     state: Accepted
-`, depCtrlPath, v1alpha1.DefaultAPIExportName, verbs, eventVerbs)
+  - group: apis.kcp.io
+    resource: apiexports
+    verbs: %[5]s
+    selector:
+      matchAll: true
+    state: Accepted
+  - group: apis.kcp.io
+    resource: apiresourceschemas
+    verbs: %[5]s
+    selector:
+      matchAll: true
+    state: Accepted
+`, depCtrlPath, v1alpha1.DefaultAPIExportName, verbs, eventVerbs, typeVerbs)
 }
 
 func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) {
