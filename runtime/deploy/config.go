@@ -1,9 +1,12 @@
 // Package deploy renders the Kubernetes objects that run the depctrl runtime:
 // the controller and the webhook as Deployments, their ServiceAccounts, the
-// Secrets holding their kcp kubeconfigs and the webhook's TLS material, and
-// the webhook Service. The Terraform provider applies these objects and the
-// depctrl_runtime_manifests data source prints them as YAML, so both ways of
-// deploying come from this one renderer.
+// Secrets holding their kcp kubeconfigs and the webhook's TLS material, the
+// webhook Service, and what keeps the blast radius of a disruption small: a
+// PodDisruptionBudget per component with more than one replica, replicas
+// spread over nodes, and a NetworkPolicy per component. The Terraform
+// provider applies these objects and the depctrl_runtime_manifests data
+// source prints them as YAML, so both ways of deploying come from this one
+// renderer.
 package deploy
 
 import (
@@ -116,6 +119,9 @@ type Config struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone may use it.
 	SkipProtectionGroups []string
+	// NetworkPolicy says who may connect to the pods; nil means
+	// DefaultNetworkPolicy.
+	NetworkPolicy *NetworkPolicy
 }
 
 // ControllerName and the other helpers name the rendered objects.
@@ -185,6 +191,10 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.WebhookPort == 0 {
 		c.WebhookPort = DefaultWebhookPort
+	}
+	if c.NetworkPolicy == nil {
+		p := DefaultNetworkPolicy()
+		c.NetworkPolicy = &p
 	}
 	return c
 }
@@ -262,6 +272,11 @@ func (c Config) Validate() error {
 	for _, g := range c.SkipProtectionGroups {
 		if g == "" || strings.ContainsAny(g, ", \t") || strings.IndexFunc(g, unicode.IsControl) >= 0 {
 			return &FieldError{"webhook.skip_protection_groups", fmt.Sprintf("%q is not a group name (no commas or spaces)", g)}
+		}
+	}
+	if c.NetworkPolicy != nil {
+		if err := c.NetworkPolicy.validate(); err != nil {
+			return err
 		}
 	}
 	if len(c.TLS.CACert) == 0 {

@@ -73,8 +73,20 @@ func Render(c Config) ([]*unstructured.Unstructured, error) {
 			})
 		}
 	}
+	objs = append(objs, c.webhookService())
+	// Policies and budgets before the Deployments: no pod runs unguarded.
+	for _, p := range c.networkPolicies() {
+		objs = append(objs, p)
+	}
+	for _, b := range []struct {
+		component string
+		replicas  int32
+	}{{"controller", c.Controller.Replicas}, {"webhook", c.Webhook.Replicas}} {
+		if pdb := c.disruptionBudget(b.component, b.replicas); pdb != nil {
+			objs = append(objs, pdb)
+		}
+	}
 	objs = append(objs,
-		c.webhookService(),
 		c.controllerDeployment(configHash(controllerCfg.Data, caMap.Data)),
 		c.webhookDeployment(configHash(webhookHash...)),
 	)
@@ -216,7 +228,17 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		secretVolume("kcp-kubeconfig", c.kubeconfigSecretName("webhook")),
 		secretVolume("tls", c.TLSSecretName()),
 	}
-	return c.deployment(c.WebhookName(), "webhook", c.Webhook.Replicas, hash, container, volumes)
+	d := c.deployment(c.WebhookName(), "webhook", c.Webhook.Replicas, hash, container, volumes)
+	// A rollout starts a new pod before it stops an old one, so it never
+	// lowers the number of ready webhook pods; a new pod that cannot become
+	// ready (a shard down while it reads the rules) stalls the rollout
+	// while the old pods keep answering.
+	none, one := intstr.FromInt32(0), intstr.FromInt32(1)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{
+		Type:          appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &none, MaxSurge: &one},
+	}
+	return d
 }
 
 func secretVolume(name, secret string) corev1.Volume {
@@ -277,6 +299,7 @@ func (r Resources) requirements() corev1.ResourceRequirements {
 
 func (c Config) deployment(name, component string, replicas int32, hash string, container corev1.Container, volumes []corev1.Volume) *appsv1.Deployment {
 	yes := true
+	affinity, spread := c.spread(component)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: c.meta(name, component),
@@ -295,8 +318,10 @@ func (c Config) deployment(name, component string, replicas int32, hash string, 
 						RunAsNonRoot:   &yes,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Containers: []corev1.Container{container},
-					Volumes:    volumes,
+					Containers:                []corev1.Container{container},
+					Volumes:                   volumes,
+					Affinity:                  affinity,
+					TopologySpreadConstraints: spread,
 				},
 			},
 		},

@@ -51,7 +51,8 @@ func TestRenderObjects(t *testing.T) {
 	}
 	want := "Namespace/depctrl-system ServiceAccount/depctrl-controller ServiceAccount/depctrl-webhook " +
 		"Secret/depctrl-controller-kubeconfig Secret/depctrl-webhook-kubeconfig ConfigMap/depctrl-webhook-ca " +
-		"Secret/depctrl-webhook-tls Service/depctrl-webhook Deployment/depctrl-controller Deployment/depctrl-webhook"
+		"Secret/depctrl-webhook-tls Service/depctrl-webhook NetworkPolicy/depctrl-controller NetworkPolicy/depctrl-webhook " +
+		"PodDisruptionBudget/depctrl-controller PodDisruptionBudget/depctrl-webhook Deployment/depctrl-controller Deployment/depctrl-webhook"
 	if strings.Join(got, " ") != want {
 		t.Errorf("objects\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
@@ -168,6 +169,10 @@ func TestValidate(t *testing.T) {
 		{"quantity", func(c *Config) { c.Controller.Resources.CPURequest = "fast" }, "controller.resources.cpu_request"},
 		{"no CA", func(c *Config) { c.TLS.CACert = nil }, "webhook.tls_secret_name"},
 		{"no key", func(c *Config) { c.TLS.Key = nil }, "webhook.tls_secret_name"},
+		{"CIDR", func(c *Config) { c.NetworkPolicy.WebhookCIDRs = []string{"10.0.0.0"} }, "network_policy.webhook_cidrs"},
+		{"CIDR with host bits", func(c *Config) { c.NetworkPolicy.MetricsCIDRs = []string{"10.1.2.3/8"} }, "network_policy.metrics_cidrs"},
+		{"namespace peer", func(c *Config) { c.NetworkPolicy.WebhookNamespaces = []string{"Kcp"} }, "network_policy.webhook_namespaces"},
+		{"namespace wildcard", func(c *Config) { c.NetworkPolicy.MetricsNamespaces = []string{"kcp-*"} }, "network_policy.metrics_namespaces"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
