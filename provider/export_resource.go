@@ -80,7 +80,8 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 		MarkdownDescription: "The DependencyRule API in the dep-ctrl workspace: the APIResourceSchema bundled with this provider version, " +
 			"the APIExport that serves it and claims, in the workspaces that bind it, `validatingwebhookconfigurations` (to install " +
 			"the deletion webhook), `mutatingwebhookconfigurations` (so that the controller can install the reference index webhook " +
-			"next to the rules) and the creation of Events (to report on rules next to them), " +
+			"next to the rules), the creation of Events (to report on rules next to them), and `get` on `apiexports` and " +
+			"`apiresourceschemas` (read-only, to check that the types a rule names are served), " +
 			"and the RBAC the runtime identities need there (read the export's endpoint slice, use `apiexports/content`, " +
 			"hold the leader-election lease, record events).\n\n" +
 			"When a newer provider version bundles a changed schema, apply points the export at the new schema and only then " +

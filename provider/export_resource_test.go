@@ -85,6 +85,8 @@ func TestAccExportResource(t *testing.T) {
 					attr("permission_claims", knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact("admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,update,watch"),
 						knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch"),
+						knownvalue.StringExact("apis.kcp.io/apiexports: get"),
+						knownvalue.StringExact("apis.kcp.io/apiresourceschemas: get"),
 						knownvalue.StringExact("events: create"),
 					})),
 				},

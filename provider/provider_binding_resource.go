@@ -69,8 +69,10 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 		MarkdownDescription: "Binds the dep-ctrl export in an API provider's workspace and accepts its permission claims: on " +
 			"`validatingwebhookconfigurations`, so that the controller can install the deletion webhook there; on " +
 			"`mutatingwebhookconfigurations`, so that the controller can install the reference index webhook next to the rules " +
-			"(without it deletes are still checked, by reading every dependent, and the rules there report `Indexed` false); and on creating " +
-			"Events, so that it can report on the DependencyRules created there. " +
+			"(without it deletes are still checked, by reading every dependent, and the rules there report `Indexed` false); on creating " +
+			"Events, so that it can report on the DependencyRules created there; and `get` on `apiexports` and `apiresourceschemas`, " +
+			"read-only, so that the controller can check that the types a rule names are served by the exports it names (without it " +
+			"the rules that name an export here are not `Ready`: their `TypesServed` condition says `ClaimNotAccepted`). " +
 			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +
 			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +

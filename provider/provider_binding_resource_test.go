@@ -45,6 +45,8 @@ func acceptedClaims() knownvalue.Check {
 	return knownvalue.ListExact([]knownvalue.Check{
 		knownvalue.StringExact("admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
 		knownvalue.StringExact("admissionregistration.k8s.io/validatingwebhookconfigurations: create,delete,get,list,patch,update,watch = Accepted"),
+		knownvalue.StringExact("apis.kcp.io/apiexports: get = Accepted"),
+		knownvalue.StringExact("apis.kcp.io/apiresourceschemas: get = Accepted"),
 		knownvalue.StringExact("events: create = Accepted"),
 	})
 }

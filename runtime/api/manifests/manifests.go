@@ -51,8 +51,9 @@ func SchemaName() string { return APIResourceSchema().Name }
 // APIExport returns the dep-ctrl APIExport, named name (the default is
 // v1alpha1.DefaultAPIExportName), serving the bundled schema and claiming
 // validatingwebhookconfigurations (to install the deletion webhook),
-// mutatingwebhookconfigurations (to install the reference index webhook)
-// and Events (to report on rules where they live).
+// mutatingwebhookconfigurations (to install the reference index webhook),
+// Events (to report on rules where they live), and, read-only, APIExports
+// and APIResourceSchemas (to check that the types a rule names are served).
 func APIExport(name string) *apisv1alpha2.APIExport {
 	out := &apisv1alpha2.APIExport{}
 	mustDecode(exportYAML, out)

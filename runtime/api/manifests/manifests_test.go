@@ -29,6 +29,8 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
 		"/events " + fmt.Sprint(gen.EventClaimVerbs),
+		"apis.kcp.io/apiexports " + fmt.Sprint(gen.TypeClaimVerbs),
+		"apis.kcp.io/apiresourceschemas " + fmt.Sprint(gen.TypeClaimVerbs),
 	}
 	if !slices.Equal(claims, want) {
 		t.Fatalf("claims %q, want %q", claims, want)

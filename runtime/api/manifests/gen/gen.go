@@ -25,6 +25,19 @@ var ClaimVerbs = []string{"get", "list", "watch", "create", "update", "patch", "
 // the rule's own workspace. It never reads or changes anyone else's.
 var EventClaimVerbs = []string{"create"}
 
+// TypeClaimVerbs are the verbs the export claims on APIExports and
+// APIResourceSchemas: the controller reads, one object at a time, the
+// export a rule names and the schemas it serves, to check that the rule's
+// types are served. It never lists, watches or changes them.
+var TypeClaimVerbs = []string{"get"}
+
+// TypeClaims are the read-only claims on kcp's own API types that let the
+// controller check a rule against the exports it names.
+var TypeClaims = []apisv1alpha2.GroupResource{
+	{Group: "apis.kcp.io", Resource: "apiexports"},
+	{Group: "apis.kcp.io", Resource: "apiresourceschemas"},
+}
+
 // Files are the generated manifests.
 type Files struct {
 	APIResourceSchema []byte
@@ -78,6 +91,11 @@ func FromCRD(crdYAML []byte) (*Files, error) {
 				Verbs:         EventClaimVerbs,
 			}},
 		},
+	}
+	// kcp serves its own apis.kcp.io types to a claiming export without an
+	// identity hash.
+	for _, gr := range TypeClaims {
+		export.Spec.PermissionClaims = append(export.Spec.PermissionClaims, apisv1alpha2.PermissionClaim{GroupResource: gr, Verbs: TypeClaimVerbs})
 	}
 	out := &Files{}
 	if out.APIResourceSchema, err = marshal(schema); err != nil {
