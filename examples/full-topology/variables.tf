@@ -52,3 +52,9 @@ variable "dependent_types" {
   type        = list(string)
   default     = ["virtualmachines.compute.test.io", "manageddbs.compute.test.io"]
 }
+
+variable "protected_types" {
+  description = "The protected types the webhook may get one object of at a time (resource.group); used only with dependent_types."
+  type        = list(string)
+  default     = ["vpcs.network.test.io", "firewallrules.network.test.io"]
+}

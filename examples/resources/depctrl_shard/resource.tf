@@ -18,6 +18,10 @@ resource "depctrl_shard" "shard_1" {
   # included).
   read_resources = ["virtualmachines.compute.example.io", "manageddatabases.compute.example.io"]
 
+  # The types they protect: read one object at a time, to refuse a new
+  # reference to an object that is being deleted.
+  protected_resources = ["vpcs.network.example.io", "subnets.network.example.io"]
+
   # Let the webhook re-index dependents written before their rule (with an
   # empty patch each) instead of reading them in full at every deletion.
   reindex = true
