@@ -28,15 +28,16 @@ type ruleEvent struct {
 
 // ruleEvents returns the Events a status change warrants: a Warning each
 // time a condition the controller owns turns False for a reason someone
-// must act on (a workspace not found, the export not bound or its claim not
-// accepted, a cycle, an install that failed, the reference index missing),
+// must act on (a workspace not found, a type the exports do not serve, the
+// export not bound or its claim not accepted, a cycle, an install that
+// failed, the reference index missing),
 // and a Normal one when the webhook gets installed, a cycle is broken, the
 // index comes back, and the rule becomes Ready. Only transitions count, so
 // a problem that persists is reported once, not on every run, and a
 // restarted controller repeats nothing.
 func ruleEvents(before, after []metav1.Condition) []ruleEvent {
 	var out []ruleEvent
-	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic, v1alpha1.ConditionIndexed, v1alpha1.ConditionReady} {
+	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionTypesServed, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic, v1alpha1.ConditionIndexed, v1alpha1.ConditionReady} {
 		a := meta.FindStatusCondition(after, t)
 		if a == nil {
 			continue

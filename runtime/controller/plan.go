@@ -15,9 +15,13 @@ import (
 // RuleInput is what planning needs of one DependencyRule.
 type RuleInput struct {
 	// Key is "<cluster>/<name>".
-	Key          string
-	Dependent    schema.GroupVersionResource
-	Dependencies []DependencyInput
+	Key       string
+	Dependent schema.GroupVersionResource
+	// DependentKind and DependentExport are spec.dependent.kind and
+	// spec.dependent.apiExportName.
+	DependentKind   string
+	DependentExport string
+	Dependencies    []DependencyInput
 	// Invalid, when set, says why the rule's spec cannot be acted on.
 	Invalid string
 }
@@ -27,6 +31,7 @@ type DependencyInput struct {
 	ExportPath string
 	ExportName string
 	GVR        schema.GroupVersionResource
+	FieldPath  string
 }
 
 // Binding is how a workspace bound the dep-ctrl export, as seen through the
@@ -44,18 +49,30 @@ type Binding struct {
 	// mutatingwebhookconfigurations, so the controller may install the
 	// reference index webhook next to the rules there.
 	IndexClaimAccepted bool
+	// TypesClaimAccepted says the workspace accepted the read-only claims
+	// on apiexports and apiresourceschemas, so the controller may check
+	// rules against the exports there.
+	TypesClaimAccepted bool
 }
 
 // Outcome is the verdict on one aspect of a rule.
 type Outcome struct {
-	OK      bool
+	OK bool
+	// Unknown says the verdict could not be reached (the condition is
+	// Unknown rather than False).
+	Unknown bool
+	// Keep says a verdict already reached for the rule's generation
+	// stands: the outcome comes from a failure to read that may pass.
+	Keep    bool
 	Reason  string
 	Message string
 }
 
 // RulePlan is what the controller concluded about one rule.
 type RulePlan struct {
-	Resolved  Outcome
+	Resolved Outcome
+	// Served says whether the exports serve the types the rule names.
+	Served    Outcome
 	Installed Outcome
 	Acyclic   Outcome
 	Indexed   Outcome
@@ -86,8 +103,13 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 
 // ComputePlan recomputes the desired webhook configurations from every
 // current rule. Nothing is carried over from earlier runs: a dependency
-// that was removed or changed simply does not appear.
-func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc) *Plan {
+// that was removed or changed simply does not appear. Whether the exports
+// serve a rule's types (Served, read through exports) decides its
+// readiness, never what is installed: a type no export serves gets no
+// requests, so its entry costs nothing, the rest of the rule keeps
+// protecting, and a failure to read an export can never take protection
+// away.
+func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
 	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
 	var edges []Edge
 	for _, r := range rules {
@@ -95,6 +117,7 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		p.Rules[r.Key] = rp
 		if r.Invalid != "" {
 			rp.Resolved = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
+			rp.Served = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
 			rp.Installed = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
 			rp.Indexed = Outcome{Reason: "InvalidSpec", Message: r.Invalid}
 			continue
@@ -109,7 +132,8 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		var resolveErrs []string
 		notFound := false
 		targets := map[string][]schema.GroupVersionResource{}
-		for _, d := range r.Dependencies {
+		clusters := make([]string, len(r.Dependencies))
+		for i, d := range r.Dependencies {
 			cluster, err := resolve(ctx, d.ExportPath)
 			if err != nil {
 				if errors.Is(err, resolver.ErrNotFound) {
@@ -118,8 +142,10 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 				resolveErrs = append(resolveErrs, err.Error())
 				continue
 			}
+			clusters[i] = cluster
 			targets[cluster] = append(targets[cluster], d.GVR)
 		}
+		rp.Served = planServed(ctx, r, clusters, bindings, exports)
 		if len(resolveErrs) > 0 {
 			reason := "ResolveFailed"
 			if notFound {

@@ -32,6 +32,12 @@ func fakeResolve(paths map[string]string) ResolveFunc {
 	}
 }
 
+// unreadExports is the ExportFunc of tests that are not about what the
+// exports serve: every read fails.
+func unreadExports(_ context.Context, cluster, name string) (*ExportTypes, error) {
+	return nil, fmt.Errorf("export %s in %s is not read in this test", name, cluster)
+}
+
 func TestComputePlan(t *testing.T) {
 	resolve := fakeResolve(map[string]string{"root:network": "net", "root:org:storage": "sto", "root:unbound": "unb", "root:noclaim": "noc"})
 	bindings := map[string]Binding{
@@ -51,7 +57,7 @@ func TestComputePlan(t *testing.T) {
 		{Key: "comp/noclaim", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:noclaim", GVR: gvr("y.io", "ys")}}},
 		{Key: "comp/invalid", Invalid: "spec.dependencies: at least one dependency is required"},
 	}
-	p := ComputePlan(context.Background(), rules, bindings, resolve)
+	p := ComputePlan(context.Background(), rules, bindings, resolve, unreadExports)
 
 	wantWebhooks := map[string][]schema.GroupVersionResource{
 		"net": {testFWs, testVPCs},
@@ -81,12 +87,12 @@ func TestComputePlanForgetsRemovedDependencies(t *testing.T) {
 	resolve := fakeResolve(map[string]string{"root:network": "net", "root:other": "oth"})
 	bindings := map[string]Binding{"net": {ClaimAccepted: true}, "oth": {ClaimAccepted: true}}
 	before := ComputePlan(context.Background(), []RuleInput{{Key: "c/r", Dependent: testVMs, Dependencies: []DependencyInput{
-		{ExportPath: "root:network", GVR: testVPCs}, {ExportPath: "root:other", GVR: testFWs}}}}, bindings, resolve)
+		{ExportPath: "root:network", GVR: testVPCs}, {ExportPath: "root:other", GVR: testFWs}}}}, bindings, resolve, unreadExports)
 	if len(before.Webhooks) != 2 {
 		t.Fatalf("before: %v", before.Webhooks)
 	}
 	after := ComputePlan(context.Background(), []RuleInput{{Key: "c/r", Dependent: testVMs, Dependencies: []DependencyInput{
-		{ExportPath: "root:network", GVR: testVPCs}}}}, bindings, resolve)
+		{ExportPath: "root:network", GVR: testVPCs}}}}, bindings, resolve, unreadExports)
 	if _, ok := after.Webhooks["oth"]; ok || len(after.Webhooks["net"]) != 1 {
 		t.Fatalf("after an in-place edit the old target must disappear: %v", after.Webhooks)
 	}
@@ -98,7 +104,7 @@ func TestComputePlanReportsCycles(t *testing.T) {
 	p := ComputePlan(context.Background(), []RuleInput{
 		{Key: "comp/vm", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}},
 		{Key: "net/vpc", Dependent: testVPCs, Dependencies: []DependencyInput{{ExportPath: "root:compute", GVR: testVMs}}},
-	}, bindings, resolve)
+	}, bindings, resolve, unreadExports)
 	for _, key := range []string{"comp/vm", "net/vpc"} {
 		if a := p.Rules[key].Acyclic; a.OK || a.Reason != "CycleDetected" || !strings.Contains(a.Message, "skip-protection") {
 			t.Errorf("%s: %+v", key, a)
@@ -166,7 +172,7 @@ func TestComputePlanIndexes(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ComputePlan(context.Background(), tt.rules, tt.bindings, resolve)
+			p := ComputePlan(context.Background(), tt.rules, tt.bindings, resolve, unreadExports)
 			if !reflect.DeepEqual(p.Indexes, tt.want) {
 				t.Errorf("indexes = %v, want %v", p.Indexes, tt.want)
 			}
@@ -187,7 +193,7 @@ func TestComputePlanIndexDoesNotGateProtection(t *testing.T) {
 	resolve := fakeResolve(map[string]string{"root:network": "net"})
 	rules := []RuleInput{{Key: "comp/vm", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}}
 	for name, comp := range map[string]Binding{"accepted": {IndexClaimAccepted: true}, "not accepted": {}} {
-		p := ComputePlan(context.Background(), rules, map[string]Binding{"net": {ClaimAccepted: true}, "comp": comp}, resolve)
+		p := ComputePlan(context.Background(), rules, map[string]Binding{"net": {ClaimAccepted: true}, "comp": comp}, resolve, unreadExports)
 		if !reflect.DeepEqual(p.Webhooks, map[string][]schema.GroupVersionResource{"net": {testVPCs}}) || !p.Rules["comp/vm"].Installed.OK {
 			t.Errorf("%s: webhooks %v, installed %+v", name, p.Webhooks, p.Rules["comp/vm"].Installed)
 		}
@@ -204,7 +210,7 @@ func BenchmarkComputePlan(b *testing.B) {
 		rules[i] = RuleInput{Key: fmt.Sprintf("comp/rule-%04d", i), Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}}
 	}
 	for b.Loop() {
-		if p := ComputePlan(context.Background(), rules, bindings, resolve); len(p.Webhooks["net"]) != 1 {
+		if p := ComputePlan(context.Background(), rules, bindings, resolve, unreadExports); len(p.Webhooks["net"]) != 1 {
 			b.Fatalf("webhooks = %v", p.Webhooks)
 		}
 	}

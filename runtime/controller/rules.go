@@ -41,13 +41,24 @@ func ruleInput(o virtualworkspace.Object) RuleInput {
 		in.Invalid = errs.ToAggregate().Error()
 		return in
 	}
-	d := rule.Spec.Dependent
-	in.Dependent = schema.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: d.Resource}
-	for _, dep := range rule.Spec.Dependencies {
+	return SpecInput(in.Key, rule.Spec)
+}
+
+// SpecInput is the planning input for a valid spec of the rule key.
+func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
+	d := spec.Dependent
+	in := RuleInput{
+		Key:             key,
+		Dependent:       schema.GroupVersionResource{Group: d.Group, Version: d.Version, Resource: d.Resource},
+		DependentKind:   d.Kind,
+		DependentExport: d.APIExportName,
+	}
+	for _, dep := range spec.Dependencies {
 		in.Dependencies = append(in.Dependencies, DependencyInput{
 			ExportPath: dep.APIExportRef.Path,
 			ExportName: dep.APIExportRef.Name,
 			GVR:        schema.GroupVersionResource{Group: dep.Group, Version: dep.Version, Resource: dep.Resource},
+			FieldPath:  dep.FieldRef.Path,
 		})
 	}
 	return in
@@ -65,6 +76,9 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp 
 	before := rule.Status.DeepCopy()
 	gen := rule.Generation
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWorkspacesResolved, rp.Resolved, gen)
+	if !keepVerdict(rule, v1alpha1.ConditionTypesServed, rp.Served) {
+		setCondition(&rule.Status.Conditions, v1alpha1.ConditionTypesServed, rp.Served, gen)
+	}
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWebhookInstalled, rp.Installed, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionAcyclic, rp.Acyclic, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionIndexed, rp.Indexed, gen)
@@ -95,11 +109,13 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp 
 }
 
 // readiness summarizes the other conditions: Ready only when the workspaces
-// resolved, the webhook is installed, the webhook enforces this generation
-// and no cycle makes objects undeletable. Indexed is left out: without the
+// resolved, the exports serve every type the rule names, the webhook is
+// installed, the webhook enforces this generation and no cycle makes
+// objects undeletable. A rule whose types are not served protects nothing,
+// so it is never Ready, installed or not. Indexed is left out: without the
 // index deletes are decided all the same, only slower.
 func readiness(rule *v1alpha1.DependencyRule) Outcome {
-	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic} {
+	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionTypesServed, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic} {
 		c := meta.FindStatusCondition(rule.Status.Conditions, t)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			if c == nil {
@@ -120,10 +136,24 @@ func readiness(rule *v1alpha1.DependencyRule) Outcome {
 	return Outcome{OK: true, Reason: "Ready", Message: "the rule is installed and enforced"}
 }
 
+// keepVerdict reports whether o, an outcome that may pass, leaves the
+// rule's condition t as it is: it does when the condition holds a True or
+// False verdict for the rule's current generation.
+func keepVerdict(rule *v1alpha1.DependencyRule, t string, o Outcome) bool {
+	if !o.Keep {
+		return false
+	}
+	c := meta.FindStatusCondition(rule.Status.Conditions, t)
+	return c != nil && c.ObservedGeneration == rule.Generation && c.Status != metav1.ConditionUnknown
+}
+
 func setCondition(conds *[]metav1.Condition, t string, o Outcome, gen int64) {
 	status := metav1.ConditionFalse
-	if o.OK {
+	switch {
+	case o.OK:
 		status = metav1.ConditionTrue
+	case o.Unknown:
+		status = metav1.ConditionUnknown
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{Type: t, Status: status, Reason: o.Reason, Message: o.Message, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(time.Now())})
 }

@@ -39,3 +39,70 @@ func TestStatusEqual(t *testing.T) {
 		})
 	}
 }
+
+// TestReadinessNeedsTypesServed: a rule whose types are not served, or not
+// known to be, is never Ready, however installed and enforced it is.
+func TestReadinessNeedsTypesServed(t *testing.T) {
+	rule := func(served metav1.Condition) *v1alpha1.DependencyRule {
+		r := &v1alpha1.DependencyRule{}
+		r.Generation = 1
+		for _, c := range []metav1.Condition{
+			cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), served,
+			cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
+			cond(v1alpha1.ConditionEnforced, "True", "Enforced"),
+		} {
+			c.ObservedGeneration = 1
+			r.Status.Conditions = append(r.Status.Conditions, c)
+		}
+		return r
+	}
+	tests := []struct {
+		served metav1.Condition
+		ready  bool
+		reason string
+	}{
+		{cond(v1alpha1.ConditionTypesServed, "True", ReasonTypesServed), true, "Ready"},
+		{cond(v1alpha1.ConditionTypesServed, "False", ReasonVersionNotServed), false, ReasonVersionNotServed},
+		{cond(v1alpha1.ConditionTypesServed, "Unknown", ReasonTypesClaimNotAccepted), false, ReasonTypesClaimNotAccepted},
+		{cond("Other", "True", "Other"), false, "Pending"},
+	}
+	for _, tt := range tests {
+		if got := readiness(rule(tt.served)); got.OK != tt.ready || got.Reason != tt.reason {
+			t.Errorf("TypesServed %s %s: readiness %+v, want ok=%v reason %s", tt.served.Status, tt.served.Reason, got, tt.ready, tt.reason)
+		}
+	}
+}
+
+// TestKeepVerdict: a read failure leaves a verdict for the current
+// generation as it is, and nothing else.
+func TestKeepVerdict(t *testing.T) {
+	readFailed := Outcome{Unknown: true, Keep: true, Reason: ReasonExportReadFailed}
+	tests := []struct {
+		name    string
+		current *metav1.Condition
+		gen     int64
+		o       Outcome
+		keep    bool
+	}{
+		{"True for this generation", &metav1.Condition{Status: "True", ObservedGeneration: 2}, 2, readFailed, true},
+		{"False for this generation", &metav1.Condition{Status: "False", ObservedGeneration: 2}, 2, readFailed, true},
+		{"for an older generation", &metav1.Condition{Status: "True", ObservedGeneration: 1}, 2, readFailed, false},
+		{"already Unknown", &metav1.Condition{Status: "Unknown", ObservedGeneration: 2}, 2, readFailed, false},
+		{"no condition yet", nil, 2, readFailed, false},
+		{"a claim not accepted does not pass by itself", &metav1.Condition{Status: "True", ObservedGeneration: 2}, 2, Outcome{Unknown: true, Reason: ReasonTypesClaimNotAccepted}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &v1alpha1.DependencyRule{}
+			r.Generation = tt.gen
+			if tt.current != nil {
+				c := *tt.current
+				c.Type, c.Reason = v1alpha1.ConditionTypesServed, "X"
+				r.Status.Conditions = []metav1.Condition{c}
+			}
+			if got := keepVerdict(r, v1alpha1.ConditionTypesServed, tt.o); got != tt.keep {
+				t.Fatalf("keepVerdict = %v, want %v", got, tt.keep)
+			}
+		})
+	}
+}

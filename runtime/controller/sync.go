@@ -136,9 +136,11 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			ClaimAccepted:      claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
 			EventsAccepted:     claimAccepted(o.Obj, events.ClaimGroupResource),
 			IndexClaimAccepted: claimAccepted(o.Obj, virtualworkspace.MutatingWebhookConfigurationsGVR.GroupResource()),
+			TypesClaimAccepted: claimAccepted(o.Obj, APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, APIResourceSchemasGVR.GroupResource()),
 		}
 	}
-	plan := ComputePlan(ctx, rules, bindings, s.Resolve)
+	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}}
+	plan := ComputePlan(ctx, rules, bindings, s.Resolve, exports.read)
 	settings := s.Settings()
 
 	installErrs := map[string]error{}
@@ -170,6 +172,9 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs)
 	errs = append(errs, err, indexListErr)
+	// A failure to read an export leaves the verdicts as they were; the
+	// run is retried.
+	errs = append(errs, exports.errs...)
 	for _, o := range ruleObjs {
 		key := o.Cluster + "/" + o.Obj.GetName()
 		rp := plan.Rules[key]

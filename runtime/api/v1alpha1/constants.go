@@ -32,6 +32,12 @@ const (
 	// ConditionWorkspacesResolved: every apiExportRef.path resolved to a
 	// logical cluster.
 	ConditionWorkspacesResolved = "WorkspacesResolved"
+	// ConditionTypesServed: the APIExports the rule names serve its types
+	// (group, resource, version, and the dependent's kind), and every field
+	// path fits the dependent's schema where that schema is structural. A
+	// rule on a type nobody serves protects nothing, so this is part of
+	// Ready.
+	ConditionTypesServed = "TypesServed"
 	// ConditionWebhookInstalled: every protected workspace has the webhook
 	// configuration covering this rule's dependencies.
 	ConditionWebhookInstalled = "WebhookInstalled"

@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+)
+
+// Resources read to learn what an export serves. Through the dep-ctrl
+// export's virtual workspace they are reachable only by the export's
+// read-only claims on them, accepted by the workspace's binding.
+var (
+	APIExportsGVR         = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
+	APIResourceSchemasGVR = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
+)
+
+// ErrExportNotFound says the workspace has no APIExport of that name.
+var ErrExportNotFound = errors.New("APIExport not found")
+
+// ExportFunc returns what the APIExport name in a logical cluster serves.
+// An export that does not exist is ErrExportNotFound; any other error is
+// a failure to read, which may pass.
+type ExportFunc func(ctx context.Context, cluster, name string) (*ExportTypes, error)
+
+// ReadExport reads the APIExport name and the APIResourceSchemas it serves
+// with client, which talks to the export's workspace. It only gets objects
+// by name, never lists them.
+func ReadExport(ctx context.Context, client dynamic.Interface, name string) (*ExportTypes, error) {
+	u, err := client.Resource(APIExportsGVR).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: %s", ErrExportNotFound, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading APIExport %s: %w", name, err)
+	}
+	export := &apisv1alpha2.APIExport{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, export); err != nil {
+		return nil, fmt.Errorf("decoding APIExport %s: %w", name, err)
+	}
+	out := &ExportTypes{Name: name}
+	for _, rs := range export.Spec.Resources {
+		s, err := readSchema(ctx, client, rs.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("APIExport %s serves %s.%s from APIResourceSchema %s: %w", name, rs.Name, rs.Group, rs.Schema, err)
+		}
+		r, err := servedResource(s)
+		if err != nil {
+			return nil, fmt.Errorf("APIExport %s: %w", name, err)
+		}
+		out.Resources = append(out.Resources, r)
+	}
+	return out, nil
+}
+
+func readSchema(ctx context.Context, client dynamic.Interface, name string) (*apisv1alpha1.APIResourceSchema, error) {
+	u, err := client.Resource(APIResourceSchemasGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading it: %w", err)
+	}
+	s := &apisv1alpha1.APIResourceSchema{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, fmt.Errorf("decoding it: %w", err)
+	}
+	return s, nil
+}
+
+// servedResource is what an APIResourceSchema says about its resource.
+func servedResource(s *apisv1alpha1.APIResourceSchema) (ServedResource, error) {
+	r := ServedResource{Group: s.Spec.Group, Resource: s.Spec.Names.Plural, Singular: s.Spec.Names.Singular, Kind: s.Spec.Names.Kind}
+	for i := range s.Spec.Versions {
+		v := &s.Spec.Versions[i]
+		props, err := v.GetSchema()
+		if err != nil {
+			return ServedResource{}, fmt.Errorf("decoding the schema of version %s of APIResourceSchema %s: %w", v.Name, s.Name, err)
+		}
+		r.Versions = append(r.Versions, ServedVersion{Name: v.Name, Served: v.Served, Schema: props})
+	}
+	return r, nil
+}
+
+// exportReader reads exports through the dep-ctrl export's virtual
+// workspaces, each at most once per run, and keeps the read failures so
+// that the run is retried.
+type exportReader struct {
+	client   func(url, cluster string) (dynamic.Interface, error)
+	bindings map[string]Binding
+	seen     map[exportKey]exportResult
+	errs     []error
+}
+
+type exportKey struct{ cluster, name string }
+
+type exportResult struct {
+	types *ExportTypes
+	err   error
+}
+
+func (r *exportReader) read(ctx context.Context, cluster, name string) (*ExportTypes, error) {
+	key := exportKey{cluster, name}
+	if res, ok := r.seen[key]; ok {
+		return res.types, res.err
+	}
+	var res exportResult
+	c, err := r.client(r.bindings[cluster].URL, cluster)
+	if err == nil {
+		res.types, res.err = ReadExport(ctx, c, name)
+	} else {
+		res.err = err
+	}
+	if res.err != nil && !errors.Is(res.err, ErrExportNotFound) {
+		res.err = fmt.Errorf("in logical cluster %s: %w", cluster, res.err)
+		r.errs = append(r.errs, res.err)
+	}
+	r.seen[key] = res
+	return res.types, res.err
+}

@@ -1,0 +1,171 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+)
+
+// Reasons of the TypesServed condition when a rule names a type its export
+// does not serve.
+const (
+	ReasonExportNotFound    = "ExportNotFound"
+	ReasonGroupNotServed    = "GroupNotServed"
+	ReasonResourceNotServed = "ResourceNotServed"
+	ReasonVersionNotServed  = "VersionNotServed"
+	ReasonKindMismatch      = "KindMismatch"
+)
+
+// ExportTypes is what one APIExport serves, as its APIResourceSchemas
+// describe it.
+type ExportTypes struct {
+	// Name is the export's name.
+	Name      string
+	Resources []ServedResource
+}
+
+// ServedResource is one resource of an export.
+type ServedResource struct {
+	Group, Resource, Singular, Kind string
+	Versions                        []ServedVersion
+}
+
+// ServedVersion is one version of a resource's schema.
+type ServedVersion struct {
+	Name   string
+	Served bool
+	// Schema is the version's OpenAPI schema, nil when it has none.
+	Schema *apiextensionsv1.JSONSchemaProps
+}
+
+// Problem is one way a rule disagrees with what its exports serve.
+type Problem struct {
+	Reason string
+	// Field is the rule's field in error, such as spec.dependent.version.
+	Field  string
+	Detail string
+}
+
+func (p Problem) String() string { return p.Field + ": " + p.Detail }
+
+// CheckServed checks rule r against what its exports serve: the dependent
+// against dependent (the export spec.dependent.apiExportName names, in the
+// rule's workspace), dependency i against dependencies[i], and each field
+// path against the dependent's schema. A nil export is not checked. A type
+// the export does not serve in that group, resource, version or kind has no
+// objects, so a rule naming it protects nothing.
+func CheckServed(r RuleInput, dependent *ExportTypes, dependencies []*ExportTypes) []Problem {
+	var problems []Problem
+	var schema *ServedVersion
+	if dependent != nil {
+		v, p := checkType(dependent, "spec.dependent", r.Dependent.Group, r.Dependent.Version, r.Dependent.Resource, r.DependentKind)
+		problems = append(problems, p...)
+		schema = v
+	}
+	for i, d := range r.Dependencies {
+		field := fmt.Sprintf("spec.dependencies[%d]", i)
+		if i < len(dependencies) && dependencies[i] != nil {
+			_, p := checkType(dependencies[i], field, d.GVR.Group, d.GVR.Version, d.GVR.Resource, "")
+			problems = append(problems, p...)
+		}
+		if schema == nil {
+			continue
+		}
+		path, err := fieldpath.Parse(d.FieldPath)
+		if err != nil {
+			continue // Validate reports it
+		}
+		if reason, detail := fieldInSchema(schema.Schema, path); reason != "" {
+			problems = append(problems, Problem{Reason: reason, Field: field + ".fieldRef.path", Detail: fmt.Sprintf(
+				"%s does not fit the schema of %s %s served by export %s: %s", d.FieldPath, r.Dependent.Resource, r.Dependent.Version, dependent.Name, detail)})
+		}
+	}
+	return problems
+}
+
+// checkType finds group/resource at version in export e, and when kind is
+// set checks it too. It returns the version found, nil when the type is
+// not served.
+func checkType(e *ExportTypes, field, group, version, resource, kind string) (*ServedVersion, []Problem) {
+	var res *ServedResource
+	var inGroup, elsewhere []string
+	for i := range e.Resources {
+		r := &e.Resources[i]
+		switch {
+		case r.Group == group && r.Resource == resource:
+			res = r
+		case r.Group == group:
+			inGroup = append(inGroup, r.Resource)
+		case r.Resource == resource:
+			elsewhere = append(elsewhere, r.Group)
+		}
+	}
+	if res == nil {
+		return nil, []Problem{notServed(e, field, group, resource, inGroup, elsewhere)}
+	}
+	var ver *ServedVersion
+	var served []string
+	for i := range res.Versions {
+		v := &res.Versions[i]
+		if !v.Served {
+			continue
+		}
+		served = append(served, v.Name)
+		if v.Name == version {
+			ver = v
+		}
+	}
+	var problems []Problem
+	if ver == nil {
+		detail := fmt.Sprintf("export %s serves %s in %s, not %s", e.Name, resource, strings.Join(served, ", "), version)
+		if len(served) == 0 {
+			detail = fmt.Sprintf("export %s serves %s in no version at all", e.Name, resource)
+		}
+		problems = append(problems, Problem{Reason: ReasonVersionNotServed, Field: field + ".version", Detail: detail})
+	}
+	if kind != "" && res.Kind != kind {
+		problems = append(problems, Problem{Reason: ReasonKindMismatch, Field: field + ".kind", Detail: fmt.Sprintf(
+			"export %s serves %s as kind %s, not %s", e.Name, resource, res.Kind, kind)})
+	}
+	return ver, problems
+}
+
+// notServed says why e serves no group/resource, naming the field most
+// likely wrong.
+func notServed(e *ExportTypes, field, group, resource string, inGroup, elsewhere []string) Problem {
+	if len(elsewhere) > 0 {
+		sort.Strings(elsewhere)
+		return Problem{Reason: ReasonGroupNotServed, Field: field + ".group", Detail: fmt.Sprintf(
+			"export %s serves %s in group %s, not %s", e.Name, resource, strings.Join(elsewhere, ", "), group)}
+	}
+	if len(inGroup) == 0 {
+		return Problem{Reason: ReasonGroupNotServed, Field: field + ".group", Detail: fmt.Sprintf(
+			"export %s serves nothing in group %s; it serves %s", e.Name, group, e.served())}
+	}
+	for _, r := range e.Resources {
+		if r.Group == group && (r.Singular == resource || strings.ToLower(r.Kind) == resource) {
+			return Problem{Reason: ReasonResourceNotServed, Field: field + ".resource", Detail: fmt.Sprintf(
+				"export %s serves no resource %s in %s: name the plural, %s", e.Name, resource, group, r.Resource)}
+		}
+	}
+	sort.Strings(inGroup)
+	return Problem{Reason: ReasonResourceNotServed, Field: field + ".resource", Detail: fmt.Sprintf(
+		"export %s serves no resource %s in %s; it serves %s", e.Name, resource, group, strings.Join(inGroup, ", "))}
+}
+
+// served lists e's resources as resource.group, sorted.
+func (e *ExportTypes) served() string {
+	if len(e.Resources) == 0 {
+		return "no resources"
+	}
+	out := make([]string, 0, len(e.Resources))
+	for _, r := range e.Resources {
+		out = append(out, r.Resource+"."+r.Group)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
