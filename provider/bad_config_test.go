@@ -257,6 +257,10 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 		{"runtime: renewal window", provider + runtime(webhook(`, certificate_validity = "2h", certificate_renew_before = "3h"`)), `(?s)certificate_renew_before.*shorter than\s+webhook.certificate_validity`},
 		{"runtime: http webhook URL", provider + runtime(webhook(`, url = "http://depctrl.example.com/validate"`)), `(?s)webhook.url`},
 		{"runtime: webhook URL with a query", provider + runtime(webhook(`, url = "https://depctrl.example.com/validate?debug=1"`)), `(?s)webhook.url.*query is not allowed`},
+		{"runtime: webhook peer not a CIDR", provider + runtime(`network_policy = { webhook_cidrs = ["10.0.0.1"] }`+"\n"+webhook("")), `(?s)network_policy.webhook_cidrs\[0\].*not a CIDR`},
+		{"runtime: webhook peer with host bits", provider + runtime(`network_policy = { webhook_cidrs = ["10.0.0.0/8", "10.20.30.40/16"] }`+"\n"+webhook("")), `(?s)network_policy.webhook_cidrs\[1\].*write\s+10.20.0.0/16`},
+		{"runtime: metrics peer not a CIDR", provider + runtime(`network_policy = { metrics_cidrs = ["monitoring"] }`+"\n"+webhook("")), `(?s)network_policy.metrics_cidrs\[0\].*not a CIDR`},
+		{"runtime: webhook peer namespace", provider + runtime(`network_policy = { webhook_namespaces = ["kcp-*"] }`+"\n"+webhook("")), `(?s)network_policy.webhook_namespaces\[0\].*namespace name`},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d bad configurations", len(cases))

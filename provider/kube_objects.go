@@ -24,12 +24,14 @@ var kubeKinds = map[string]struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
 }{
-	"Namespace":      {schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
-	"ServiceAccount": {schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true},
-	"Secret":         {schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, true},
-	"ConfigMap":      {schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true},
-	"Service":        {schema.GroupVersionResource{Version: "v1", Resource: "services"}, true},
-	"Deployment":     {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true},
+	"Namespace":           {schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
+	"ServiceAccount":      {schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true},
+	"Secret":              {schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, true},
+	"ConfigMap":           {schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, true},
+	"Service":             {schema.GroupVersionResource{Version: "v1", Resource: "services"}, true},
+	"Deployment":          {schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true},
+	"NetworkPolicy":       {schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}, true},
+	"PodDisruptionBudget": {schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}, true},
 }
 
 // Drift markers in the objects attribute, in place of a fingerprint.

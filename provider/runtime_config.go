@@ -66,6 +66,8 @@ type runtimeInputs struct {
 	WorkspacePath   types.String    `tfsdk:"workspace_path"`
 	Controller      *componentModel `tfsdk:"controller"`
 	Webhook         *webhookModel   `tfsdk:"webhook"`
+	// NetworkPolicy is nil in a state from before the attribute existed.
+	NetworkPolicy *networkPolicyModel `tfsdk:"network_policy"`
 }
 
 // known reports whether every input is known, so that the objects can be
@@ -78,6 +80,9 @@ func (in *runtimeInputs) known() bool {
 		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
 	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
+	}
+	if in.NetworkPolicy != nil {
+		vals = append(vals, in.NetworkPolicy.values()...)
 	}
 	return !anyUnknown(vals...)
 }
@@ -104,6 +109,8 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"), ws)
 	diags.Append(d...)
 	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"), ws)
+	diags.Append(d...)
+	cfg.NetworkPolicy, d = in.NetworkPolicy.withDefaults().deploy(ctx)
 	diags.Append(d...)
 	return cfg.WithDefaults(), diags
 }

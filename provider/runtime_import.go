@@ -102,6 +102,16 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		m.Webhook.URL = types.StringValue(u)
 	}
 
+	// The NetworkPolicies: the webhook's says what both admit.
+	np, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, base.WebhookName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		np = nil
+	case err != nil:
+		return false, fmt.Errorf("reading NetworkPolicy %s/%s: %w", ns, base.WebhookName(), err)
+	}
+	m.NetworkPolicy = networkPolicyFrom(networkPolicyFromCluster(np))
+
 	// The TLS Secret: the generated one, or someone else's.
 	m.Webhook.TLSSecretName = types.StringNull()
 	m.Webhook.ExtraSANs = types.ListValueMust(types.StringType, nil)

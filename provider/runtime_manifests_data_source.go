@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -56,6 +57,7 @@ type runtimeManifestsModel struct {
 	WorkspacePath   types.String           `tfsdk:"workspace_path"`
 	Controller      *componentModel        `tfsdk:"controller"`
 	Webhook         *manifestsWebhookModel `tfsdk:"webhook"`
+	NetworkPolicy   *networkPolicyModel    `tfsdk:"network_policy"`
 	WebhookURL      types.String           `tfsdk:"webhook_url"`
 	YAML            types.String           `tfsdk:"yaml"`
 	Manifests       types.Map              `tfsdk:"manifests"`
@@ -80,6 +82,28 @@ func manifestsComponentAttributes(component string) map[string]schema.Attribute 
 		"memory_request": str("memory_request", false, quantityValidator{}),
 		"cpu_limit":      str("cpu_limit", false, quantityValidator{}),
 		"memory_limit":   str("memory_limit", false, quantityValidator{}),
+	}
+}
+
+// manifestsNetworkPolicySchema is network_policy as in depctrl_runtime;
+// a data source has no schema defaults, so inputs applies them.
+func manifestsNetworkPolicySchema() schema.SingleNestedAttribute {
+	list := func(name string, v validator.String) schema.ListAttribute {
+		return schema.ListAttribute{
+			Optional: true, ElementType: types.StringType, MarkdownDescription: networkPolicyDocs[name],
+			Validators: []validator.List{listvalidator.ValueStringsAre(v)},
+		}
+	}
+	namespaces := stringvalidator.RegexMatches(namespacePeerRE, `must be a namespace name or "*" (every namespace)`)
+	return schema.SingleNestedAttribute{
+		Optional: true, MarkdownDescription: networkPolicyDocs["network_policy"],
+		Attributes: map[string]schema.Attribute{
+			"enabled":            schema.BoolAttribute{Optional: true, MarkdownDescription: networkPolicyDocs["enabled"]},
+			"webhook_cidrs":      list("webhook_cidrs", cidrValidator{}),
+			"webhook_namespaces": list("webhook_namespaces", namespaces),
+			"metrics_cidrs":      list("metrics_cidrs", cidrValidator{}),
+			"metrics_namespaces": list("metrics_namespaces", namespaces),
+		},
 	}
 }
 
@@ -121,8 +145,9 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 				Required: true, MarkdownDescription: "The webhook, as in `depctrl_runtime`, with its certificate.",
 				Attributes: webhook,
 			},
-			"webhook_url": schema.StringAttribute{Computed: true, MarkdownDescription: "The URL kcp calls the webhook at."},
-			"yaml":        schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "All objects as one multi-document YAML stream, in the order to apply them."},
+			"network_policy": manifestsNetworkPolicySchema(),
+			"webhook_url":    schema.StringAttribute{Computed: true, MarkdownDescription: "The URL kcp calls the webhook at."},
+			"yaml":           schema.StringAttribute{Computed: true, Sensitive: true, MarkdownDescription: "All objects as one multi-document YAML stream, in the order to apply them."},
 			"manifests": schema.MapAttribute{
 				Computed: true, Sensitive: true, ElementType: types.StringType,
 				MarkdownDescription: "Each object as YAML, keyed by `Kind/name`, for tools that want one file per object.",
@@ -210,6 +235,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
 		APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
 		WorkspacePath:   m.WorkspacePath,
+		NetworkPolicy:   m.NetworkPolicy.withDefaults(),
 		Controller:      defaults(m.Controller),
 		Webhook: &webhookModel{
 			componentModel:       *defaults(&m.Webhook.componentModel),

@@ -184,6 +184,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 			MarkdownDescription: runtimeDocs["api_export_name"],
 			Validators:          []validator.String{objectNameValidator("must be an APIExport name")},
 		},
+		"network_policy": networkPolicySchema(),
 		"controller": schema.SingleNestedAttribute{
 			Required:            true,
 			MarkdownDescription: "The controller: it watches DependencyRules and installs the webhook configuration in protected workspaces.",

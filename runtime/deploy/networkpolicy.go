@@ -136,8 +136,9 @@ func (c Config) networkPolicies() []*networkingv1.NetworkPolicy {
 	}
 }
 
-// peers turns CIDRs and namespace names into NetworkPolicy peers; "*"
-// stands for every namespace.
+// peers turns CIDRs and namespace names into NetworkPolicy peers, in the
+// order given (so that an import reads back the configuration); "*" stands
+// for every namespace.
 func peers(cidrs, namespaces []string) []networkingv1.NetworkPolicyPeer {
 	var out []networkingv1.NetworkPolicyPeer
 	for _, cidr := range cidrs {
@@ -149,7 +150,7 @@ func peers(cidrs, namespaces []string) []networkingv1.NetworkPolicyPeer {
 	if len(namespaces) > 0 {
 		out = append(out, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Sorted(slices.Values(namespaces)),
+				Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: namespaces,
 			}},
 		}})
 	}
