@@ -42,6 +42,9 @@ func TestAccRuntimeManifests(t *testing.T) {
 		Webhook: deploy.Component{Replicas: 3, Kubeconfig: self,
 			Resources: deploy.Resources{CPURequest: defaultCPURequest, MemoryRequest: defaultMemoryRequest, MemoryLimit: defaultMemoryLimit}},
 		TLS: deploy.TLS{CACert: bundle.CACert, Cert: bundle.ServerCert, Key: bundle.ServerKey},
+		// What is not set in the configuration has the resource's default.
+		NetworkPolicy: &deploy.NetworkPolicy{Enabled: true, WebhookCIDRs: deploy.DefaultNetworkPolicy().WebhookCIDRs, WebhookNamespaces: []string{"kcp"},
+			MetricsCIDRs: []string{"192.0.2.0/24"}, MetricsNamespaces: []string{deploy.AllNamespaces}},
 	}.WithDefaults())
 	must(t, err)
 	wantYAML, err := deploy.YAML(want)
@@ -57,6 +60,11 @@ data "depctrl_runtime_manifests" "gitops" {
   namespace        = "gitops"
   create_namespace = false
   image_tag        = "v9.9.9"
+
+  network_policy = {
+    webhook_namespaces = ["kcp"]
+    metrics_cidrs      = ["192.0.2.0/24"]
+  }
 
   controller = {
     kubeconfig_path = %q
@@ -89,6 +97,10 @@ data "depctrl_runtime_manifests" "gitops" {
 					statecheck.ExpectKnownValue(ds, tfjsonpath.New("manifests"), knownvalue.MapSizeExact(len(want))),
 					statecheck.ExpectKnownValue(ds, tfjsonpath.New("manifests").AtMapKey("Deployment/depctrl-webhook"),
 						knownvalue.StringRegexp(regexp.MustCompile(`replicas: 3`))),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("manifests").AtMapKey("PodDisruptionBudget/depctrl-webhook"),
+						knownvalue.StringRegexp(regexp.MustCompile(`maxUnavailable: 1`))),
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("manifests").AtMapKey("NetworkPolicy/depctrl-webhook"),
+						knownvalue.StringRegexp(regexp.MustCompile(`(?s)cidr: 192\.0\.2\.0/24.*port: metrics`))),
 				},
 				Check: resource.TestCheckResourceAttrWith(ds, "yaml", func(got string) error {
 					if got != string(wantYAML) {

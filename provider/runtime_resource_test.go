@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,8 +36,10 @@ import (
 // TestAccRuntime deploys the runtime with depctrl_runtime into a real
 // kube-apiserver, runs what was deployed (test/podrunner plays the kubelet)
 // and checks that deletes are blocked through kcp on every shard. Then it
-// updates the image tag and replicas, issues new certificates, imports,
-// repairs drift and destroys.
+// updates the image tag and replicas (adding disruption budgets), narrows
+// the NetworkPolicies, issues new certificates, imports, detects and repairs
+// drift (of the budgets and policies too), turns the policies off and
+// destroys.
 func TestAccRuntime(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	kube := env.KubeForTest(t)
@@ -66,13 +70,15 @@ func TestAccRuntime(t *testing.T) {
 		must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
 	}
 	webhookIP := podrunner.PodIP(ns, deploy.DefaultName+"-webhook", 0)
-	runtimeHCL := func(tag string, controllerReplicas int, webhook string) string {
+	// replicas is both components'; with two or more each gets a
+	// PodDisruptionBudget. kcp calls the first webhook replica only.
+	runtimeHCL := func(tag string, replicas int, webhook string, top ...string) string {
 		return fmt.Sprintf(`
 resource "depctrl_runtime" "this" {
   namespace      = %q
   image_tag      = %q
   workspace_path = depctrl_export.this.workspace_path
-
+%s
   controller = {
     kubeconfig_path = %q
     replicas        = %d
@@ -80,18 +86,25 @@ resource "depctrl_runtime" "this" {
 
   webhook = {
     kubeconfig_path = %q
-    replicas        = 1
+    replicas        = %d
     url             = "https://%s:9443/validate"
 %s
   }
 
   depends_on = [depctrl_root_rbac.this, depctrl_shard.s0, depctrl_shard.s1]
 }
-`, ns, tag, kubeconfigs[env.ControllerUser], controllerReplicas, kubeconfigs[env.WebhookUser], webhookIP, webhook)
+`, ns, tag, strings.Join(top, "\n"), kubeconfigs[env.ControllerUser], replicas, kubeconfigs[env.WebhookUser], replicas, webhookIP, webhook)
 	}
-	config := func(tag string, controllerReplicas int, webhook string) string {
-		return tp.withRules(".spec.vpcRef.name", runtimeHCL(tag, controllerReplicas, webhook))
+	config := func(tag string, replicas int, webhook string, top ...string) string {
+		return tp.withRules(".spec.vpcRef.name", runtimeHCL(tag, replicas, webhook, top...))
 	}
+	// narrowed admits kcp's shards by address and namespace, and metrics
+	// from the monitoring namespace only.
+	narrowed := `  network_policy = {
+    webhook_cidrs      = ["127.0.0.0/8"]
+    webhook_namespaces = ["kcp"]
+    metrics_namespaces = ["monitoring"]
+  }`
 
 	kcfg, err := kube.Config()
 	must(t, err)
@@ -126,6 +139,52 @@ resource "depctrl_runtime" "this" {
 		return d.Spec.Template.Spec.Containers[0].Image
 	}
 	rt := "depctrl_runtime.this"
+	// budgets checks that each component has a budget letting a drain
+	// evict one pod at a time when it runs replicas >= 2, and none below.
+	budgets := func(replicas int) error {
+		for _, name := range []string{"depctrl-controller", "depctrl-webhook"} {
+			b, err := kc.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case replicas < 2 && apierrors.IsNotFound(err):
+			case replicas < 2:
+				return fmt.Errorf("PodDisruptionBudget %s for one replica (err=%v)", name, err)
+			case err != nil:
+				return fmt.Errorf("reading PodDisruptionBudget %s: %w", name, err)
+			case b.Spec.MaxUnavailable == nil || b.Spec.MaxUnavailable.IntValue() != 1 || b.Spec.Selector.MatchLabels[deploy.ComponentLabel] != strings.TrimPrefix(name, "depctrl-"):
+				return fmt.Errorf("PodDisruptionBudget %s: %+v", name, b.Spec)
+			}
+		}
+		return nil
+	}
+	// admits checks the peers a live NetworkPolicy admits to a port.
+	admits := func(policy, port string, want ...string) error {
+		p, err := kc.NetworkingV1().NetworkPolicies(ns).Get(ctx, policy, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading NetworkPolicy %s: %w", policy, err)
+		}
+		var got []string
+		for _, rule := range p.Spec.Ingress {
+			if !slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.String() == port }) {
+				continue
+			}
+			for _, peer := range rule.From {
+				switch {
+				case peer.IPBlock != nil:
+					got = append(got, peer.IPBlock.CIDR)
+				case peer.NamespaceSelector != nil && len(peer.NamespaceSelector.MatchExpressions) == 0:
+					got = append(got, "ns:*")
+				case peer.NamespaceSelector != nil:
+					for _, v := range peer.NamespaceSelector.MatchExpressions[0].Values {
+						got = append(got, "ns:"+v)
+					}
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("NetworkPolicy %s admits %v to port %s, want %v", policy, got, port, want)
+		}
+		return nil
+	}
 	sameCA := statecheck.CompareValue(compare.ValuesSame())
 	newCert := statecheck.CompareValue(compare.ValuesDiffer())
 
@@ -142,6 +201,11 @@ resource "depctrl_runtime" "this" {
 					return fmt.Errorf("Secret %s left behind (err=%v)", name, err)
 				}
 			}
+			for _, name := range []string{"depctrl-controller", "depctrl-webhook"} {
+				if _, err := kc.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("PodDisruptionBudget %s left behind (err=%v)", name, err)
+				}
+			}
 			return nil
 		},
 		Steps: []resource.TestStep{
@@ -153,7 +217,10 @@ resource "depctrl_runtime" "this" {
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("id"), knownvalue.StringExact(ns+"/depctrl")),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook_url"), knownvalue.StringExact("https://"+webhookIP+":9443/validate")),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("ca_bundle"), knownvalue.StringRegexp(regexp.MustCompile(`^-----BEGIN CERTIFICATE-----`))),
-					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(11)),
+					// 11 objects, and a NetworkPolicy per component; no
+					// disruption budget for one replica.
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(13)),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("network_policy").AtMapKey("webhook_namespaces"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("*")})),
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects").AtMapKey("Deployment/depctrl-webhook"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:`))),
 					sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle")),
 					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -169,7 +236,10 @@ resource "depctrl_runtime" "this" {
 					if got := image("depctrl-controller"); got != deploy.DefaultImage+":v1.0.0" {
 						return fmt.Errorf("controller image %q", got)
 					}
-					return nil
+					if err := budgets(0); err != nil {
+						return err
+					}
+					return admits("depctrl-webhook", "https", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7", "ns:*")
 				},
 			},
 			{
@@ -182,17 +252,21 @@ resource "depctrl_runtime" "this" {
 				Check: protected,
 			},
 			{
-				// A new image tag and a second controller replica roll the
-				// pods in place; protection holds.
+				// A new image tag and a second replica of each component
+				// roll the pods in place and add a disruption budget per
+				// component; protection holds.
 				Config: config("v1.0.1", 2, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(15)),
+				},
 				Check: resource.ComposeTestCheckFunc(protected, noSecretsInState(tfDir), func(*terraform.State) error {
 					if got := image("depctrl-webhook"); got != deploy.DefaultImage+":v1.0.1" {
 						return fmt.Errorf("webhook image %q", got)
 					}
-					return nil
+					return budgets(2)
 				}),
 			},
 			{
@@ -201,7 +275,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -211,7 +285,11 @@ resource "depctrl_runtime" "this" {
 					sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle")),
 					newCert.AddStateValue(rt, tfjsonpath.New("certificate_not_after")),
 				},
-				Check: protected,
+				// The narrowed policy is read back from the cluster.
+				Check: resource.ComposeTestCheckFunc(protected,
+					func(*terraform.State) error { return admits("depctrl-webhook", "https", "127.0.0.0/8", "ns:kcp") },
+					func(*terraform.State) error { return admits("depctrl-webhook", "metrics", "ns:monitoring") },
+					func(*terraform.State) error { return admits("depctrl-controller", "metrics", "ns:monitoring") }),
 			},
 			{
 				// Within certificate_renew_before of expiry, a plan renews.
@@ -220,7 +298,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "59m59s"
-    skip_protection_groups   = ["platform-admins"]`),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -232,7 +310,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
 			{
@@ -246,8 +324,29 @@ resource "depctrl_runtime" "this" {
 					"webhook.certificate_validity", "webhook.certificate_renew_before", "timeouts"},
 			},
 			{
+				// Drift of the new objects: a refresh reports the deleted
+				// NetworkPolicy and the loosened budget.
+				PreConfig: func() {
+					must(t, kc.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
+					_, err := kc.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, "depctrl-webhook", types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`), metav1.PatchOptions{})
+					must(t, err)
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(rt, "objects.NetworkPolicy/depctrl-webhook", objectMissing),
+					resource.TestCheckResourceAttr(rt, "objects.PodDisruptionBudget/depctrl-webhook", objectChanged),
+					resource.TestCheckResourceAttrWith(rt, "objects.NetworkPolicy/depctrl-controller", func(v string) error {
+						if !strings.HasPrefix(v, "sha256:") {
+							return fmt.Errorf("the untouched controller policy reads %q", v)
+						}
+						return nil
+					}),
+				),
+			},
+			{
 				// Drift: the Service is deleted and the webhook scaled by
-				// hand; the plan shows it and apply repairs it.
+				// hand too; the plan shows it and apply repairs all of it.
 				PreConfig: func() {
 					must(t, kc.CoreV1().Services(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
 					_, err := kc.AppsV1().Deployments(ns).Patch(ctx, "depctrl-webhook", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
@@ -256,13 +355,35 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},
 				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
 					if _, err := kc.CoreV1().Services(ns).Get(ctx, "depctrl-webhook", metav1.GetOptions{}); err != nil {
 						return fmt.Errorf("the Service was not restored: %v", err)
+					}
+					if err := budgets(2); err != nil {
+						return err
+					}
+					return admits("depctrl-webhook", "https", "127.0.0.0/8", "ns:kcp")
+				}, protected),
+			},
+			{
+				// The policies turned off: both are deleted, nothing else
+				// changes, protection holds.
+				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`, `  network_policy = { enabled = false }`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(13)),
+				},
+				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
+					for _, name := range []string{"depctrl-webhook", "depctrl-controller"} {
+						if _, err := kc.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+							return fmt.Errorf("NetworkPolicy %s left behind after enabled = false (err=%v)", name, err)
+						}
 					}
 					return nil
 				}, protected),
