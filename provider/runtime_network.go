@@ -103,7 +103,7 @@ var networkPolicyDocs = map[string]string{
 		"The webhook answers admission reviews without authenticating its callers, so only kcp's shards should reach its serving port. " +
 		"The default keeps kcp reachable wherever it runs on a private network or in this cluster, on any CNI, and shuts out public addresses; " +
 		"narrow it to kcp's namespace and the shards' addresses. A policy that leaves kcp out makes kcp refuse every protected delete and every write of a dependent type (the webhook configurations fail closed). " +
-		"The kubelet's probes from the pod's own node are always allowed. Updates in place.",
+		"The kubelet's probes from the pod's own node are always allowed. Unset (default): each attribute's default. Updates in place.",
 	"enabled": "Whether to render the NetworkPolicies. Default `true`. Set `false` where the cluster enforces no NetworkPolicies or they are managed elsewhere; " +
 		"changing it creates or deletes both policies in place, without restarting a pod.",
 	"webhook_cidrs": "Address ranges (CIDRs such as `10.20.0.0/16`) that may reach the webhook's serving port: where kcp's shards run, when kcp is outside this cluster. " +

@@ -144,7 +144,7 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Deploys the depctrl runtime (controller and webhook) into the Kubernetes cluster of the provider's `kubernetes` block: " +
 			"the namespace, ServiceAccounts, Secrets with each component's kcp kubeconfig, the webhook's TLS certificate (generated, or an existing Secret), " +
-			"the two Deployments and the webhook Service. Every object is applied with server-side apply, so a plan shows and an apply repairs " +
+			"the two Deployments, the webhook Service, a PodDisruptionBudget per component with two or more replicas and a NetworkPolicy per component (`network_policy`). Every object is applied with server-side apply, so a plan shows and an apply repairs " +
 			"what was changed by hand.\n\n" +
 			"The image tag defaults to this provider's version: upgrading the provider rolls the runtime to the matching version. " +
 			"The generated CA and keys are kept in the resource's private state, never in plans or outputs; the state file holds them, so protect it as any state with secrets. " +

@@ -11,6 +11,14 @@ resource "depctrl_runtime" "this" {
     kubeconfig_path = "secrets/depctrl-webhook.kubeconfig"
     memory_limit    = "512Mi"
   }
+
+  # Only kcp's shards (in the namespace "kcp") may call the webhook, and
+  # only Prometheus may scrape metrics.
+  network_policy = {
+    webhook_namespaces = ["kcp"]
+    webhook_cidrs      = []
+    metrics_namespaces = ["monitoring"]
+  }
 }
 
 # kcp elsewhere: it calls the webhook through a load balancer, and
@@ -31,6 +39,12 @@ resource "depctrl_runtime" "external" {
     replicas        = 3
     url             = "https://depctrl-webhook.example.com/validate"
     tls_secret_name = "depctrl-webhook-cert"
+  }
+
+  # kcp's calls arrive through the ingress controller's pods.
+  network_policy = {
+    webhook_namespaces = ["ingress-nginx"]
+    webhook_cidrs      = []
   }
 
   timeouts {
