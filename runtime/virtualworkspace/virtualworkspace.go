@@ -101,29 +101,41 @@ type Object struct {
 func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr schema.GroupVersionResource) ([]Object, error) {
 	var out []Object
 	for _, url := range urls {
-		c, err := v.Client(url, "*")
+		objs, err := v.ListShard(ctx, url, gvr)
 		if err != nil {
 			return nil, err
 		}
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := c.Resource(gvr).List(ctx, opts)
-			if apierrors.IsNotFound(err) && (gvr == WebhookConfigurationsGVR || gvr == MutatingWebhookConfigurationsGVR) {
-				// No workspace on this shard accepted the claim yet.
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("listing %s at %s: %w", gvr.GroupResource(), url, err)
-			}
-			for i := range list.Items {
-				item := &list.Items[i]
-				out = append(out, Object{URL: url, Cluster: item.GetAnnotations()[clusterAnnotation], Obj: item})
-			}
-			if list.GetContinue() == "" {
-				break
-			}
-			opts.Continue = list.GetContinue()
-		}
+		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// ListShard lists gvr across every workspace of one virtual workspace (one
+// shard), so that a caller can tell which shard failed and keep what the
+// others returned.
+func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]Object, error) {
+	c, err := v.Client(url, "*")
+	if err != nil {
+		return nil, err
+	}
+	var out []Object
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Resource(gvr).List(ctx, opts)
+		if apierrors.IsNotFound(err) && (gvr == WebhookConfigurationsGVR || gvr == MutatingWebhookConfigurationsGVR) {
+			// No workspace on this shard accepted the claim yet.
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %s at %s: %w", gvr.GroupResource(), url, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			out = append(out, Object{URL: url, Cluster: item.GetAnnotations()[clusterAnnotation], Obj: item})
+		}
+		if list.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
 }

@@ -2,7 +2,11 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +24,16 @@ import (
 
 // RuleSync keeps the registry equal to the rules: a full read of every
 // virtual workspace before the webhook reports ready, then watch events.
+//
+// The registry is global: a rule lives in the provider workspace that
+// exports its dependent type, on any shard, and protects types exported
+// anywhere, deleted in consumers on every shard. So the registry is
+// complete for no type until every shard's rules are read, and one
+// unreadable shard keeps a starting webhook unready (the operating guide's
+// "Blast radius of an outage" says what that refuses and for how long).
+// Each shard is read on its own: the rules of the shards that answer are
+// registered, a retry reads only the shards that did not, and readiness
+// names them.
 type RuleSync struct {
 	VW       *virtualworkspace.VirtualWorkspaces
 	Registry *registry.Registry
@@ -31,24 +45,46 @@ type RuleSync struct {
 	// watched holds the keys a watch event already decided while the
 	// initial read was running; the read must not undo those decisions.
 	watched map[string]bool
+	// read holds the virtual workspace URLs (one per shard) whose rules
+	// are registered; unread says why each of the others is not.
+	read   map[string]bool
+	unread map[string]error
+	// urlsErr is why the shards' URLs could not be read, if they could not.
+	urlsErr error
 }
 
 // NewRuleSync returns a RuleSync with an empty registry.
 func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
-	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{}}
+	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
+		read: map[string]bool{}, unread: map[string]error{}}
 }
 
 // Initialized is closed once every existing rule is registered.
 func (s *RuleSync) Initialized() <-chan struct{} { return s.initialized }
 
-// Ready is a readiness check: not ready until the registry is complete.
+// Ready is a readiness check: not ready until the registry is complete. The
+// error names the shards whose rules could not be read yet, and why.
 func (s *RuleSync) Ready() error {
 	select {
 	case <-s.initialized:
 		return nil
 	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.urlsErr != nil {
+		return fmt.Errorf("rule registry not yet populated: %w", s.urlsErr)
+	}
+	if len(s.unread) == 0 {
 		return fmt.Errorf("rule registry not yet populated")
 	}
+	urls := slices.Sorted(maps.Keys(s.unread))
+	why := make([]string, 0, len(urls))
+	for _, u := range urls {
+		why = append(why, s.unread[u].Error())
+	}
+	return fmt.Errorf("rule registry not yet populated: the rules of %d of %d shards are not read: %s",
+		len(urls), len(urls)+len(s.read), strings.Join(why, "; "))
 }
 
 // Start reads every rule from every shard's virtual workspace, retrying
@@ -59,12 +95,12 @@ func (s *RuleSync) Start(ctx context.Context) error {
 	for {
 		n, err := s.populate(ctx)
 		if err == nil {
-			s.Log.Info("rule registry populated", "rules", n)
+			s.Log.Info("rule registry populated", "rules", s.Registry.Len(), "read in the last attempt", n, "shards", len(s.read))
 			close(s.initialized)
 			<-ctx.Done()
 			return nil
 		}
-		s.Log.Error(err, "populating the rule registry; retrying", "after", backoff)
+		s.Log.Error(err, "populating the rule registry; retrying what was not read", "after", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -77,15 +113,58 @@ func (s *RuleSync) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica needs its own registry.
 func (s *RuleSync) NeedLeaderElection() bool { return false }
 
+// populate reads the rules of every shard not read yet and registers those
+// of each shard that answers. It returns how many rules it read and, while
+// a shard is left unread, an error naming the shards; the registry is
+// complete (populated) only when none is left. A shard read in an earlier
+// attempt is kept current by watch events since, as after the last one.
 func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	urls, err := s.VW.URLs(ctx)
+	s.mu.Lock()
+	s.urlsErr = err
+	s.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	objs, err := s.VW.ListAll(ctx, urls, v1alpha1.GroupVersionResource)
-	if err != nil {
-		return 0, err
+	n := 0
+	var errs []error
+	for _, url := range urls {
+		if s.shardRead(url) {
+			continue
+		}
+		objs, err := s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
+		if err != nil {
+			s.mu.Lock()
+			s.unread[url] = err
+			s.mu.Unlock()
+			errs = append(errs, err)
+			continue
+		}
+		s.register(url, objs)
+		n += len(objs)
 	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("the rules of %d of %d shards are not read: %w", len(errs), len(urls), errors.Join(errs...))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.populated = true
+	s.watched = nil
+	// A shard that left the endpoint slice meanwhile no longer counts.
+	clear(s.unread)
+	rulesRegistered.Set(float64(s.Registry.Len()))
+	return n, nil
+}
+
+func (s *RuleSync) shardRead(url string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read[url]
+}
+
+// register records the rules read from the shard at url, except those a
+// watch event decided meanwhile.
+func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range objs {
@@ -102,10 +181,9 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 			s.Log.Error(err, "rule not registered", "rule", key)
 		}
 	}
-	s.populated = true
-	s.watched = nil
+	s.read[url] = true
+	delete(s.unread, url)
 	rulesRegistered.Set(float64(s.Registry.Len()))
-	return len(objs), nil
 }
 
 // Observe records the current state of one rule, read through c, in the

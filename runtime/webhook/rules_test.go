@@ -1,0 +1,167 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// fakeShards serves an APIExportEndpointSlice naming one virtual workspace
+// per shard, and each shard's DependencyRules; a shard that is down answers
+// 503.
+type fakeShards struct {
+	mu    sync.Mutex
+	srv   *httptest.Server
+	rules map[string][]map[string]interface{} // by shard
+	down  map[string]bool
+	lists map[string]int
+}
+
+func newFakeShards(t *testing.T, shards ...string) *fakeShards {
+	f := &fakeShards{rules: map[string][]map[string]interface{}{}, down: map[string]bool{}, lists: map[string]int{}}
+	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	for _, s := range shards {
+		f.rules[s] = nil
+	}
+	return f
+}
+
+func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if strings.HasPrefix(r.URL.Path, "/home/apis/apis.kcp.io/v1alpha1/apiexportendpointslices/") {
+		var endpoints []interface{}
+		for s := range f.rules {
+			endpoints = append(endpoints, map[string]interface{}{"url": f.srv.URL + "/" + s})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]interface{}{
+			"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExportEndpointSlice",
+			"metadata": map[string]interface{}{"name": "x"}, "status": map[string]interface{}{"endpoints": endpoints},
+		})
+		return
+	}
+	shard, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if _, ok := f.rules[shard]; !ok || rest != "clusters/*/apis/"+v1alpha1.GroupVersion.String()+"/"+v1alpha1.Resource {
+		http.NotFound(w, r)
+		return
+	}
+	f.lists[shard]++
+	if f.down[shard] {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Code: http.StatusServiceUnavailable, Reason: metav1.StatusReasonServiceUnavailable, Message: "shard " + shard + " is down"})
+		return
+	}
+	items := f.rules[shard]
+	if items == nil {
+		items = []map[string]interface{}{}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]interface{}{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "DependencyRuleList", "metadata": map[string]interface{}{}, "items": items,
+	})
+}
+
+func (f *fakeShards) addRule(t *testing.T, shard, cluster, name string) {
+	t.Helper()
+	rule := &v1alpha1.DependencyRule{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DependencyRule"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1, UID: types.UID("uid-" + name),
+			Annotations: map[string]string{"kcp.io/cluster": cluster}},
+		Spec: v1alpha1.DependencyRuleSpec{
+			Dependent: v1alpha1.Dependent{APIExportName: "compute.test.io", Group: "compute.test.io", Version: "v1", Kind: "VirtualMachine", Resource: "virtualmachines"},
+			Dependencies: []v1alpha1.Dependency{{
+				APIExportRef: v1alpha1.APIExportRef{Path: "root:network", Name: "network.test.io"},
+				Group:        "network.test.io", Version: "v1", Resource: "vpcs",
+				FieldRef: v1alpha1.FieldRef{Path: ".spec.vpcRef.name"},
+			}},
+		},
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rules[shard] = append(f.rules[shard], m)
+}
+
+func (f *fakeShards) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+// TestRuleSyncShardDown: a shard that cannot be read keeps the registry
+// incomplete and the webhook unready, naming the shard; the rules of the
+// others are registered meanwhile, and a retry reads only what is missing.
+func TestRuleSyncShardDown(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeShards(t, "shard-a", "shard-b")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
+	f.set(func() { f.down["shard-b"] = true })
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewRuleSync(vw, registry.New(), logr.Discard())
+
+	if _, err := s.populate(ctx); err == nil || !strings.Contains(err.Error(), "shard-b") {
+		t.Fatalf("populate with a shard down: %v, want an error naming shard-b", err)
+	}
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "1 of 2 shards") || !strings.Contains(err.Error(), "/shard-b") {
+		t.Errorf("Ready() = %v, want it to name the one shard of two not read", err)
+	}
+	if _, ok := s.Registry.Get(registry.Key("cluster-a", "vm-needs-vpc")); !ok || s.Registry.Len() != 1 {
+		t.Errorf("the rules of the shard that answered are not registered: %v", s.Registry.Keys())
+	}
+	if s.populated {
+		t.Error("the registry counts as complete without shard-b's rules")
+	}
+
+	f.set(func() { f.down["shard-b"] = false })
+	if _, err := s.populate(ctx); err != nil {
+		t.Fatalf("populate after the shard came back: %v", err)
+	}
+	if s.Registry.Len() != 2 || !s.populated {
+		t.Errorf("registry %v, populated %v after every shard was read", s.Registry.Keys(), s.populated)
+	}
+	f.set(func() {
+		if f.lists["shard-a"] != 1 {
+			t.Errorf("shard-a listed %d times; a retry must read only the shards not read", f.lists["shard-a"])
+		}
+	})
+}
+
+// TestRuleSyncReadyNamesTheEndpointSlice: without the shards' URLs nothing
+// can be read, and readiness says why.
+func TestRuleSyncReadyNamesTheEndpointSlice(t *testing.T) {
+	f := newFakeShards(t)
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/nowhere", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewRuleSync(vw, registry.New(), logr.Discard())
+	if _, err := s.populate(context.Background()); err == nil {
+		t.Fatal("populate without an endpoint slice succeeded")
+	}
+	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "APIExportEndpointSlice") {
+		t.Errorf("Ready() = %v, want it to say the endpoint slice could not be read", err)
+	}
+}
