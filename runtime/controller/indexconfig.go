@@ -10,9 +10,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// indexWebhookName is the name of the single webhook inside each reference
-// index configuration; kcp names it when a write fails because of it.
-const indexWebhookName = "reference-index.dependencies.opendefense.cloud"
+// indexWebhookName: see v1alpha1.IndexWebhookName.
+const indexWebhookName = v1alpha1.IndexWebhookName
 
 // DesiredIndexConfiguration renders the reference index configuration for
 // one workspace that holds rules: every CREATE and UPDATE of the rules'

@@ -18,12 +18,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
-// writtenGenerationAnnotation records the generation of a reference index
-// configuration as this controller last wrote it. The server raises the
-// generation on every change to the webhooks, so a configuration whose
-// generation differs was changed by someone else since, even if it was
-// changed back: writes may have skipped the index meanwhile.
-const writtenGenerationAnnotation = v1alpha1.Group + "/written-generation"
+// writtenGenerationAnnotation: see v1alpha1.WrittenGenerationAnnotation.
+const writtenGenerationAnnotation = v1alpha1.WrittenGenerationAnnotation
 
 // indexSync is what one run did to the reference index configurations.
 type indexSync struct {

@@ -6,6 +6,7 @@ package registry
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,12 +57,59 @@ type Registry struct {
 	// start-up), while a read always sees every change before it.
 	staleTargets    map[schema.GroupResource]bool
 	staleDependents map[schema.GroupResource]bool
+	// indexConfigs is the UID of the intact reference index configuration
+	// in each logical cluster, as the webhook last saw it; see
+	// SetIndexConfiguration.
+	indexConfigs map[string]string
 }
 
 // New returns an empty registry.
 func New() *Registry {
 	return &Registry{rules: map[string]*Rule{}, byTarget: map[schema.GroupResource][]Protection{}, byDependent: map[schema.GroupResource]refindex.Schema{},
-		staleTargets: map[schema.GroupResource]bool{}, staleDependents: map[schema.GroupResource]bool{}}
+		staleTargets: map[schema.GroupResource]bool{}, staleDependents: map[schema.GroupResource]bool{}, indexConfigs: map[string]string{}}
+}
+
+// SetIndexConfiguration records the UID of the intact reference index
+// configuration in cluster; "" when there is none, or it was changed by
+// someone other than the controller.
+//
+// A rule's status.indexEpoch says which configuration labelled its
+// dependents, but the controller writes it, and only while it runs: a
+// configuration deleted or edited while the controller is down lets writes
+// go by unlabelled, and their old labels would still pass for current. So a
+// rule's epoch counts only while the configuration it names is in place as
+// the webhook sees it; otherwise its dependents are read in full.
+func (r *Registry) SetIndexConfiguration(cluster, uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.indexConfigs[cluster] == uid {
+		return
+	}
+	if uid == "" {
+		delete(r.indexConfigs, cluster)
+	} else {
+		r.indexConfigs[cluster] = uid
+	}
+	for _, rule := range r.rules {
+		if clusterOf(rule.Key) == cluster {
+			r.staleDependents[rule.Dependent.GroupResource()] = true
+		}
+	}
+}
+
+// liveEpoch is the rule's index epoch while the configuration it names is
+// in place, else ""; r.mu must be held.
+func (r *Registry) liveEpoch(rule *Rule) string {
+	if rule.IndexEpoch == "" || r.indexConfigs[clusterOf(rule.Key)] != rule.IndexEpoch {
+		return ""
+	}
+	return rule.IndexEpoch
+}
+
+// clusterOf is the logical cluster of a rule key.
+func clusterOf(key string) string {
+	cluster, _, _ := strings.Cut(key, "/")
+	return cluster
 }
 
 // Key is how rules are keyed: logical cluster and name.
@@ -163,7 +211,7 @@ func (r *Registry) rebuild() {
 	targetVersions := map[schema.GroupResource]string{}
 	for _, rule := range r.rules {
 		if dependent := rule.Dependent.GroupResource(); r.staleDependents[dependent] {
-			versions[dependent] = append(versions[dependent], refindex.RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: rule.IndexEpoch})
+			versions[dependent] = append(versions[dependent], refindex.RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: r.liveEpoch(rule)})
 			if paths[dependent] == nil {
 				paths[dependent] = map[schema.GroupResource][]fieldpath.Path{}
 			}

@@ -148,6 +148,7 @@ func indexed(rule *v1alpha1.DependencyRule, epoch string) *v1alpha1.DependencyRu
 func TestIndexSchema(t *testing.T) {
 	vms := schema.GroupResource{Group: "compute.test.io", Resource: "virtualmachines"}
 	r := New()
+	r.SetIndexConfiguration("c1", "e1")
 	if s := r.IndexSchema(vms); s.Indexed() {
 		t.Fatalf("no rules, yet indexed: %+v", s)
 	}
@@ -173,12 +174,44 @@ func TestIndexSchema(t *testing.T) {
 			t.Fatalf("vpcs should be reached by both rules' paths: %+v", ref)
 		}
 	}
-	// The index webhook of one rule was recreated: a new stamp.
+	// The index configuration was recreated: until the controller has
+	// written the new epoch to every rule there, nothing is trusted ...
+	r.SetIndexConfiguration("c1", "e2")
+	if s := r.IndexSchema(vms); s.Indexed() {
+		t.Fatalf("rules naming a configuration that is gone left the type indexed: %+v", s)
+	}
 	if _, err := r.Register("c1/b", indexed(rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall")), "e2")); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.IndexSchema(vms); s.Indexed() {
+		t.Fatalf("one rule still naming the old configuration left the type indexed: %+v", s)
+	}
+	// ... then a new stamp.
+	if _, err := r.Register("c1/a", indexed(rule("a", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpcRef.name")), "e2")); err != nil {
 		t.Fatal(err)
 	}
 	if s := r.IndexSchema(vms); s.Stamp == second.Stamp || !s.Indexed() {
 		t.Fatalf("a new epoch kept the stamp or unindexed the type: %+v", s)
+	}
+	// The configuration deleted (or changed by hand) while the rules still
+	// name it: nothing over the type is trusted, whatever their status says.
+	r.SetIndexConfiguration("c1", "")
+	if s := r.IndexSchema(vms); s.Indexed() {
+		t.Fatalf("a deleted configuration left the type indexed: %+v", s)
+	}
+	r.SetIndexConfiguration("c1", "e2")
+	if s := r.IndexSchema(vms); !s.Indexed() {
+		t.Fatal("the configuration back under the same UID, yet not indexed")
+	}
+	r.SetIndexConfiguration("c1", "e1")
+	for _, k := range []string{"a", "b"} {
+		deps := []v1alpha1.Dependency{dep(vpcs, ".spec.vpcRef.name")}
+		if k == "b" {
+			deps = []v1alpha1.Dependency{dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall")}
+		}
+		if _, err := r.Register("c1/"+k, indexed(rule(k, "VirtualMachine", "virtualmachines", deps...), "e1")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Its index webhook is gone: nothing over the type is trusted.
 	if _, err := r.Register("c1/b", rule("b", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.extra"), dep(fws, ".spec.firewall"))); err != nil {
@@ -218,6 +251,7 @@ func BenchmarkRegisterMany(b *testing.B) {
 	vms := schema.GroupResource{Group: "compute.test.io", Resource: "virtualmachines"}
 	for b.Loop() {
 		r := New()
+		r.SetIndexConfiguration("c", "epoch")
 		for i, rule := range rules {
 			if _, err := r.Register(fmt.Sprintf("c/r%04d", i), rule); err != nil {
 				b.Fatal(err)

@@ -120,12 +120,13 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace 
 // labels do not carry the current stamp, in full, and the stamped ones
 // whose labels say they reference the object.
 //
-// The two reads must not straddle a relabelling the wrong way: a dependent
-// that is unstamped in the reference read and stamped in the unstamped read
-// would be missed. So the reference read must see a state at least as new
-// as the unstamped read; when it came back older, it is repeated at
-// resourceVersionMatch=NotOlderThan that revision, which the API server
-// answers from its cache without waiting.
+// The two reads must see one state: a dependent relabelled between them
+// could be in neither (stamped and referencing at the first read, then
+// written again under another replica's newer stamp before the second). So
+// when they came back at different revisions, the older one is repeated at
+// exactly the newer revision (resourceVersionMatch=Exact, which the API
+// server answers from its watch cache while the revision is recent): the
+// decision is then one snapshot, as of that revision.
 func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
 	var s refindex.Schema
 	if f.Schemas != nil {
@@ -151,14 +152,23 @@ func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string
 	if unstamped.err != nil {
 		return nil, 0, unstamped.err
 	}
-	if f.Reindexer != nil && sideEffectsAllowed(ctx) {
-		f.Reindexer.Enqueue(cluster, p.Dependent, unstamped.unindexed)
+	if referencing.err != nil {
+		return nil, 0, referencing.err
 	}
-	if referencing.err == nil && olderRevision(referencing.resourceVersion, unstamped.resourceVersion) {
-		referencing = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: refSelector, notOlderThan: unstamped.resourceVersion})
+	switch {
+	case olderRevision(referencing.resourceVersion, unstamped.resourceVersion):
+		referencing = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: refSelector, exactly: unstamped.resourceVersion})
+	case olderRevision(unstamped.resourceVersion, referencing.resourceVersion):
+		unstamped = f.scan(ctx, cluster, namespace, name, p, limit, listOptions{selector: s.UnstampedSelector(), unindexed: true, exactly: referencing.resourceVersion})
+	}
+	if unstamped.err != nil {
+		return nil, 0, unstamped.err
 	}
 	if referencing.err != nil {
 		return nil, 0, referencing.err
+	}
+	if f.Reindexer != nil && sideEffectsAllowed(ctx) {
+		f.Reindexer.Enqueue(cluster, p.Dependent, unstamped.unindexed)
 	}
 	return mergeBlockers(unstamped, referencing, limit)
 }
@@ -221,9 +231,9 @@ func listProjection(p registry.Protection) *fieldpath.Projection {
 type listOptions struct {
 	// selector is a label selector the API server applies.
 	selector string
-	// notOlderThan, when set, asks for a state at least this new instead
-	// of a consistent read.
-	notOlderThan string
+	// exactly, when set, asks for the state at this revision instead of
+	// a consistent read.
+	exactly string
 	// unindexed counts the items read as dependents without a current
 	// index stamp.
 	unindexed bool
@@ -259,8 +269,8 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 		switch {
 		case cont != "":
 			req = req.Param("continue", cont)
-		case o.notOlderThan != "":
-			req = req.Param("resourceVersion", o.notOlderThan).Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan))
+		case o.exactly != "":
+			req = req.Param("resourceVersion", o.exactly).Param("resourceVersionMatch", string(metav1.ResourceVersionMatchExact))
 		}
 		res := req.Do(ctx)
 		if err := res.Error(); err != nil {

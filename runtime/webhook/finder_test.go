@@ -316,7 +316,7 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 			},
 		},
 		{
-			name: "a reference read older than the unstamped read is repeated not older than it",
+			name: "a reference read older than the unstamped read is repeated at its revision",
 			revision: func(q url.Values) string {
 				if q.Get("labelSelector") == index.UnstampedSelector() || q.Get("resourceVersion") != "" {
 					return "42"
@@ -326,13 +326,13 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 			wantQueries: []string{
 				"labelSelector=" + index.UnstampedSelector(),
 				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a"),
-				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a") + "&resourceVersion=42&resourceVersionMatch=NotOlderThan",
+				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a") + "&resourceVersion=42&resourceVersionMatch=Exact",
 			},
 		},
 		{
-			name: "a newer reference read is kept",
+			name: "an unstamped read older than the reference read is repeated at its revision",
 			revision: func(q url.Values) string {
-				if q.Get("labelSelector") == index.UnstampedSelector() {
+				if q.Get("labelSelector") == index.UnstampedSelector() && q.Get("resourceVersion") == "" {
 					return "42"
 				}
 				return "43"
@@ -340,6 +340,7 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 			wantQueries: []string{
 				"labelSelector=" + index.UnstampedSelector(),
 				"labelSelector=" + index.ReferencingSelector(vpcs, "vpc-a"),
+				"labelSelector=" + index.UnstampedSelector() + "&resourceVersion=43&resourceVersionMatch=Exact",
 			},
 		},
 	}

@@ -38,6 +38,9 @@ type RuleSync struct {
 	VW       *virtualworkspace.VirtualWorkspaces
 	Registry *registry.Registry
 	Log      logr.Logger
+	// IndexConfigs, when set, is populated with the rules: no index epoch
+	// is trusted before its configuration was seen.
+	IndexConfigs *IndexConfigurations
 
 	initialized chan struct{}
 	mu          sync.Mutex
@@ -145,6 +148,11 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	}
 	if len(errs) > 0 {
 		return n, fmt.Errorf("the rules of %d of %d shards are not read: %w", len(errs), len(urls), errors.Join(errs...))
+	}
+	if s.IndexConfigs != nil {
+		if err := s.IndexConfigs.Populate(ctx, s.VW, urls); err != nil {
+			return n, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -93,6 +94,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	reg := registry.New()
 	rules := NewRuleSync(vw, reg, log.WithName("rules"))
+	indexConfigs := &IndexConfigurations{Registry: reg, Log: log.WithName("index-configurations")}
+	rules.IndexConfigs = indexConfigs
 	if err := mgr.GetLocalManager().Add(rules); err != nil {
 		return err
 	}
@@ -144,6 +147,18 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			return ctrl.Result{}, rules.Observe(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
 		})); err != nil {
 		return fmt.Errorf("setting up the rule watch: %w", err)
+	}
+	if err := mcbuilder.ControllerManagedBy(mgr).
+		Named("index-configurations").
+		For(&admissionregistrationv1.MutatingWebhookConfiguration{}).
+		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			cl, err := mgr.GetCluster(ctx, req.ClusterName)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
+			}
+			return ctrl.Result{}, indexConfigs.Observe(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
+		})); err != nil {
+		return fmt.Errorf("setting up the reference index configuration watch: %w", err)
 	}
 	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
 	return mgr.Start(ctx)

@@ -470,3 +470,33 @@ func TestByDependent(t *testing.T) {
 		t.Fatalf("five rules over one dependent type made %d lookups, want 1", n)
 	}
 }
+
+// TestDeletionShows: the skip-protection Event waits for the deletion to
+// show, and is not written when it never does.
+func TestDeletionShows(t *testing.T) {
+	states := func(seq ...deletionState) func(context.Context) (deletionState, error) {
+		i := 0
+		return func(context.Context) (deletionState, error) {
+			st := seq[min(i, len(seq)-1)]
+			i++
+			return st, nil
+		}
+	}
+	tests := []struct {
+		name  string
+		state func(context.Context) (deletionState, error)
+		want  bool
+	}{
+		{"gone at once", states(deletionShown), true},
+		{"gone after a while", states(stillThere, stillThere, deletionShown), true},
+		{"never deleted (a forged review, or refused elsewhere)", states(stillThere), false},
+		{"unreadable", func(context.Context) (deletionState, error) { return stillThere, errors.New("forbidden") }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := deletionShows(context.Background(), time.Now().Add(50*time.Millisecond), 5*time.Millisecond, tt.state); got != tt.want {
+				t.Fatalf("deletionShows = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -162,6 +162,16 @@ func TestNarrowedReadAccess(t *testing.T) {
 		top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
 		top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
 	}
+	// A consumer that will be deleted while the webhook cannot read its
+	// dependents.
+	doomed, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-doomed-narrow"))
+	must(t, err)
+	apply(ctx, t, top.admin(t, doomed.Path),
+		bindingYAML("network", top.Network.Path, vpcs.Group),
+		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+	top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
+	top.object(ctx, t, doomed, virtualMachines, "vm-d", ref("vpc-d"), nil)
 
 	// decided deletes a referenced and an unreferenced VPC in every
 	// consumer until check accepts what the webhook answered for the
@@ -191,6 +201,11 @@ func TestNarrowedReadAccess(t *testing.T) {
 		t.Logf("refused: %v", err)
 		return nil
 	})
+	// A workspace being deleted is never wedged: that decision reads only
+	// the workspace's LogicalCluster, which a narrowed grant covers.
+	if err := e.DeleteWorkspace(ctx, doomed.Path); err != nil {
+		t.Fatalf("deleting a workspace that holds a referenced VPC while the webhook cannot read its VMs: %v", err)
+	}
 
 	// Narrowed to the rule's dependent type: deletions are decided again,
 	// but a new reference cannot be checked against its target, which the

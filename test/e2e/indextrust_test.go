@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+
+// TestIndexTrustWithoutController: the reference index configuration is
+// deleted while the controller is down, so nothing puts it back and writes
+// of dependents go by unlabelled. A VM moved to another VPC meanwhile still
+// carries the current stamp and its old reference label; the webhook must
+// not trust that label, and refuses to delete the VPC it now references.
+func TestIndexTrustWithoutController(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	consumer := top.Consumers[len(top.Consumers)-1]
+	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
+	top.object(ctx, t, consumer, vpcs, "vpc-a", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, vpcs, "vpc-b", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-a"), nil)
+	stamp := waitStamp(ctx, t, vms, "vm-1", "")
+
+	rt.StopController(t)
+	must(t, top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
+	// Once kcp no longer calls the index webhook, a new VM is written
+	// without labels.
+	eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
+		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
+		top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
+		vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if s := vm.GetLabels()[refindex.StampLabel]; s != "" {
+			return fmt.Errorf("vm-probe was still stamped %q", s)
+		}
+		return nil
+	})
+	setRef(ctx, t, vms, "vm-1", "vpc-b")
+	vm, err := vms.Get(ctx, "vm-1", metav1.GetOptions{})
+	must(t, err)
+	if vm.GetLabels()[refindex.StampLabel] != stamp {
+		t.Fatalf("vm-1's labels changed without the index webhook: %v", vm.GetLabels())
+	}
+	t.Logf("vm-1 references vpc-b but its labels still say vpc-a under the current stamp")
+
+	err = top.remove(ctx, t, consumer, vpcs, "vpc-b")
+	if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
+		t.Fatalf("deleting vpc-b, which vm-1 references, with the index configuration gone: want a refusal, got %v", err)
+	}
+	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-a")
+
+	// The controller back: a new configuration, a new epoch, and the
+	// labels follow the fields again.
+	rt.StartController(t)
+	waitStamp(ctx, t, vms, "vm-1", stamp)
+	top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-1")
+}
