@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 var (
@@ -103,8 +104,11 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"(`depctrl_provider_binding`).\n\n" +
 			"Every field is validated at plan time with the attribute named in the error. With `wait_for_enforcement` (the default), " +
 			"apply returns only when the rule's status says the webhook enforces this generation, and fails with the rule's own " +
-			"condition message otherwise (a dependency cycle, a workspace that does not exist, a workspace that has not bound the " +
-			"export or accepted its claim).\n\n" +
+			"condition message otherwise (a dependency cycle, a type the named export does not serve, a workspace that does not exist, " +
+			"a workspace that has not bound the export or accepted its claims), naming the attribute when the condition does.\n\n" +
+			"A new or changed rule is also checked at plan against the exports it names, read with the provider's own credentials: a " +
+			"group, resource, version or kind the export does not serve, or a field path the dependent's structural schema does not " +
+			"have, fails the plan on that attribute. What the provider cannot read at plan is left to the controller.\n\n" +
 			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -411,9 +415,18 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 			// A cycle does not resolve itself; the configuration must change.
 			return false, "", permanent(fmt.Errorf("%s: %s", c.Reason, c.Message))
 		}
+		if c := servedFailure(got); c != nil && c.Reason != controller.ReasonExportNotFound {
+			// Nor does a type the export does not serve. An export not
+			// found yet may still be on its way.
+			return false, "", permanent(fmt.Errorf("%s: %s", c.Reason, c.Message))
+		}
 		return enforced(got), ruleState(got), nil
 	})
 	save()
+	if err != nil && last != nil && servedFailure(last) != nil {
+		addServedDiagnostics(servedFailure(last), diags)
+		return
+	}
 	if err != nil {
 		detail := err.Error()
 		if last != nil && len(last.Status.Conditions) == 0 {

@@ -1,0 +1,117 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
+)
+
+var _ resource.ResourceWithModifyPlan = &dependencyRuleResource{}
+
+// notServedSummary heads the diagnostics of a rule whose types the exports
+// do not serve.
+const notServedSummary = "DependencyRule names a type that is not served"
+
+// ModifyPlan checks a new or changed rule against the exports it names, as
+// they are now, with the provider's own credentials: the same check the
+// controller makes for TypesServed, so that a rule that would protect
+// nothing fails the plan with the attribute named. Whatever the provider
+// cannot read (values not known yet, an export that does not exist yet or
+// that it may not read) is left to the controller, and apply reports it.
+func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || r.conn == nil {
+		return
+	}
+	var plan ruleModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() || plan.Name.IsUnknown() {
+		return
+	}
+	spec, unknown := plan.spec()
+	if len(unknown) > 0 || len(plan.object().Validate()) > 0 {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		var state ruleModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if before, _ := state.spec(); reflect.DeepEqual(before, spec) {
+			// Unchanged: its TypesServed condition says how it stands.
+			return
+		}
+	}
+	ws := plan.WorkspacePath.ValueString()
+	read := r.exportsAtPlan(ctx)
+	deps := make([]*controller.ExportTypes, len(spec.Dependencies))
+	for i, d := range spec.Dependencies {
+		deps[i] = read(d.APIExportRef.Path, d.APIExportRef.Name)
+	}
+	problems := controller.CheckServed(controller.SpecInput(ws+"/"+plan.Name.ValueString(), spec), read(ws, spec.Dependent.APIExportName), deps)
+	for _, p := range problems {
+		ap := attributePath(p.Field)
+		resp.Diagnostics.AddAttributeError(ap, notServedSummary, fmt.Sprintf(
+			"%s: %s (%s). Checked at plan against the export as it is now; if this apply also changes the export, apply that change first.",
+			ap, p.Detail, p.Reason))
+	}
+}
+
+// exportsAtPlan reads exports with the provider's credentials, each once;
+// nil for any it cannot read.
+func (r *dependencyRuleResource) exportsAtPlan(ctx context.Context) func(path, name string) *controller.ExportTypes {
+	seen := map[[2]string]*controller.ExportTypes{}
+	return func(path, name string) *controller.ExportTypes {
+		key := [2]string{path, name}
+		if t, ok := seen[key]; ok {
+			return t
+		}
+		var t *controller.ExportTypes
+		client, err := r.conn.Dynamic(path)
+		if err == nil {
+			t, err = controller.ReadExport(ctx, client, name)
+		}
+		if err != nil {
+			tflog.Debug(ctx, "not checking the rule against an export at plan", map[string]interface{}{"workspace": path, "export": name, "error": err.Error()})
+		}
+		seen[key] = t
+		return t
+	}
+}
+
+// servedFailure returns the rule's TypesServed condition when it is False
+// for the rule's generation, nil otherwise.
+func servedFailure(rule *v1alpha1.DependencyRule) *metav1.Condition {
+	c := meta.FindStatusCondition(rule.Status.Conditions, v1alpha1.ConditionTypesServed)
+	if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != rule.Generation {
+		return nil
+	}
+	return c
+}
+
+// fieldProblem finds each "spec.<field>: <detail>" in a condition message.
+var fieldProblem = regexp.MustCompile(`(?:^|; )(spec\.[A-Za-z0-9_.\[\]]+): `)
+
+// addServedDiagnostics reports a TypesServed failure on the attributes its
+// message names, or on the rule as a whole when it names none.
+func addServedDiagnostics(c *metav1.Condition, diags *diagnostics) {
+	matches := fieldProblem.FindAllStringSubmatchIndex(c.Message, -1)
+	if len(matches) == 0 {
+		diags.AddError("DependencyRule not enforced", fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
+		return
+	}
+	for i, m := range matches {
+		end := len(c.Message)
+		if i+1 < len(matches) {
+			end = matches[i+1][0]
+		}
+		ap := attributePath(c.Message[m[2]:m[3]])
+		diags.AddAttributeError(ap, "DependencyRule not enforced", fmt.Sprintf("%s %s: %s: %s", c.Type, c.Reason, ap, c.Message[m[1]:end]))
+	}
+}

@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
+)
+
+// TestAccDependencyRuleNotServed: a rule that names a version its export
+// does not serve fails the plan on dependent.version when the provider can
+// read the export; when it cannot (an identity that may write rules and
+// nothing else), the apply fails on the same attribute with the
+// controller's TypesServed reason and message. Named right, the rule is
+// enforced. The kcp side is set up here, not by Terraform, so that the
+// second provider needs no access beyond the rules.
+func TestAccDependencyRuleNotServed(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	depctrl, compute, network := servedTopology(ctx, t, e)
+	runtimetest.Start(ctx, t, e, depctrl)
+
+	// rule is the VM rule with the dependent's version.
+	rule := func(provider, version string) string {
+		return provider + fmt.Sprintf(`
+resource "depctrl_dependency_rule" "vm_needs_vpc" {
+  workspace_path = %q
+  name           = "vm-needs-vpc"
+
+  dependent {
+    api_export_name = "compute.test.io"
+    group           = "compute.test.io"
+    version         = %q
+    kind            = "VirtualMachine"
+    resource        = "virtualmachines"
+  }
+
+  dependency {
+    api_export_ref = { path = %q, name = "network.test.io" }
+    group          = "network.test.io"
+    version        = "v1"
+    resource       = "vpcs"
+    field_ref      = { path = ".spec.vpcRef.name" }
+  }
+}
+`, compute, version, network)
+	}
+	notServed := "dependent.version: export compute.test.io serves virtualmachines in v1, not v1beta1"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      rule(providerConfig(e), "v1beta1"),
+			ExpectError: regexp.MustCompile(`(?s)DependencyRule names a type that is not served.*` + wrapped(notServed+" (VersionNotServed)")),
+		}},
+	})
+
+	writer := ruleWriter(ctx, t, e, compute)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      rule(writer, "v1beta1"),
+				ExpectError: regexp.MustCompile(`(?s)DependencyRule not enforced.*` + wrapped("TypesServed VersionNotServed: "+notServed)),
+			},
+			{
+				Config: rule(writer, "v1"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_dependency_rule.vm_needs_vpc", tfjsonpath.New("ready"), knownvalue.Bool(true)),
+				},
+			},
+		},
+	})
+}
+
+// servedTopology sets up, under a fresh org, the dep-ctrl workspace and
+// export, and the compute and network providers with their exports, each
+// binding the dep-ctrl export with every claim accepted (as
+// depctrl_provider_binding does), and the controller's path resolution. It
+// returns the three workspace paths.
+func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, compute, network string) {
+	t.Helper()
+	org := testOrg(t, e)
+	paths := map[string]string{}
+	for _, name := range []string{"depctrl", "compute", "network"} {
+		ws, err := e.CreateWorkspace(ctx, org.Path, name)
+		must(t, err)
+		paths[name] = ws.Path
+	}
+	depctrl, compute, network = paths["depctrl"], paths["compute"], paths["network"]
+	apply := func(path string, docs ...string) {
+		t.Helper()
+		for _, d := range docs {
+			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, path), d))
+		}
+	}
+	controllerOnly := []rbacv1.Subject{rbac.User(env.ControllerUser)}
+	apply(depctrl, string(manifests.APIResourceSchemaYAML()), string(manifests.APIExportYAML()),
+		grantYAML(t, rbac.ExportAccess(v1alpha1.DefaultAPIExportName, []rbacv1.Subject{rbac.User(env.ControllerUser), rbac.User(env.WebhookUser)})))
+	for _, p := range []string{"root", org.Path} {
+		apply(p, grantYAML(t, rbac.WorkspaceReader(controllerOnly)))
+	}
+	binding := func(path string) {
+		m := providerBindingModel{Name: types.StringValue(defaultBindingName), ExportPath: types.StringValue(depctrl), ExportName: types.StringValue(v1alpha1.DefaultAPIExportName)}
+		must(t, applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()}))
+	}
+	apply(compute, fixtures.ExportYAML(fixtures.VirtualMachines))
+	binding(compute)
+	apply(network, fixtures.ExportYAML(fixtures.VPCs))
+	binding(network)
+	return depctrl, compute, network
+}
+
+// ruleWriter returns a provider block for an identity that may write
+// DependencyRules in workspace and do nothing else: it cannot read the
+// exports a rule names.
+func ruleWriter(ctx context.Context, t *testing.T, e *env.Env, workspace string) string {
+	t.Helper()
+	id := e.MustIdentity(env.UniqueName("rule-writer"))
+	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, workspace), fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: rule-writer
+rules:
+- nonResourceURLs: ["/"]
+  verbs: ["access"]
+- apiGroups: ["dependencies.opendefense.cloud"]
+  resources: ["dependencyrules"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: rule-writer
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: rule-writer
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: %s
+`, id.User)))
+	kubeconfig, err := e.IdentityKubeconfig(id, "root")
+	must(t, err)
+	p := filepath.Join(t.TempDir(), "rule-writer.kubeconfig")
+	must(t, os.WriteFile(p, kubeconfig, 0o600))
+	return fmt.Sprintf("provider \"depctrl\" {\n  kubeconfig_path = %q\n}\n", p)
+}
+
+// grantYAML renders a ClusterRole and its binding.
+func grantYAML(t *testing.T, g rbac.Grant) string {
+	t.Helper()
+	role, err := yaml.Marshal(g.Role)
+	must(t, err)
+	binding, err := yaml.Marshal(g.Binding)
+	must(t, err)
+	return string(role) + "---\n" + string(binding)
+}
+
+// wrapped matches text however Terraform wraps its lines.
+func wrapped(text string) string {
+	return strings.ReplaceAll(regexp.QuoteMeta(text), " ", `\s+`)
+}
