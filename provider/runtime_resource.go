@@ -147,7 +147,7 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"the two Deployments, the webhook Service, a PodDisruptionBudget per component with two or more replicas and a NetworkPolicy per component (`network_policy`). Every object is applied with server-side apply, so a plan shows and an apply repairs " +
 			"what was changed by hand.\n\n" +
 			"The image tag defaults to this provider's version: upgrading the provider rolls the runtime to the matching version. " +
-			"The generated CA and keys are kept in the resource's private state, never in plans or outputs; the state file holds them, so protect it as any state with secrets. " +
+			"The generated CA and keys never enter plans, outputs or state: they live in the cluster (the `<name>-webhook-tls` Secret, and the CA key in `<name>-webhook-issuer`, which no pod mounts), and the provider reads them back to renew; the resource's private state keeps only digests of the Secrets it applied. " +
 			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
 		Attributes: attrs,
 		Blocks: map[string]schema.Block{

@@ -19,6 +19,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,7 +113,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "depctrl-controller",
+		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// The process exits as soon as the manager stops, so handing the
 		// lease back at once is safe, and a rolling update or a stopped
@@ -124,9 +125,6 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 
@@ -151,6 +149,17 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		syncer.Period = o.ResyncPeriod
 	}
 	syncer.Propagation = o.WebhookPropagation
+	var otherLeads func(context.Context) (bool, error)
+	if o.LeaderElect {
+		kube, err := kubernetes.NewForConfig(ws.Config)
+		if err != nil {
+			return fmt.Errorf("building the lease client: %w", err)
+		}
+		otherLeads = LeaseHeld(kube, o.LeaderElectionNamespace, leaderElectionID, time.Now)
+	}
+	if err := mgr.AddReadyzCheck("configurations", syncer.ReadyCheck(otherLeads)); err != nil {
+		return err
+	}
 	if err := mgr.GetLocalManager().Add(syncer); err != nil {
 		return err
 	}
@@ -182,6 +191,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL, "webhookMutateURL", mutateURL)
 	return mgr.Start(ctx)
 }
+
+// leaderElectionID names the controller's leader election lease.
+const leaderElectionID = "depctrl-controller"
 
 type workspaceGetter struct{ kcp kcpclientset.ClusterInterface }
 

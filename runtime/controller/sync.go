@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,9 @@ type Syncer struct {
 	written map[string]map[schema.GroupVersionResource]time.Time
 
 	trigger chan struct{}
+	// leading: this replica runs the syncs; synced: a run since put every
+	// configuration the rules want in place (ReadyCheck).
+	leading, synced atomic.Bool
 }
 
 // DefaultPropagation is the default of Syncer.Propagation. The benchmark
@@ -75,6 +79,8 @@ func (s *Syncer) NeedLeaderElection() bool { return true }
 
 // Start runs until ctx ends.
 func (s *Syncer) Start(ctx context.Context) error {
+	// Start runs only on the elected replica (NeedLeaderElection).
+	s.leading.Store(true)
 	ticker := time.NewTicker(s.Period)
 	defer ticker.Stop()
 	s.Trigger()
@@ -172,6 +178,12 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs)
 	errs = append(errs, err, indexListErr)
+	if len(installErrs) == 0 && err == nil {
+		// Every configuration the rules want is in place: what readiness
+		// means (ReadyCheck). Failures to read exports or write statuses
+		// do not change that.
+		s.synced.Store(true)
+	}
 	// A failure to read an export leaves the verdicts as they were; the
 	// run is retried.
 	errs = append(errs, exports.errs...)

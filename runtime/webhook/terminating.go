@@ -135,13 +135,17 @@ func (f *FrontProxyFinder) Deleting(ctx context.Context, cluster, namespace stri
 		scopes = append(scopes, "")
 	}
 	for _, ns := range scopes {
-		body, err := f.raw.Get().AbsPath(resourcePath(cluster, target, ns, name)...).SetHeader("Accept", "application/json").Do(ctx).Raw()
+		res := f.raw.Get().AbsPath(resourcePath(cluster, target, ns, name)...).SetHeader("Accept", "application/json").Do(ctx)
+		// Error, unlike Raw, decodes the server's Status, so that a
+		// refusal names what was refused.
+		err := res.Error()
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
 			return false, fmt.Errorf("reading %s %s: %w", target.GroupResource(), name, err)
 		}
+		body, _ := res.Raw()
 		var o struct {
 			Metadata struct {
 				DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -169,6 +170,10 @@ func TestFrontProxyDeleting(t *testing.T) {
 		got, err := f.Deleting(context.Background(), "c1", "apps", vpcGVR, tt.name)
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("%s: deleting=%v err=%v, want %v (error %v)", tt.name, got, err, tt.want, tt.wantErr)
+		}
+		// A refusal says what was refused, as the server put it.
+		if tt.wantErr && !apierrors.IsForbidden(err) {
+			t.Errorf("%s: the error does not carry the server's refusal: %v", tt.name, err)
 		}
 	}
 }

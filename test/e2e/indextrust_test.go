@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.
 // of dependents go by unlabelled. A VM moved to another VPC meanwhile still
 // carries the current stamp and its old reference label; the webhook must
 // not trust that label, and refuses to delete the VPC it now references.
+// The restarted controller reports ready only once the configuration is
+// back.
 func TestIndexTrustWithoutController(t *testing.T) {
 	requireIntegration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -70,9 +73,18 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	}
 	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-a")
 
-	// The controller back: a new configuration, a new epoch, and the
-	// labels follow the fields again.
+	// The controller back: it is ready only once the configuration is in
+	// place again; then a new epoch, and the labels follow the fields.
 	rt.StartController(t)
+	eventually(ctx, t, 2*time.Minute, "the restarted controller to become ready", func() error {
+		if code := httpStatus(ctx, rt.ControllerReadyzURL); code != http.StatusOK {
+			return fmt.Errorf("readyz: %d", code)
+		}
+		return nil
+	})
+	if _, err := top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Get(ctx, v1alpha1.WebhookConfigurationName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the controller reports ready, but the reference index configuration is not back: %v", err)
+	}
 	waitStamp(ctx, t, vms, "vm-1", stamp)
 	top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-1")
 }

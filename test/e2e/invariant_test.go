@@ -85,12 +85,16 @@ func (w *worker) create(ctx context.Context, res dynamic.ResourceInterface, a ap
 type vmRef struct {
 	vpc   string
 	style int
+	// guarded: the VM was created referencing an existing VPC under the
+	// rule, and the rule has not changed since, so its VPC must still
+	// exist at the end.
+	guarded bool
 }
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips    int
-	violations, stuck, unactionable []string
+	ops, denials, deletes, skips, collections, refusedNew int
+	violations, stuck, unactionable                       []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -166,6 +170,14 @@ func TestInvariantUnderLoad(t *testing.T) {
 		wg.Wait()
 		// Change the rule between phases, and wait until the change is
 		// enforced (or, for a delete, no longer enforced) before judging.
+		// A rule change ends every guard: what the old rule protected
+		// may go.
+		for _, w := range ws {
+			for vm, ref := range w.vms {
+				ref.guarded = false
+				w.vms[vm] = ref
+			}
+		}
 		switch op := rng.IntN(3); {
 		case !rule.present:
 			rule = ruleState{present: true, style: rng.IntN(2)}
@@ -185,6 +197,12 @@ func TestInvariantUnderLoad(t *testing.T) {
 		tl.add(func(tl *tally) { tl.ops++ })
 	}
 
+	// The state on the server is the model's, and every guarded VM's VPC
+	// is still there: no reference the rule protected dangles.
+	for _, w := range ws {
+		w.checkState(ctx, tl)
+	}
+
 	// Everything can be deleted once its dependents are gone, with the rule
 	// in force.
 	if !rule.present {
@@ -201,8 +219,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d refused, %d with skip-protection); violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.denials, tl.skips, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
@@ -239,6 +257,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 	case r < 60:
 		if _, ok := w.vms[vm]; !ok {
 			ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
+			ref.guarded = rule.present && ref.style == rule.style && w.vpcs[vpc]
 			if err := w.create(ctx, w.vmAPI, virtualMachines, vm, vmSpec(ref.vpc, ref.style)); err != nil {
 				fail("creating %s: %v", vm, err)
 				return
@@ -253,12 +272,20 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 			}
 			delete(w.vms, vm)
 		}
-	case r < 95:
+	case r < 88:
 		if !w.vpcs[vpc] {
 			return
 		}
 		referenced := w.referenced(vpc, rule)
-		err := w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		// Named, or as a collection of one (kubectl delete -l, a
+		// namespace or an APIBinding going away): the same answer.
+		var err error
+		if w.rng.IntN(2) == 0 {
+			err = w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		} else {
+			err = w.vpcAPI.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=" + vpc})
+			tl.add(func(tl *tally) { tl.collections++ })
+		}
 		tl.add(func(tl *tally) { tl.deletes++ })
 		switch {
 		case err == nil && referenced:
@@ -287,6 +314,8 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 			// briefly, while the webhook catches up with a rule change.
 			w.expectDeletable(ctx, vpc, tl)
 		}
+	case r < 95:
+		w.newReferenceToDeleting(ctx, vpc, vm, rule, tl, fail)
 	default:
 		if !w.vpcs[vpc] {
 			return
@@ -302,6 +331,119 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		}
 		tl.add(func(tl *tally) { tl.skips++; tl.deletes++ })
 		delete(w.vpcs, vpc)
+		w.unguard(vpc)
+	}
+}
+
+// unguard ends the guard of every VM that references vpc, which went with
+// the skip-protection annotation.
+func (w *worker) unguard(vpc string) {
+	for vm, ref := range w.vms {
+		if ref.vpc == vpc {
+			ref.guarded = false
+			w.vms[vm] = ref
+		}
+	}
+}
+
+const holdFinalizer = "e2e.test.io/hold"
+
+// newReferenceToDeleting deletes an unreferenced VPC that a finalizer
+// holds, tries to create a VM that references it, and lets the VPC go. The
+// create must be refused exactly when the rule would see the reference.
+func (w *worker) newReferenceToDeleting(ctx context.Context, vpc, vm string, rule ruleState, tl *tally, fail func(string, ...any)) {
+	if _, exists := w.vms[vm]; exists || !w.vpcs[vpc] || w.referenced(vpc, rule) {
+		return
+	}
+	hold := func(finalizers string) error {
+		_, err := w.vpcAPI.Patch(ctx, vpc, types.MergePatchType, []byte(`{"metadata":{"finalizers":`+finalizers+`}}`), metav1.PatchOptions{})
+		return err
+	}
+	if err := hold(`["` + holdFinalizer + `"]`); err != nil {
+		fail("holding %s: %v", vpc, err)
+		return
+	}
+	tl.add(func(tl *tally) { tl.deletes++ })
+	if err := w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{}); err != nil {
+		// Unreferenced: only a webhook catching up with a rule change may
+		// refuse it, and then only briefly.
+		_ = hold(`null`)
+		w.expectDeletable(ctx, vpc, tl)
+		return
+	}
+	ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
+	seen := rule.present && ref.style == rule.style
+	_, err := w.vmAPI.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+		"metadata": map[string]interface{}{"name": vm}, "spec": vmSpec(ref.vpc, ref.style),
+	}}, metav1.CreateOptions{})
+	switch {
+	case err == nil && seen:
+		tl.add(func(tl *tally) {
+			tl.violations = append(tl.violations, fmt.Sprintf("%s was created in %s referencing %s while it was being deleted", vm, w.consumer.Path, vpc))
+		})
+		w.vms[vm] = ref
+	case err == nil:
+		w.vms[vm] = ref
+	case seen && strings.Contains(err.Error(), "is being deleted"):
+		tl.add(func(tl *tally) { tl.refusedNew++ })
+	default:
+		fail("creating %s referencing %s, which is being deleted (rule sees it: %v): %v", vm, vpc, seen, err)
+	}
+	if err := hold(`null`); err != nil {
+		fail("releasing %s: %v", vpc, err)
+		return
+	}
+	delete(w.vpcs, vpc)
+}
+
+// checkState compares the worker's objects on the server with its model,
+// and checks that every guarded VM's VPC exists.
+func (w *worker) checkState(ctx context.Context, tl *tally) {
+	prefix := fmt.Sprintf("w%d-", w.id)
+	names := func(res dynamic.ResourceInterface) (map[string]bool, error) {
+		l, err := res.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for _, o := range l.Items {
+			if strings.HasPrefix(o.GetName(), prefix) && o.GetDeletionTimestamp() == nil {
+				out[o.GetName()] = true
+			}
+		}
+		return out, nil
+	}
+	record := func(format string, args ...any) {
+		tl.add(func(tl *tally) { tl.violations = append(tl.violations, fmt.Sprintf(format, args...)) })
+	}
+	vpcsThere, err := names(w.vpcAPI)
+	if err != nil {
+		record("listing VPCs in %s: %v", w.consumer.Path, err)
+		return
+	}
+	vmsThere, err := names(w.vmAPI)
+	if err != nil {
+		record("listing VMs in %s: %v", w.consumer.Path, err)
+		return
+	}
+	for vpc := range w.vpcs {
+		if !vpcsThere[vpc] {
+			record("%s is gone from %s although every delete of it was refused", vpc, w.consumer.Path)
+		}
+	}
+	for vpc := range vpcsThere {
+		if !w.vpcs[vpc] {
+			record("%s is still in %s although it was deleted", vpc, w.consumer.Path)
+		}
+	}
+	for vm, ref := range w.vms {
+		if !vmsThere[vm] {
+			record("VM %s is missing from %s", vm, w.consumer.Path)
+		}
+		if ref.guarded && !vpcsThere[ref.vpc] {
+			record("VM %s in %s references %s, which is gone although the rule protected it throughout: a dangling reference", vm, w.consumer.Path, ref.vpc)
+		}
 	}
 }
 
