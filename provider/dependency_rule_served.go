@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -16,6 +17,9 @@ import (
 )
 
 var _ resource.ResourceWithModifyPlan = &dependencyRuleResource{}
+
+// planReadTimeout bounds the reads of exports at plan.
+const planReadTimeout = 15 * time.Second
 
 // notServedSummary heads the diagnostics of a rule whose types the exports
 // do not serve.
@@ -49,6 +53,9 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 		}
 	}
 	ws := plan.WorkspacePath.ValueString()
+	// A plan does not wait long on reads that only add a check.
+	ctx, cancel := context.WithTimeout(ctx, planReadTimeout)
+	defer cancel()
 	read := r.exportsAtPlan(ctx)
 	deps := make([]*controller.ExportTypes, len(spec.Dependencies))
 	for i, d := range spec.Dependencies {

@@ -47,6 +47,14 @@ func TestRuleEvents(t *testing.T) {
 		after:  []metav1.Condition{cond(installed, "False", "ClaimNotAccepted"), cond(acyclic, "False", "CycleDetected")},
 		want:   []string{"Warning ClaimNotAccepted", "Warning CycleDetected"},
 	}, {
+		name:   "a type not served is a Warning",
+		before: []metav1.Condition{cond(v1alpha1.ConditionTypesServed, "Unknown", "ClaimNotAccepted")},
+		after:  []metav1.Condition{cond(v1alpha1.ConditionTypesServed, "False", "VersionNotServed"), cond(ready, "False", "VersionNotServed")},
+		want:   []string{"Warning VersionNotServed"},
+	}, {
+		name:  "types not known yet: no Event",
+		after: []metav1.Condition{cond(v1alpha1.ConditionTypesServed, "Unknown", "ClaimNotAccepted"), cond(ready, "False", "ClaimNotAccepted")},
+	}, {
 		name:   "cycle broken",
 		before: []metav1.Condition{cond(acyclic, "False", "CycleDetected")},
 		after:  []metav1.Condition{cond(acyclic, "True", "NoCycle")},
