@@ -91,6 +91,12 @@ func TestTypesServed(t *testing.T) {
 		if _, err := compute.Resource(controller.APIExportsGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("listing exports must be refused (the claim is get only), got %v", err)
 		}
+		// Only through the claim: the workspace itself grants it nothing.
+		direct, err := dynamic.NewForConfig(top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.Compute.Path))
+		must(t, err)
+		if _, err := direct.Resource(controller.APIExportsGVR).Get(ctx, virtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("getting the compute export directly must be refused, got %v", err)
+		}
 	})
 
 	t.Run("claims withdrawn: not Ready, still protected", func(t *testing.T) {
