@@ -81,12 +81,16 @@ func (p NetworkPolicy) validate() error {
 }
 
 // ValidateCIDR accepts an IPv4 or IPv6 prefix in its canonical form
-// (10.0.0.0/8, not 10.1.2.3/8): Kubernetes rejects or rewrites the others,
-// and a host address with a prefix length is usually a typo.
+// (10.0.0.0/8, not 10.1.2.3/8, nor ::ffff:10.0.0.0/104): Kubernetes
+// rejects or rewrites the others, and a host address with a prefix length
+// is usually a typo.
 func ValidateCIDR(s string) error {
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or fd00::/8", s)
+	}
+	if p.Addr().Is4In6() {
+		return fmt.Errorf("%q is an IPv4 range written as IPv6, which Kubernetes rejects: write it as IPv4", s)
 	}
 	if m := p.Masked(); m != p {
 		return fmt.Errorf("%q has host bits set: write %s", s, m)

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func networkPolicy(t *testing.T, objs []*unstructured.Unstructured, name string) *networkingv1.NetworkPolicy {
@@ -157,6 +159,7 @@ func TestValidateCIDR(t *testing.T) {
 		{"192.0.2.7/32", ""},
 		{"10.0.0.1/8", "write 10.0.0.0/8"},
 		{"2001:db8::1/32", "write 2001:db8::/32"},
+		{"::ffff:10.0.0.0/104", "write it as IPv4"},
 		{"10.0.0.0", "not a CIDR"},
 		{"10.0.0.0/33", "not a CIDR"},
 		{"kcp.example.com/32", "not a CIDR"},
@@ -168,4 +171,42 @@ func TestValidateCIDR(t *testing.T) {
 			t.Errorf("ValidateCIDR(%q) = %v, want %q", tt.cidr, err, tt.err)
 		}
 	}
+}
+
+// FuzzNetworkPolicy feeds arbitrary peers to the renderer, as a Terraform
+// configuration could: it must never panic, and what it accepts must render
+// CIDRs Kubernetes parses and namespace names that are labels.
+func FuzzNetworkPolicy(f *testing.F) {
+	f.Add("10.0.0.0/8", "kcp")
+	f.Add("10.1.2.3/8", "*")
+	f.Add("::/0", "Kcp")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, cidr, namespace string) {
+		c := testConfig()
+		c.NetworkPolicy = &NetworkPolicy{Enabled: true, WebhookCIDRs: []string{cidr}, WebhookNamespaces: []string{namespace},
+			MetricsCIDRs: []string{cidr}, MetricsNamespaces: []string{namespace}}
+		objs, err := Render(c)
+		if err != nil {
+			return
+		}
+		p := networkPolicy(t, objs, "depctrl-webhook")
+		for _, rule := range p.Spec.Ingress {
+			for _, peer := range rule.From {
+				if peer.IPBlock != nil {
+					if _, n, err := net.ParseCIDR(peer.IPBlock.CIDR); err != nil || n.String() != peer.IPBlock.CIDR {
+						t.Fatalf("accepted CIDR %q is not canonical (%v)", peer.IPBlock.CIDR, err)
+					}
+				}
+				if s := peer.NamespaceSelector; s != nil {
+					for _, e := range s.MatchExpressions {
+						for _, v := range e.Values {
+							if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+								t.Fatalf("accepted namespace %q: %v", v, errs)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
 }
