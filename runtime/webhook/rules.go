@@ -32,8 +32,9 @@ import (
 // unreadable shard keeps a starting webhook unready (the operating guide's
 // "Blast radius of an outage" says what that refuses and for how long).
 // Each shard is read on its own: the rules of the shards that answer are
-// registered, a retry reads only the shards that did not, and readiness
-// names them.
+// registered, a retry reads only the shards that did not, and the log of
+// every retry names them (so does the readiness check's error, which the
+// probe endpoint withholds and logs at debug level).
 type RuleSync struct {
 	VW       *virtualworkspace.VirtualWorkspaces
 	Registry *registry.Registry
