@@ -66,8 +66,10 @@ type runtimeInputs struct {
 	WorkspacePath   types.String    `tfsdk:"workspace_path"`
 	Controller      *componentModel `tfsdk:"controller"`
 	Webhook         *webhookModel   `tfsdk:"webhook"`
-	// NetworkPolicy is nil in a state from before the attribute existed.
-	NetworkPolicy *networkPolicyModel `tfsdk:"network_policy"`
+	// NetworkPolicy is an object, not a model, since a configuration may
+	// make it unknown as a whole (a conditional); it is null in a state
+	// from before the attribute existed.
+	NetworkPolicy types.Object `tfsdk:"network_policy"`
 }
 
 // known reports whether every input is known, so that the objects can be
@@ -81,8 +83,11 @@ func (in *runtimeInputs) known() bool {
 	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
 	}
-	if in.NetworkPolicy != nil {
-		vals = append(vals, in.NetworkPolicy.values()...)
+	if in.NetworkPolicy.IsUnknown() {
+		return false
+	}
+	if p, _ := networkPolicyOf(context.Background(), in.NetworkPolicy); p != nil {
+		vals = append(vals, p.values()...)
 	}
 	return !anyUnknown(vals...)
 }
@@ -110,7 +115,9 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 	diags.Append(d...)
 	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"), ws)
 	diags.Append(d...)
-	cfg.NetworkPolicy, d = in.NetworkPolicy.withDefaults().deploy(ctx)
+	policy, d := networkPolicyOf(ctx, in.NetworkPolicy)
+	diags.Append(d...)
+	cfg.NetworkPolicy, d = policy.withDefaults().deploy(ctx)
 	diags.Append(d...)
 	return cfg.WithDefaults(), diags
 }

@@ -110,7 +110,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	case err != nil:
 		return false, fmt.Errorf("reading NetworkPolicy %s/%s: %w", ns, base.WebhookName(), err)
 	}
-	m.NetworkPolicy = networkPolicyFrom(networkPolicyFromCluster(np))
+	m.NetworkPolicy = networkPolicyFrom(networkPolicyFromCluster(np)).object()
 
 	// The TLS Secret: the generated one, or someone else's.
 	m.Webhook.TLSSecretName = types.StringNull()

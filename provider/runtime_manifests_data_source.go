@@ -57,7 +57,7 @@ type runtimeManifestsModel struct {
 	WorkspacePath   types.String           `tfsdk:"workspace_path"`
 	Controller      *componentModel        `tfsdk:"controller"`
 	Webhook         *manifestsWebhookModel `tfsdk:"webhook"`
-	NetworkPolicy   *networkPolicyModel    `tfsdk:"network_policy"`
+	NetworkPolicy   types.Object           `tfsdk:"network_policy"`
 	WebhookURL      types.String           `tfsdk:"webhook_url"`
 	YAML            types.String           `tfsdk:"yaml"`
 	Manifests       types.Map              `tfsdk:"manifests"`
@@ -235,7 +235,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
 		APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
 		WorkspacePath:   m.WorkspacePath,
-		NetworkPolicy:   m.NetworkPolicy.withDefaults(),
+		NetworkPolicy:   m.NetworkPolicy,
 		Controller:      defaults(m.Controller),
 		Webhook: &webhookModel{
 			componentModel:       *defaults(&m.Webhook.componentModel),

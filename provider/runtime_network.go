@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
@@ -54,6 +55,16 @@ func (m *networkPolicyModel) object() types.Object {
 		"enabled": m.Enabled, "webhook_cidrs": m.WebhookCIDRs, "webhook_namespaces": m.WebhookNamespaces,
 		"metrics_cidrs": m.MetricsCIDRs, "metrics_namespaces": m.MetricsNamespaces,
 	})
+}
+
+// networkPolicyOf decodes network_policy; nil when it is null or unknown.
+func networkPolicyOf(ctx context.Context, o types.Object) (*networkPolicyModel, diag.Diagnostics) {
+	if o.IsNull() || o.IsUnknown() {
+		return nil, nil
+	}
+	m := &networkPolicyModel{}
+	diags := o.As(ctx, m, basetypes.ObjectAsOptions{})
+	return m, diags
 }
 
 func (m *networkPolicyModel) values() []unknowable {

@@ -133,3 +133,27 @@ func TestCIDRValidator(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkPolicyUnknown: a configuration may make network_policy unknown
+// as a whole (a conditional on a variable); validation and plan must take
+// it, and render nothing until it is known.
+func TestNetworkPolicyUnknown(t *testing.T) {
+	ctx := context.Background()
+	for name, o := range map[string]types.Object{
+		"unknown": types.ObjectUnknown(networkPolicyAttrTypes),
+		"null":    types.ObjectNull(networkPolicyAttrTypes),
+	} {
+		m, diags := networkPolicyOf(ctx, o)
+		if m != nil || diags.HasError() {
+			t.Errorf("%s: got %+v, %v", name, m, diags)
+		}
+	}
+	in := &runtimeInputs{Controller: &componentModel{}, Webhook: &webhookModel{}, NetworkPolicy: types.ObjectUnknown(networkPolicyAttrTypes)}
+	if in.known() {
+		t.Error("inputs with an unknown network_policy count as known")
+	}
+	in.NetworkPolicy = networkPolicyFrom(deploy.DefaultNetworkPolicy()).object()
+	if !in.known() {
+		t.Error("inputs with a known network_policy count as unknown")
+	}
+}

@@ -71,6 +71,12 @@ resource "depctrl_runtime" "this" {
     url             = var.webhook_url
   }
 
+  # Only kcp's shards may call the webhook; null keeps the default policy.
+  network_policy = var.kcp_namespace == null ? null : {
+    webhook_namespaces = [var.kcp_namespace]
+    webhook_cidrs      = []
+  }
+
   depends_on = [depctrl_root_rbac.this, depctrl_shard.this]
 }
 

@@ -41,6 +41,12 @@ variable "webhook_url" {
   default     = null
 }
 
+variable "kcp_namespace" {
+  description = "The namespace kcp's shards run in, when they run in the runtime's cluster: the webhook's NetworkPolicy then admits only their pods. null: the provider's default policy (every namespace and the private address ranges)."
+  type        = string
+  default     = null
+}
+
 variable "runtime_image" {
   description = "The runtime image repository (`make image` builds it). null: the provider's default."
   type        = string
