@@ -32,9 +32,11 @@ import (
 // unreadable shard keeps a starting webhook unready (the operating guide's
 // "Blast radius of an outage" says what that refuses and for how long).
 // Each shard is read on its own: the rules of the shards that answer are
-// registered, a retry reads only the shards that did not, and the log of
-// every retry names them (so does the readiness check's error, which the
-// probe endpoint withholds and logs at debug level).
+// registered, and the log of every retry names those that did not (so does
+// the readiness check's error, which the probe endpoint withholds and logs
+// at debug level). Every attempt reads every shard again, so that the
+// registry is as fresh at completion as one read of all shards would make
+// it.
 type RuleSync struct {
 	VW       *virtualworkspace.VirtualWorkspaces
 	Registry *registry.Registry
@@ -49,10 +51,13 @@ type RuleSync struct {
 	// watched holds the keys a watch event already decided while the
 	// initial read was running; the read must not undo those decisions.
 	watched map[string]bool
-	// read holds the virtual workspace URLs (one per shard) whose rules
-	// are registered; unread says why each of the others is not.
+	// read holds the virtual workspace URLs (one per shard) whose last
+	// read succeeded; unread says why each of the others failed.
 	read   map[string]bool
 	unread map[string]error
+	// fromShard holds the keys each shard's last read registered, so that
+	// the next read of that shard removes the rules gone meanwhile.
+	fromShard map[string]map[string]bool
 	// urlsErr is why the shards' URLs could not be read, if they could not.
 	urlsErr error
 }
@@ -60,7 +65,7 @@ type RuleSync struct {
 // NewRuleSync returns a RuleSync with an empty registry.
 func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
-		read: map[string]bool{}, unread: map[string]error{}}
+		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}}
 }
 
 // Initialized is closed once every existing rule is registered.
@@ -104,7 +109,7 @@ func (s *RuleSync) Start(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
 		}
-		s.Log.Error(err, "populating the rule registry; retrying what was not read", "after", backoff)
+		s.Log.Error(err, "populating the rule registry; retrying", "after", backoff)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -117,11 +122,10 @@ func (s *RuleSync) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica needs its own registry.
 func (s *RuleSync) NeedLeaderElection() bool { return false }
 
-// populate reads the rules of every shard not read yet and registers those
-// of each shard that answers. It returns how many rules it read and, while
-// a shard is left unread, an error naming the shards; the registry is
-// complete (populated) only when none is left. A shard read in an earlier
-// attempt is kept current by watch events since, as after the last one.
+// populate reads the rules of every shard and registers those of each shard
+// that answers. It returns how many rules it read and, when a shard did not
+// answer, an error naming the shards; the registry is complete (populated)
+// only once every shard answered in one attempt.
 func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	urls, err := s.VW.URLs(ctx)
 	s.mu.Lock()
@@ -133,13 +137,11 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for _, url := range urls {
-		if s.shardRead(url) {
-			continue
-		}
 		objs, err := s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
 		if err != nil {
 			s.mu.Lock()
 			s.unread[url] = err
+			delete(s.read, url)
 			s.mu.Unlock()
 			errs = append(errs, err)
 			continue
@@ -165,19 +167,16 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (s *RuleSync) shardRead(url string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.read[url]
-}
-
-// register records the rules read from the shard at url, except those a
-// watch event decided meanwhile.
+// register records the rules read from the shard at url and removes those
+// its previous read registered that are gone, except where a watch event
+// decided meanwhile.
 func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	seen := make(map[string]bool, len(objs))
 	for _, o := range objs {
 		key := registry.Key(o.Cluster, o.Obj.GetName())
+		seen[key] = true
 		if s.watched[key] {
 			continue
 		}
@@ -190,6 +189,12 @@ func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 			s.Log.Error(err, "rule not registered", "rule", key)
 		}
 	}
+	for key := range s.fromShard[url] {
+		if !seen[key] && !s.watched[key] {
+			s.Registry.Unregister(key)
+		}
+	}
+	s.fromShard[url] = seen
 	s.read[url] = true
 	delete(s.unread, url)
 	rulesRegistered.Set(float64(s.Registry.Len()))

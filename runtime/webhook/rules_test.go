@@ -109,7 +109,8 @@ func (f *fakeShards) set(fn func()) {
 
 // TestRuleSyncShardDown: a shard that cannot be read keeps the registry
 // incomplete and the webhook unready, naming the shard; the rules of the
-// others are registered meanwhile, and a retry reads only what is missing.
+// others are registered meanwhile, and a retry reads them all again, so a
+// rule deleted in between is gone from the registry.
 func TestRuleSyncShardDown(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeShards(t, "shard-a", "shard-b")
@@ -135,16 +136,17 @@ func TestRuleSyncShardDown(t *testing.T) {
 		t.Error("the registry counts as complete without shard-b's rules")
 	}
 
-	f.set(func() { f.down["shard-b"] = false })
+	// Meanwhile a rule on shard-a is deleted (and the watch has not told).
+	f.set(func() { f.down["shard-b"] = false; f.rules["shard-a"] = nil })
 	if _, err := s.populate(ctx); err != nil {
 		t.Fatalf("populate after the shard came back: %v", err)
 	}
-	if s.Registry.Len() != 2 || !s.populated {
-		t.Errorf("registry %v, populated %v after every shard was read", s.Registry.Keys(), s.populated)
+	if _, ok := s.Registry.Get(registry.Key("cluster-b", "db-needs-vpc")); !ok || s.Registry.Len() != 1 || !s.populated {
+		t.Errorf("registry %v, populated %v after every shard was read; want shard-b's rule only", s.Registry.Keys(), s.populated)
 	}
 	f.set(func() {
-		if f.lists["shard-a"] != 1 {
-			t.Errorf("shard-a listed %d times; a retry must read only the shards not read", f.lists["shard-a"])
+		if f.lists["shard-a"] != 2 {
+			t.Errorf("shard-a listed %d times; every attempt reads every shard", f.lists["shard-a"])
 		}
 	})
 }
