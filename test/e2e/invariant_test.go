@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
@@ -58,8 +59,10 @@ type worker struct {
 	rng      *rand.Rand
 	vpcs     map[string]bool
 	vms      map[string]vmRef
+	// namespace is the worker's own, so that it may delete it.
+	namespace string
 	// Clients made on the test goroutine: workers never call t.Fatal.
-	vpcAPI, vmAPI dynamic.ResourceInterface
+	vpcAPI, vmAPI, namespaces dynamic.ResourceInterface
 }
 
 // create makes an object, retrying while a fresh binding is not served
@@ -93,8 +96,8 @@ type vmRef struct {
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips, collections, refusedNew int
-	violations, stuck, unactionable                       []string
+	ops, denials, deletes, skips, collections, refusedNew, namespaces int
+	violations, stuck, unactionable                                   []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -147,11 +150,14 @@ func TestInvariantUnderLoad(t *testing.T) {
 	for i := range ws {
 		consumer := top.Consumers[i%len(top.Consumers)]
 		d := top.dynamicFor(t, consumer.Path)
+		ns := fmt.Sprintf("w%d", i)
+		apply(ctx, t, top.admin(t, consumer.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 		ws[i] = &worker{
-			id: i, consumer: consumer,
+			id: i, consumer: consumer, namespace: ns,
 			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
 			vpcs: map[string]bool{}, vms: map[string]vmRef{},
-			vpcAPI: d.Resource(vpcs.GVR()).Namespace("apps"), vmAPI: d.Resource(virtualMachines.GVR()).Namespace("apps"),
+			vpcAPI: d.Resource(vpcs.GVR()).Namespace(ns), vmAPI: d.Resource(virtualMachines.GVR()).Namespace(ns),
+			namespaces: d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}),
 		}
 	}
 	tl := &tally{}
@@ -219,8 +225,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused; violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
@@ -316,6 +322,8 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		}
 	case r < 95:
 		w.newReferenceToDeleting(ctx, vpc, vm, rule, tl, fail)
+	case r < 96:
+		w.deleteNamespace(ctx, tl, fail)
 	default:
 		if !w.vpcs[vpc] {
 			return
@@ -343,6 +351,42 @@ func (w *worker) unguard(vpc string) {
 			ref.guarded = false
 			w.vms[vm] = ref
 		}
+	}
+}
+
+// namespaceBound is how long the deletion of a worker's namespace may take
+// before the test calls it wedged: the namespace controller retries what
+// protection refused until the dependents are gone.
+const namespaceBound = 2 * time.Minute
+
+// deleteNamespace deletes the worker's namespace with everything in it and
+// waits until it is gone: whatever references what inside it, it must
+// finish. Then the namespace is made again, empty.
+func (w *worker) deleteNamespace(ctx context.Context, tl *tally, fail func(string, ...any)) {
+	if err := w.namespaces.Delete(ctx, w.namespace, metav1.DeleteOptions{}); err != nil {
+		fail("deleting namespace %s: %v", w.namespace, err)
+		return
+	}
+	tl.add(func(tl *tally) { tl.namespaces++ })
+	deadline := time.Now().Add(namespaceBound)
+	for {
+		_, err := w.namespaces.Get(ctx, w.namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			tl.add(func(tl *tally) {
+				tl.stuck = append(tl.stuck, fmt.Sprintf("namespace %s in %s still there %s after its deletion (%v)", w.namespace, w.consumer.Path, namespaceBound, err))
+			})
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	clear(w.vpcs)
+	clear(w.vms)
+	ns := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]interface{}{"name": w.namespace}}}
+	if _, err := w.namespaces.Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		fail("creating namespace %s again: %v", w.namespace, err)
 	}
 }
 
