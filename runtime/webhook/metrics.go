@@ -35,7 +35,7 @@ var (
 	})
 	indexRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "depctrl_webhook_index_requests_total",
-		Help: "Creates and updates of dependents seen by the reference index, by outcome: labelled (index labels set or changed), stripped (index labels removed), unchanged, bad_request.",
+		Help: "Creates and updates of dependents seen by the reference index, by outcome: labelled (index labels set or changed), stripped (index labels removed: the type cannot be indexed), unchanged, refused (a new reference to an object being deleted), not_initialized, error, bad_request.",
 	}, []string{"outcome"})
 	indexLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "depctrl_webhook_index_duration_seconds",

@@ -34,8 +34,9 @@ type Indexer struct {
 	RequestTimeout time.Duration
 }
 
-// NewIndexer returns an indexer that strips index labels until initialized
-// is closed: before it knows the rules it cannot vouch for any.
+// NewIndexer returns an indexer that refuses every write until initialized
+// is closed: before it knows the rules it can neither label an object nor
+// check what it newly references.
 func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logger) *Indexer {
 	return &Indexer{schemas: schemas, initialized: initialized, log: log, RequestTimeout: 8 * time.Second}
 }
@@ -101,9 +102,12 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		}
 		index = s.Labels(obj)
 	default:
-		// Not knowing the rules yet, vouch for nothing: the object is
-		// read in full at its protected objects' deletions until its next
-		// write.
+		// Not knowing the rules yet, it can neither label the object nor
+		// tell whether the write makes a new reference to an object being
+		// deleted. A pod gets such requests only when reached past its
+		// readiness; refusing them is what the validator does too.
+		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			"dependency protection is not yet initialized, retry later"), outcomeNotInitialized
 	}
 	if index == nil {
 		outcome = indexStripped

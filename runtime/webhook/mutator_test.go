@@ -56,9 +56,9 @@ func TestIndexerDecide(t *testing.T) {
 			wantPatched: true, wantLabels: map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-a"): ""}, wantOutcome: indexLabelled,
 		},
 		{
-			name: "not initialized: index labels stripped, the write goes on", op: admissionv1.Update, notReady: true,
-			object:      `{"metadata":{"name":"vm","labels":{"team":"a","` + refindex.StampLabel + `":"s1"}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			wantPatched: true, wantLabels: map[string]string{"team": "a"}, wantOutcome: indexStripped,
+			name: "not initialized: refused, to be retried", op: admissionv1.Update, notReady: true,
+			object:     `{"metadata":{"name":"vm","labels":{"team":"a","` + refindex.StampLabel + `":"s1"}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
+			wantDenied: true, wantOutcome: outcomeNotInitialized,
 		},
 		{
 			name: "delete: nothing to do", op: admissionv1.Delete, object: `{}`, wantOutcome: indexUnchanged,
