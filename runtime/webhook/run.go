@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -136,30 +137,27 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 
-	if err := mcbuilder.ControllerManagedBy(mgr).
-		Named("rule-registry").
-		For(&v1alpha1.DependencyRule{}).
-		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-			cl, err := mgr.GetCluster(ctx, req.ClusterName)
-			if err != nil {
-				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
-			}
-			return ctrl.Result{}, rules.Observe(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
-		})); err != nil {
+	if err := watchObjects(mgr, "rule-registry", &v1alpha1.DependencyRule{}, rules.Observe); err != nil {
 		return fmt.Errorf("setting up the rule watch: %w", err)
 	}
-	if err := mcbuilder.ControllerManagedBy(mgr).
-		Named("index-configurations").
-		For(&admissionregistrationv1.MutatingWebhookConfiguration{}).
-		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-			cl, err := mgr.GetCluster(ctx, req.ClusterName)
-			if err != nil {
-				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
-			}
-			return ctrl.Result{}, indexConfigs.Observe(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
-		})); err != nil {
+	if err := watchObjects(mgr, "index-configurations", &admissionregistrationv1.MutatingWebhookConfiguration{}, indexConfigs.Observe); err != nil {
 		return fmt.Errorf("setting up the reference index configuration watch: %w", err)
 	}
 	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
 	return mgr.Start(ctx)
+}
+
+// watchObjects watches objects of obj's type through the virtual workspaces and
+// hands each change to f with a client of the object's logical cluster.
+func watchObjects(mgr mcmanager.Manager, name string, obj client.Object, f func(ctx context.Context, c client.Client, cluster, name string) error) error {
+	return mcbuilder.ControllerManagedBy(mgr).
+		Named(name).
+		For(obj).
+		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
+			cl, err := mgr.GetCluster(ctx, req.ClusterName)
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
+			}
+			return ctrl.Result{}, f(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
+		}))
 }

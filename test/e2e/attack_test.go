@@ -224,21 +224,7 @@ func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	top.object(ctx, t, c, regions, "region-ns", map[string]interface{}{"vpc": "vpc-ns"}, nil)
 
 	must(t, namespaces.Delete(ctx, "doomed", metav1.DeleteOptions{}))
-	eventually(ctx, t, 2*time.Minute, "the namespace to report what blocks it", func() error {
-		ns, err := namespaces.Get(ctx, "doomed", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(ns.Object, "status", "conditions")
-		for _, x := range conds {
-			m, _ := x.(map[string]interface{})
-			if msg, _ := m["message"].(string); strings.Contains(msg, "still referenced by Region/region-ns") {
-				t.Logf("namespace condition %s: %s", m["type"], msg)
-				return nil
-			}
-		}
-		return fmt.Errorf("no condition names the blocker yet: %v", conds)
-	})
+	waitBlockerReported(ctx, t, namespaces, "doomed", "still referenced by Region/region-ns")
 	if _, err := inDoomed.Get(ctx, "vpc-ns", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the namespace deleter removed a referenced VPC: %v", err)
 	}
@@ -256,34 +242,15 @@ func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 // stay, and the binding with it, its condition naming the blocker, until
 // the VM is gone; then the binding finishes.
 func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
-	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName("e2e-unbind"), env.OnShard(top.Consumers[0].Shard))
-	must(t, err)
+	ws := top.newConsumer(ctx, t, "e2e-unbind", env.OnShard(top.Consumers[0].Shard))
 	defer func() { _ = top.Env.DeleteWorkspace(context.Background(), ws.Path) }()
-	apply(ctx, t, top.admin(t, ws.Path),
-		bindingYAML("network", top.Network.Path, vpcs.Group),
-		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
-		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
 	top.object(ctx, t, ws, vpcs, "vpc-b", map[string]interface{}{}, nil)
 	top.object(ctx, t, ws, virtualMachines, "vm-b", ref("vpc-b"), nil)
 	top.object(ctx, t, ws, vpcs, "vpc-b-free", map[string]interface{}{}, nil)
 
 	bindings := top.dynamicFor(t, ws.Path).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"})
 	must(t, bindings.Delete(ctx, "network", metav1.DeleteOptions{}))
-	eventually(ctx, t, 2*time.Minute, "the binding to report what blocks it", func() error {
-		b, err := bindings.Get(ctx, "network", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(b.Object, "status", "conditions")
-		for _, x := range conds {
-			m, _ := x.(map[string]interface{})
-			if msg, _ := m["message"].(string); strings.Contains(msg, "still referenced by VirtualMachine/vm-b") {
-				t.Logf("binding condition %s: %s", m["type"], msg)
-				return nil
-			}
-		}
-		return fmt.Errorf("no condition names the blocker yet: %v", conds)
-	})
+	waitBlockerReported(ctx, t, bindings, "network", "still referenced by VirtualMachine/vm-b")
 	if !top.exists(ctx, t, ws, vpcs, "vpc-b") {
 		t.Fatal("deleting the APIBinding removed a referenced VPC")
 	}
@@ -293,6 +260,28 @@ func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 			return fmt.Errorf("binding still there (%v)", err)
 		}
 		return nil
+	})
+}
+
+// waitBlockerReported waits until a condition of the object called name
+// (a namespace, an APIBinding) whose deletion protection holds up says
+// want.
+func waitBlockerReported(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name, want string) {
+	t.Helper()
+	eventually(ctx, t, 2*time.Minute, name+" to report what blocks its deletion", func() error {
+		o, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+		for _, x := range conds {
+			m, _ := x.(map[string]interface{})
+			if msg, _ := m["message"].(string); strings.Contains(msg, want) {
+				t.Logf("%s %s condition %s: %s", o.GetKind(), name, m["type"], msg)
+				return nil
+			}
+		}
+		return fmt.Errorf("no condition names the blocker yet: %v", conds)
 	})
 }
 

@@ -164,12 +164,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 	// A consumer that will be deleted while the webhook cannot read its
 	// dependents.
-	doomed, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-doomed-narrow"))
-	must(t, err)
-	apply(ctx, t, top.admin(t, doomed.Path),
-		bindingYAML("network", top.Network.Path, vpcs.Group),
-		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
-		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+	doomed := top.newConsumer(ctx, t, "e2e-doomed-narrow")
 	top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
 	top.object(ctx, t, doomed, virtualMachines, "vm-d", ref("vpc-d"), nil)
 

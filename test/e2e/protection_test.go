@@ -151,12 +151,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 	t.Run("a consumer workspace being deleted is not wedged", func(t *testing.T) {
 		// kcp deletes a workspace's contents one by one, through admission.
 		// Protection must not hold a workspace that is going away.
-		doomed, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-doomed"))
-		must(t, err)
-		apply(ctx, t, top.admin(t, doomed.Path),
-			bindingYAML("network", top.Network.Path, vpcs.Group),
-			bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
-			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+		doomed := top.newConsumer(ctx, t, "e2e-doomed")
 		top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
 		top.object(ctx, t, doomed, virtualMachines, "vm-d", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-d"}}}, nil)
 		top.expectDenied(ctx, t, doomed, vpcs, "vpc-d", "still referenced by VirtualMachine/vm-d")

@@ -73,14 +73,30 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env) *Topology {
 	// Providers export their types and bind the dep-ctrl export.
 	apply(ctx, t, top.admin(t, top.Network.Path), exportYAML(vpcs, firewallRules, regions), depCtrlBindingYAML(top.DepCtrl.Path))
 	apply(ctx, t, top.admin(t, top.Compute.Path), exportYAML(virtualMachines, managedDBs), depCtrlBindingYAML(top.DepCtrl.Path))
-	// Consumers bind both providers.
 	for _, c := range top.Consumers {
-		apply(ctx, t, top.admin(t, c.Path),
-			bindingYAML("network", top.Network.Path, vpcs.Group),
-			bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
-			"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+		top.bindConsumer(ctx, t, c)
 	}
 	return top
+}
+
+// bindConsumer makes ws a consumer: it binds both providers and gets the
+// namespace apps.
+func (top *Topology) bindConsumer(ctx context.Context, t *testing.T, ws env.Workspace) {
+	t.Helper()
+	apply(ctx, t, top.admin(t, ws.Path),
+		bindingYAML("network", top.Network.Path, vpcs.Group),
+		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
+}
+
+// newConsumer creates a consumer workspace of its own under root, for a
+// test that deletes it or its bindings.
+func (top *Topology) newConsumer(ctx context.Context, t *testing.T, prefix string, opts ...env.WorkspaceOption) env.Workspace {
+	t.Helper()
+	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName(prefix), opts...)
+	must(t, err)
+	top.bindConsumer(ctx, t, ws)
+	return ws
 }
 
 func (top *Topology) admin(t *testing.T, path string) *rest.Config {
