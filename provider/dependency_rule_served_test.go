@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -170,11 +169,9 @@ subjects:
 // grantYAML renders a ClusterRole and its binding.
 func grantYAML(t *testing.T, g rbac.Grant) string {
 	t.Helper()
-	role, err := yaml.Marshal(g.Role)
+	s, err := fixtures.GrantYAML(g)
 	must(t, err)
-	binding, err := yaml.Marshal(g.Binding)
-	must(t, err)
-	return string(role) + "---\n" + string(binding)
+	return s
 }
 
 // wrapped matches text however Terraform wraps its lines.

@@ -9,13 +9,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
 
 // Topology is the kcp side of an installation, bootstrapped the way a
@@ -171,9 +171,7 @@ func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) 
 
 func toYAML(t *testing.T, g rbac.Grant) string {
 	t.Helper()
-	role, err := yaml.Marshal(g.Role)
+	s, err := fixtures.GrantYAML(g)
 	must(t, err)
-	binding, err := yaml.Marshal(g.Binding)
-	must(t, err)
-	return string(role) + "---\n" + string(binding)
+	return s
 }
