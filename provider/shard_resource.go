@@ -92,11 +92,12 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"ClusterRoleBinding there. Adding a shard to the installation is adding one of these.\n\n" +
 			"On create it checks that the URL answers and belongs to the shard named `name` (by comparing it with the Shard object's " +
 			"base URL, read through the provider's front-proxy connection).\n\n" +
-			"By default the webhook may read every resource on the shard, **secrets included**, because it cannot know in advance " +
-			"which types rules will name. List the dependent types in `read_resources` and the protected types in `protected_resources` " +
+			"By default the webhook may read every resource on the shard, **secrets included**, and patch every resource, because it " +
+			"cannot know in advance which types rules will name (it patches only the objects rules protect, and only the intent " +
+			"annotations it records on them). List the dependent types in `read_resources` and the protected types in `protected_resources` " +
 			"to narrow that to exactly what rules use; what is not listed then fails closed: deletions of a protected type whose dependents " +
-			"cannot be read are denied, and so are writes of a dependent that newly references an object the webhook cannot read " +
-			"(it must know whether that object is being deleted), each with a permission error. " +
+			"cannot be read are denied, and so are writes of a dependent that newly references an object the webhook cannot patch " +
+			"(it records the reference on that object before the write is stored), each with a permission error. " +
 			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
 			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
@@ -153,8 +154,9 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"protected_resources": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get` their objects (never list or patch them), " +
-					"to refuse a create or update of a dependent that newly references an object being deleted. " +
+				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get` and `patch` their objects, one at a time " +
+					"(never list them), to record on an object the intent of a create or update of a dependent that newly references it, " +
+					"and to refuse that write when the object is being deleted. " +
 					"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes " +
 					"every new reference to it fail closed with a permission error.",
 				Validators: []validator.List{

@@ -16,7 +16,10 @@ const indexWebhookName = v1alpha1.IndexWebhookName
 // DesiredIndexConfiguration renders the reference index configuration for
 // one workspace that holds rules: every CREATE and UPDATE of the rules'
 // dependent types goes to the webhook, which labels the object with what it
-// references, so that deciding a DELETE lists only labelled candidates.
+// references, so that deciding a DELETE lists only labelled candidates, and
+// records an intent on each object the write newly references (package
+// v1alpha1, Intent). A second webhook withdraws those intents when the
+// dependent is deleted.
 func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersionResource) *admissionregistrationv1.MutatingWebhookConfiguration {
 	url := s.MutateURL
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -33,7 +36,9 @@ func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersi
 			// next DELETE does not look for.
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
+			// It writes intents onto referenced objects, but not for a
+			// dry run.
+			SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
 			// A later mutating webhook may change a reference; the labels
 			// must then be computed again from the final object.
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
@@ -43,6 +48,24 @@ func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersi
 			// consumer controls.
 			NamespaceSelector: &metav1.LabelSelector{},
 			ObjectSelector:    &metav1.LabelSelector{},
+		}, {
+			Name:         v1alpha1.IntentWithdrawWebhookName,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
+			Rules:        resourceRules(dependents, admissionregistrationv1.Delete),
+			// Withdrawing is a courtesy: an intent left behind delays the
+			// deletion of what it names until it expires, and deletes of
+			// dependents must not wait for the webhook.
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{},
+			// Only dependents whose last write recorded intents.
+			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: v1alpha1.IntentLabel, Operator: metav1.LabelSelectorOpExists,
+			}}},
 		}},
 	}
 }

@@ -41,8 +41,16 @@ func TestDesiredIndexConfiguration(t *testing.T) {
 			if c.Name != testSettings.ConfigurationName || c.Labels[managedByLabel] != "depctrl-controller" {
 				t.Errorf("metadata %+v", c.ObjectMeta)
 			}
-			if len(c.Webhooks) != 1 {
-				t.Fatalf("%d webhooks, want 1", len(c.Webhooks))
+			if len(c.Webhooks) != 2 {
+				t.Fatalf("%d webhooks, want 2", len(c.Webhooks))
+			}
+			withdraw := c.Webhooks[1]
+			if withdraw.Name != "withdraw-intent.dependencies.opendefense.cloud" || ptr.Deref(withdraw.FailurePolicy, "") != admissionregistrationv1.Ignore ||
+				!reflect.DeepEqual(withdraw.Rules, resourceRules(tt.dependents, admissionregistrationv1.Delete)) ||
+				ptr.Deref(withdraw.SideEffects, "") != admissionregistrationv1.SideEffectClassNoneOnDryRun ||
+				withdraw.ObjectSelector == nil || len(withdraw.ObjectSelector.MatchExpressions) != 1 ||
+				withdraw.ObjectSelector.MatchExpressions[0].Key != "dependencies.opendefense.cloud/intent" {
+				t.Errorf("withdraw webhook is wrong: %+v", withdraw)
 			}
 			w := c.Webhooks[0]
 			var got []string
@@ -64,7 +72,7 @@ func TestDesiredIndexConfiguration(t *testing.T) {
 				"caBundle":                string(w.ClientConfig.CABundle) == "ca",
 				"failurePolicy":           ptr.Deref(w.FailurePolicy, "") == admissionregistrationv1.Fail,
 				"matchPolicy":             ptr.Deref(w.MatchPolicy, "") == admissionregistrationv1.Equivalent,
-				"sideEffects":             ptr.Deref(w.SideEffects, "") == admissionregistrationv1.SideEffectClassNone,
+				"sideEffects":             ptr.Deref(w.SideEffects, "") == admissionregistrationv1.SideEffectClassNoneOnDryRun,
 				"reinvocationPolicy":      ptr.Deref(w.ReinvocationPolicy, "") == admissionregistrationv1.IfNeededReinvocationPolicy,
 				"timeoutSeconds":          ptr.Deref(w.TimeoutSeconds, 0) == testSettings.TimeoutSeconds,
 				"admissionReviewVersions": reflect.DeepEqual(w.AdmissionReviewVersions, []string{"v1"}),
@@ -115,6 +123,9 @@ func TestIndexConfigurationDrifted(t *testing.T) {
 		}, true},
 		{"a second webhook added", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 			c.Webhooks = append(c.Webhooks, c.Webhooks[0])
+		}, true},
+		{"the withdraw webhook removed", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks = c.Webhooks[:1]
 		}, true},
 	}
 	for _, tt := range tests {

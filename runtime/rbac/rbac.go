@@ -76,14 +76,16 @@ type ShardAccess struct {
 	// Dependents are the types whose objects hold references; none means
 	// read on everything, secrets included.
 	Dependents []ReadResource
-	// Protected are the types rules protect: the webhook reads one object
-	// of them at a time, to refuse a new reference to an object that is
-	// being deleted. Only with Dependents; otherwise everything is read.
+	// Protected are the types rules protect: the webhook reads and patches
+	// one object of them at a time, to record on it the intent of a write
+	// that newly references it (and to refuse that write when the object
+	// is being deleted). Only with Dependents; otherwise everything is
+	// read and may be patched.
 	Protected []ReadResource
 	// Reindex also grants patch on Dependents, so that the webhook can
 	// write again (with an empty patch) the dependents it finds without a
-	// current index stamp and have them indexed. Patch is granted only on
-	// named dependent types, never on everything nor on protected types.
+	// current index stamp and have them indexed. It matters only with
+	// Dependents: the wildcard grant patches everything already.
 	Reindex bool
 }
 
@@ -93,14 +95,16 @@ type ShardAccess struct {
 var logicalClusterReader = rbacv1.PolicyRule{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, Verbs: []string{"get"}}
 
 // ShardReader lets the webhook read dependents in every workspace of one
-// shard. It belongs in that shard's system:admin logical cluster, whose RBAC
-// kcp consults for every workspace on the shard (and only on that shard).
-// Without access.Dependents it grants read on everything, secrets included;
-// naming the types narrows it.
+// shard, and record intents on the objects they reference. It belongs in
+// that shard's system:admin logical cluster, whose RBAC kcp consults for
+// every workspace on the shard (and only on that shard). Without
+// access.Dependents it grants read on everything, secrets included, and
+// patch on everything (the webhook patches only objects that rules protect,
+// and only their intent annotations); naming the types narrows it.
 func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
 	if len(access.Dependents) == 0 {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}})
 		return grant(ShardReaderName, subjects, rules...)
 	}
 	verbs := []string{"get", "list", "watch"}
@@ -109,7 +113,7 @@ func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	}
 	rules = append(rules, logicalClusterReader)
 	rules = append(rules, byGroup(access.Dependents, verbs)...)
-	rules = append(rules, byGroup(access.Protected, []string{"get"})...)
+	rules = append(rules, byGroup(access.Protected, []string{"get", "patch"})...)
 	return grant(ShardReaderName, subjects, rules...)
 }
 

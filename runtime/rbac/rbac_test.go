@@ -17,10 +17,10 @@ func TestShardReader(t *testing.T) {
 		want      []rbacv1.PolicyRule
 	}{
 		{
-			name: "wildcard by default",
+			name: "wildcard by default: read everything, and patch it to record intents",
 			want: []rbacv1.PolicyRule{
 				workspaceAccess, eventWriter,
-				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},
 		},
 		{
@@ -37,14 +37,14 @@ func TestShardReader(t *testing.T) {
 			},
 		},
 		{
-			name:      "protected types are read one object at a time, never patched",
+			name:      "protected types are read and patched one object at a time, never listed",
 			resources: []ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}},
 			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}, {Group: "network.example.io", Resource: "subnets"}},
 			reindex:   true,
 			want: []rbacv1.PolicyRule{
 				workspaceAccess, eventWriter, logicalClusterReader,
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
-				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get", "patch"}},
 			},
 		},
 		{
@@ -61,11 +61,11 @@ func TestShardReader(t *testing.T) {
 			},
 		},
 		{
-			name:    "re-indexing never patches everything",
+			name:    "re-indexing adds nothing to the wildcard",
 			reindex: true,
 			want: []rbacv1.PolicyRule{
 				workspaceAccess, eventWriter,
-				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},
 		},
 	}

@@ -138,14 +138,14 @@ func TestFrontProxyFinder(t *testing.T) {
 				return "vpc-b"
 			}), vm("apps", "vm-gone", "vpc-a", true))}},
 			namespace: "apps", limit: 10,
-			want:     []Blocker{{"VirtualMachine", "apps", "vm-00"}, {"VirtualMachine", "apps", "vm-03"}, {"VirtualMachine", "apps", "vm-06"}},
+			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-06"}},
 			wantReqs: 3,
 		},
 		{
 			name:      "stops reading once it has more than limit",
 			server:    &listServer{items: map[string][]map[string]interface{}{namespaced: many(9, func(int) string { return "vpc-a" })}},
 			namespace: "apps", limit: 2,
-			want:     []Blocker{{"VirtualMachine", "apps", "vm-00"}, {"VirtualMachine", "apps", "vm-01"}},
+			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-01"}},
 			wantMore: -1, wantReqs: 1,
 		},
 		{
@@ -157,7 +157,7 @@ func TestFrontProxyFinder(t *testing.T) {
 			name:      "a cluster-scoped dependent type is found after a 404",
 			server:    &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
 			namespace: "apps", limit: 10,
-			want:     []Blocker{{"VirtualMachine", "", "vm-x"}},
+			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "", Name: "vm-x"}},
 			wantReqs: 2,
 		},
 		{
@@ -244,7 +244,7 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []Blocker{{"VirtualMachine", "apps", "vm-last"}}; !reflect.DeepEqual(got, want) {
+			if want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-last"}}; !reflect.DeepEqual(got, want) {
 				t.Fatalf("blockers = %v, want %v", got, want)
 			}
 			var queries []string
@@ -299,7 +299,7 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		items = append(items, stamped(fmt.Sprintf("vm-x%02d", i), "vpc-b"))
 	}
-	want := []Blocker{{"VirtualMachine", "apps", "vm-02"}, {"VirtualMachine", "apps", "vm-03"}, {"VirtualMachine", "apps", "vm-00"}}
+	want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-02"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}}
 
 	tests := []struct {
 		name     string
@@ -410,7 +410,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Blocker{{"VirtualMachine", "apps", "vm-1"}}; !reflect.DeepEqual(got, want) {
+	if want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-1"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("blockers = %v, want %v", got, want)
 	}
 	if len(server.requests) != 1 || strings.Contains(server.requests[0], "labelSelector") {
@@ -424,7 +424,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 }
 
 func TestMergeBlockers(t *testing.T) {
-	a, b, c := Blocker{"K", "ns", "a"}, Blocker{"K", "ns", "b"}, Blocker{"K", "ns", "c"}
+	a, b, c := Blocker{Kind: "K", Namespace: "ns", Name: "a"}, Blocker{Kind: "K", Namespace: "ns", Name: "b"}, Blocker{Kind: "K", Namespace: "ns", Name: "c"}
 	tests := []struct {
 		name     string
 		x, y     scanResult

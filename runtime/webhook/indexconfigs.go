@@ -93,19 +93,30 @@ func (c *IndexConfigurations) Observe(ctx context.Context, cl client.Client, clu
 
 // intactIndexEpoch is the UID of cfg when it is the controller's reference
 // index configuration as the controller last wrote it, else "". Every write
-// of a dependent must still reach the index: one webhook, failing closed,
-// selecting every object and namespace, with no match conditions.
+// of a dependent must still reach the index: its webhook, failing closed,
+// selecting every object and namespace, with no match conditions. Only the
+// controller's own webhooks may be in it (the other one withdraws intents).
 func intactIndexEpoch(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
 	if cfg.DeletionTimestamp != nil ||
 		cfg.Labels[v1alpha1.ManagedByLabel] != v1alpha1.WebhookConfigurationManager ||
-		cfg.Annotations[v1alpha1.WrittenGenerationAnnotation] != strconv.FormatInt(cfg.Generation, 10) ||
-		len(cfg.Webhooks) != 1 {
+		cfg.Annotations[v1alpha1.WrittenGenerationAnnotation] != strconv.FormatInt(cfg.Generation, 10) {
 		return ""
 	}
-	h := cfg.Webhooks[0]
-	if h.Name != v1alpha1.IndexWebhookName ||
-		h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail ||
-		len(h.MatchConditions) > 0 || !selectsAll(h.NamespaceSelector) || !selectsAll(h.ObjectSelector) {
+	index := 0
+	for _, h := range cfg.Webhooks {
+		switch h.Name {
+		case v1alpha1.IndexWebhookName:
+			index++
+			if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail ||
+				len(h.MatchConditions) > 0 || !selectsAll(h.NamespaceSelector) || !selectsAll(h.ObjectSelector) {
+				return ""
+			}
+		case v1alpha1.IntentWithdrawWebhookName:
+		default:
+			return ""
+		}
+	}
+	if index != 1 {
 		return ""
 	}
 	return string(cfg.UID)

@@ -25,6 +25,9 @@ func TestIntactIndexEpoch(t *testing.T) {
 				FailurePolicy:     ptr.To(admissionregistrationv1.Fail),
 				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    &metav1.LabelSelector{},
+			}, {
+				Name:          v1alpha1.IntentWithdrawWebhookName,
+				FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 			}},
 		}
 	}
@@ -49,8 +52,14 @@ func TestIntactIndexEpoch(t *testing.T) {
 		{"a match condition", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 			c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "x", Expression: "false"}}
 		}, ""},
-		{"a second webhook", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+		{"a second index webhook", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
 			c.Webhooks = append(c.Webhooks, c.Webhooks[0])
+		}, ""},
+		{"without the withdraw webhook (an older controller's)", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks = c.Webhooks[:1]
+		}, "uid-1"},
+		{"someone else's webhook added", func(c *admissionregistrationv1.MutatingWebhookConfiguration) {
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: "other.example.io"})
 		}, ""},
 		{"another webhook's name", func(c *admissionregistrationv1.MutatingWebhookConfiguration) { c.Webhooks[0].Name = "other.example.io" }, ""},
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -27,18 +28,23 @@ type Indexer struct {
 	schemas     IndexSchemas
 	initialized <-chan struct{}
 	log         logr.Logger
-	// Targets, when set, is asked whether each object a write newly
-	// references is being deleted; such writes are refused.
-	Targets TargetStates
-	// RequestTimeout bounds those checks for one request.
+	// Targets, when set, records an intent on each object a write newly
+	// references, and refuses the write when the object is being deleted.
+	Targets Targets
+	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
+	// IntentLifetime is how long an intent counts as a write that may
+	// still be stored (DefaultIntentLifetime).
+	IntentLifetime time.Duration
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
 // NewIndexer returns an indexer that refuses every write until initialized
 // is closed: before it knows the rules it can neither label an object nor
 // check what it newly references.
 func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logger) *Indexer {
-	return &Indexer{schemas: schemas, initialized: initialized, log: log, RequestTimeout: 8 * time.Second}
+	return &Indexer{schemas: schemas, initialized: initialized, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
 }
 
 // ServeHTTP implements the mutating admission endpoint.
@@ -66,6 +72,14 @@ func observeIndex(outcome string, start time.Time) {
 // tell): the index itself is a shortcut for deciding deletions, and an
 // object without a valid stamp is simply read in full when that happens.
 func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.Operation == admissionv1.Delete {
+		select {
+		case <-ix.initialized:
+			ix.withdrawIntents(ctx, req)
+		default:
+		}
+		return allow(""), indexUnchanged
+	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return allow(""), indexUnchanged
 	}
@@ -93,13 +107,16 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 
 	var index map[string]string
+	intent := ""
 	outcome := indexLabelled
 	select {
 	case <-ix.initialized:
 		s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
-		if resp, outcome := ix.refuseDeletingTargets(ctx, req, s, obj, md); resp != nil {
+		var resp *admissionv1.AdmissionResponse
+		if resp, outcome, intent = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
 			return resp, outcome
 		}
+		outcome = indexLabelled
 		index = s.Labels(obj)
 	default:
 		// Not knowing the rules yet, it can neither label the object nor
@@ -113,6 +130,9 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		outcome = indexStripped
 	}
 	labels, changed := refindex.Relabel(current, index)
+	if ix.relabelIntent(labels, intent) {
+		changed = true
+	}
 	if !changed {
 		return allow(""), indexUnchanged
 	}
@@ -124,6 +144,25 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	resp := allow("")
 	resp.Patch, resp.PatchType = patch, &pt
 	return resp, outcome
+}
+
+// relabelIntent sets the dependent's IntentLabel to intent when this write
+// recorded intents, and removes one that has expired; it reports whether it
+// changed labels.
+func (ix *Indexer) relabelIntent(labels map[string]string, intent string) bool {
+	if intent != "" {
+		labels[v1alpha1.IntentLabel] = intent
+		return true
+	}
+	v, ok := labels[v1alpha1.IntentLabel]
+	if !ok {
+		return false
+	}
+	if _, at, valid := parseIntentLabel(v); valid && ix.now().Sub(at) <= ix.IntentLifetime {
+		return false
+	}
+	delete(labels, v1alpha1.IntentLabel)
+	return true
 }
 
 // stringMap reads a labels map as JSON decoding left it.

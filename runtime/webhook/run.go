@@ -50,6 +50,10 @@ type Options struct {
 	// ReindexWorkers is how many dependents found unindexed are written
 	// again at once to index them; 0 turns re-indexing off.
 	ReindexWorkers int
+	// IntentLifetime is how long an intent recorded on a referenced
+	// object counts as a write that may still be stored; the zero value is
+	// DefaultIntentLifetime.
+	IntentLifetime time.Duration
 	// RateLimit limits the requests to kcp other than the reads and
 	// writes of dependents, which are never throttled on this side; the
 	// zero value is kcpconfig.DefaultRateLimit.
@@ -126,9 +130,13 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
+		IntentLifetime:       o.IntentLifetime,
 	}, log.WithName("validator"))
 	indexer := NewIndexer(reg, rules.Initialized(), log.WithName("indexer"))
 	indexer.Targets = finder
+	if o.IntentLifetime > 0 {
+		indexer.IntentLifetime = o.IntentLifetime
+	}
 	if o.RequestTimeout > 0 {
 		indexer.RequestTimeout = o.RequestTimeout
 	}

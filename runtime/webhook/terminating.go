@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -16,12 +15,30 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
-// TargetStates tells whether a referenced object is being deleted.
-type TargetStates interface {
-	// Deleting reports whether the object called name of target exists in
-	// the logical cluster, in namespace or cluster-wide, and is being
-	// deleted. An object that does not exist is not being deleted.
-	Deleting(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (bool, error)
+// TargetState is what a write that references an object needs to know of
+// it.
+type TargetState struct {
+	// Found is false when the object does not exist.
+	Found bool
+	// Deleting is true when the object is being deleted.
+	Deleting bool
+	// Annotations are the object's annotations.
+	Annotations map[string]string
+}
+
+// Targets reads and annotates referenced objects. Each looks for the object
+// called name of target in the logical cluster, in namespace and then
+// cluster-wide.
+type Targets interface {
+	// Target reads the object.
+	Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (TargetState, error)
+	// Annotate merges set into the object's annotations (a nil value
+	// removes the key) and returns the object as written. Nothing is
+	// written to an object that does not exist.
+	Annotate(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) (TargetState, error)
+	// Withdraw removes the annotation key from the object if it still has
+	// the value value.
+	Withdraw(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name, key, value string) error
 }
 
 // reference is one object a dependent names.
@@ -76,19 +93,25 @@ func newReferences(s refindex.Schema, old, obj map[string]interface{}) []referen
 	return out
 }
 
-// refuseDeletingTargets refuses a write that makes a new reference to an
-// object that is being deleted: the deletion was allowed because nothing
-// referenced the object, and once its finalizers are done it is gone, so
-// the new reference would dangle. Kubernetes refuses new users of a
-// terminating PersistentVolumeClaim for the same reason. It returns nil
-// when the write may go on.
-func (ix *Indexer) refuseDeletingTargets(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string) {
+// recordIntents records an intent on every object the write newly
+// references, and refuses the write when one of them is being deleted: the
+// deletion was allowed because nothing referenced the object, and once its
+// finalizers are done it is gone, so the new reference would dangle
+// (Kubernetes refuses new users of a terminating PersistentVolumeClaim for
+// the same reason). It returns nil and the IntentLabel value for the
+// dependent when the write may go on ("" when it recorded nothing).
+//
+// Recording comes before the write is admitted, so a deletion of the object
+// decided from now on sees the intent, and one decided before it is decided
+// again (against the annotated revision) before it can be stored. A dry run
+// records nothing; it only checks that no target is being deleted.
+func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string, string) {
 	if ix.Targets == nil || len(s.References) == 0 {
-		return nil, ""
+		return nil, "", ""
 	}
 	if md["deletionTimestamp"] != nil {
 		// A dependent on its way out keeps nothing alive.
-		return nil, ""
+		return nil, "", ""
 	}
 	var old map[string]interface{}
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
@@ -98,63 +121,148 @@ func (ix *Indexer) refuseDeletingTargets(ctx context.Context, req *admissionv1.A
 	}
 	refs := newReferences(s, old, obj)
 	if len(refs) == 0 {
-		return nil, ""
+		return nil, "", ""
 	}
 	annotations, _ := md["annotations"].(map[string]interface{})
 	cluster, _ := annotations[v1alpha1.ClusterAnnotation].(string)
 	name, _ := md["name"].(string)
+	generateName, _ := md["generateName"].(string)
 	namespace, _ := md["namespace"].(string)
 	self := req.Resource.Resource + "/" + name
+	if name == "" {
+		self = req.Resource.Resource + "/" + generateName + "*"
+	}
 	if cluster == "" {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest
+			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
-	for _, ref := range refs {
-		deleting, err := ix.Targets.Deleting(ctx, cluster, namespace, ref.target, ref.name)
+
+	record := !dryRun(req)
+	var set map[string]*string
+	label := ""
+	if record {
+		token, err := newIntentToken()
 		if err != nil {
-			ix.log.Error(err, "checking a referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
-			return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-				fmt.Sprintf("cannot check whether %s, which %s references, is being deleted, so protection refuses the write: %v", ref, self, err)), outcomeError
+			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, ""
 		}
-		if deleting {
+		now := ix.now()
+		value, err := encodeIntent(v1alpha1.Intent{
+			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
+			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
+		})
+		if err != nil {
+			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, ""
+		}
+		set = map[string]*string{intentKey(token): &value}
+		label = intentLabelValue(token, now)
+	}
+	var recorded []reference
+	for _, ref := range refs {
+		var state TargetState
+		var err error
+		if record {
+			state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
+		} else {
+			state, err = ix.Targets.Target(ctx, cluster, namespace, ref.target, ref.name)
+		}
+		if err != nil {
+			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
+			ix.retract(ctx, cluster, namespace, recorded, set)
+			return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, ""
+		}
+		if state.Found && record {
+			recorded = append(recorded, ref)
+		}
+		if state.Deleting {
 			ix.log.Info("write refused: it references an object being deleted", "cluster", cluster, "object", self, "references", ref.String(), "user", req.UserInfo.Username)
+			ix.retract(ctx, cluster, namespace, recorded, set)
 			return deny(http.StatusForbidden, metav1.StatusReasonForbidden,
-				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused
+				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, ""
+		}
+		if record && state.Found {
+			ix.pruneIntents(cluster, namespace, ref, state.Annotations)
 		}
 	}
-	return nil, ""
+	return nil, "", label
 }
 
-// Deleting implements TargetStates: a GET of the object in the dependent's
-// namespace, then cluster-wide, through the front-proxy.
-func (f *FrontProxyFinder) Deleting(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (bool, error) {
-	scopes := []string{namespace}
-	if namespace != "" {
-		scopes = append(scopes, "")
+// pruneIntents removes, in the background, the intents on a referenced
+// object that have expired: their writes were stored or failed long ago, and
+// what references the object is then read from the dependents themselves.
+func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
+	_, expired := intentsOn(annotations, ix.now(), ix.IntentLifetime)
+	if len(expired) == 0 {
+		return
 	}
-	for _, ns := range scopes {
-		res := f.raw.Get().AbsPath(resourcePath(cluster, target, ns, name)...).SetHeader("Accept", "application/json").Do(ctx)
-		// Error, unlike Raw, decodes the server's Status, so that a
-		// refusal names what was refused.
-		err := res.Error()
-		if apierrors.IsNotFound(err) {
+	set := make(map[string]*string, len(expired))
+	for _, k := range expired {
+		set[k] = nil
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ix.RequestTimeout)
+		defer cancel()
+		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set); err != nil {
+			ix.log.Info("removing expired intents failed; the next write that references the object tries again",
+				"cluster", cluster, "object", ref.String(), "error", err.Error())
+		}
+	}()
+}
+
+// retract removes the intent set recorded on refs by a write this webhook
+// then refuses: it would hold up their deletion for nothing until it
+// expired. It is best effort, within what is left of the request's time.
+func (ix *Indexer) retract(ctx context.Context, cluster, namespace string, refs []reference, set map[string]*string) {
+	remove := make(map[string]*string, len(set))
+	for k := range set {
+		remove[k] = nil
+	}
+	for _, ref := range refs {
+		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, remove); err != nil {
+			ix.log.Info("retracting the intent of a refused write failed; it expires on its own", "cluster", cluster, "object", ref.String(), "error", err.Error())
+		}
+	}
+}
+
+// withdrawIntents removes the intents a dependent's last reference-making
+// write recorded, when the dependent is deleted: until they expire they
+// would hold up the deletion of what it referenced, since a deleted
+// dependent looks like one not yet stored. It is best effort (its webhook
+// fails open): an intent left behind only delays that deletion until it
+// expires. Only intents that name this very dependent are removed.
+func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.AdmissionRequest) {
+	if ix.Targets == nil || dryRun(req) || len(req.OldObject.Raw) == 0 {
+		return
+	}
+	var old map[string]interface{}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return
+	}
+	md, _ := old["metadata"].(map[string]interface{})
+	meta := objectMeta(old)
+	token, at, ok := parseIntentLabel(meta.Labels[v1alpha1.IntentLabel])
+	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
+		return
+	}
+	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
+	resource := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()
+	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
+	defer cancel()
+	for _, ref := range referencesOf(s, old) {
+		state, err := ix.Targets.Target(ctx, cluster, meta.Namespace, ref.target, ref.name)
+		if err != nil || !state.Found {
 			continue
 		}
-		if err != nil {
-			return false, fmt.Errorf("reading %s %s: %w", target.GroupResource(), name, err)
+		key := intentKey(token)
+		fresh, _ := intentsOn(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
+		if len(fresh) != 1 || !fresh[0].names(resource, meta.Namespace, meta.Name) {
+			continue
 		}
-		body, _ := res.Raw()
-		var o struct {
-			Metadata struct {
-				DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-			} `json:"metadata"`
+		if err := ix.Targets.Withdraw(ctx, cluster, meta.Namespace, ref.target, ref.name, key, state.Annotations[key]); err != nil {
+			ix.log.Info("withdrawing an intent failed; it expires on its own", "cluster", cluster, "object", ref.String(), "error", err.Error())
 		}
-		if err := json.Unmarshal(body, &o); err != nil {
-			return false, fmt.Errorf("decoding %s %s: %w", target.GroupResource(), name, err)
-		}
-		return o.Metadata.DeletionTimestamp != nil, nil
 	}
-	return false, nil
 }

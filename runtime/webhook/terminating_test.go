@@ -4,11 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,96 +24,184 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
-// fakeTargets answers Deleting from a set of "namespace/name" being
-// deleted, and records what it was asked.
+// fakeTargets keeps referenced objects by "namespace/name" (absent ones do
+// not exist) and records what it was asked.
 type fakeTargets struct {
-	deleting map[string]bool
-	err      error
-	asked    []string
+	mu      sync.Mutex
+	objects map[string]*TargetState
+	err     error
+	// asked lists "verb namespace/name" for every call.
+	asked []string
+	// pruned receives the keys of every Annotate that removes keys.
+	pruned chan []string
 }
 
-func (f *fakeTargets) Deleting(_ context.Context, _, namespace string, _ schema.GroupVersionResource, name string) (bool, error) {
-	f.asked = append(f.asked, namespace+"/"+name)
-	return f.deleting[namespace+"/"+name], f.err
-}
-
-func TestRefuseDeletingTargets(t *testing.T) {
-	index := refindex.Schema{Stamp: "s1", References: []refindex.Reference{{
-		Target: vpcGVR.GroupResource(), Version: "v1",
-		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")},
-	}}}
-	vm := func(extraMeta string, vpcs ...string) string {
-		nets := make([]string, len(vpcs))
-		for i, v := range vpcs {
-			nets[i] = `{"vpc":"` + v + `"}`
-		}
-		return `{"metadata":{"name":"vm","namespace":"apps","annotations":{"kcp.io/cluster":"c1"}` + extraMeta + `},"spec":{"networks":[` + strings.Join(nets, ",") + `]}}`
+func (f *fakeTargets) Target(_ context.Context, _, namespace string, _ schema.GroupVersionResource, name string) (TargetState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, "get "+namespace+"/"+name)
+	if o := f.objects[namespace+"/"+name]; o != nil {
+		return *o, f.err
 	}
+	return TargetState{}, f.err
+}
+
+func (f *fakeTargets) Annotate(_ context.Context, _, namespace string, _ schema.GroupVersionResource, name string, set map[string]*string) (TargetState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.objects[namespace+"/"+name]
+	var removed []string
+	for k, v := range set {
+		if v == nil {
+			removed = append(removed, k)
+		}
+	}
+	if len(removed) > 0 {
+		sort.Strings(removed)
+		if f.pruned != nil {
+			f.pruned <- removed
+		}
+	} else {
+		f.asked = append(f.asked, "annotate "+namespace+"/"+name)
+	}
+	if f.err != nil || o == nil {
+		return TargetState{}, f.err
+	}
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(o.Annotations, k)
+		} else {
+			o.Annotations[k] = *v
+		}
+	}
+	state := *o
+	state.Annotations = maps.Clone(o.Annotations)
+	return state, nil
+}
+
+func (f *fakeTargets) Withdraw(_ context.Context, _, namespace string, _ schema.GroupVersionResource, name, key, value string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, "withdraw "+namespace+"/"+name)
+	o := f.objects[namespace+"/"+name]
+	if o == nil || o.Annotations[key] != value {
+		return errors.New("test failed")
+	}
+	delete(o.Annotations, key)
+	return nil
+}
+
+// targetsFixture has vpc-a alive and vpc-b being deleted in namespace apps.
+func targetsFixture() *fakeTargets {
+	return &fakeTargets{objects: map[string]*TargetState{
+		"apps/vpc-a": {Found: true},
+		"apps/vpc-b": {Found: true, Deleting: true},
+	}}
+}
+
+var vmIndexSchema = refindex.Schema{Stamp: "s1", References: []refindex.Reference{{
+	Target: vpcGVR.GroupResource(), Version: "v1",
+	Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")},
+}}}
+
+// vmReferencing renders a VM in apps that references vpcs.
+func vmReferencing(extraMeta string, vpcs ...string) string {
+	nets := make([]string, len(vpcs))
+	for i, v := range vpcs {
+		nets[i] = `{"vpc":"` + v + `"}`
+	}
+	return `{"metadata":{"name":"vm","namespace":"apps","annotations":{"kcp.io/cluster":"c1"}` + extraMeta + `},"spec":{"networks":[` + strings.Join(nets, ",") + `]}}`
+}
+
+func TestRecordIntents(t *testing.T) {
+	vm := vmReferencing
 	tests := []struct {
 		name        string
 		op          admissionv1.Operation
+		dryRun      bool
 		old, object string
-		targets     *fakeTargets
+		err         error
 		wantAsked   []string
+		// wantIntents are the objects that end up with an intent naming
+		// the VM.
+		wantIntents []string
 		wantCode    int32
 		wantMessage string
 		wantOutcome string
 	}{
 		{
 			name: "create referencing an object being deleted: refused", op: admissionv1.Create,
-			object: vm("", "vpc-a", "vpc-b"), targets: &fakeTargets{deleting: map[string]bool{"apps/vpc-b": true}},
-			wantAsked: []string{"apps/vpc-a", "apps/vpc-b"}, wantCode: 403,
+			object:    vm("", "vpc-a", "vpc-b"),
+			wantAsked: []string{"annotate apps/vpc-a", "annotate apps/vpc-b"}, wantCode: 403,
 			wantMessage: "virtualmachines/vm cannot reference vpcs/vpc-b: vpcs/vpc-b is being deleted", wantOutcome: indexRefused,
 		},
 		{
-			name: "create referencing live or absent objects: allowed", op: admissionv1.Create,
-			object: vm("", "vpc-a", "vpc-a"), targets: &fakeTargets{},
-			wantAsked: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
+			name: "create referencing live or absent objects: intents on the live ones", op: admissionv1.Create,
+			object: vm("", "vpc-a", "vpc-a", "vpc-gone"), wantAsked: []string{"annotate apps/vpc-a", "annotate apps/vpc-gone"},
+			wantIntents: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "update keeping a reference to an object being deleted: allowed, not even asked", op: admissionv1.Update,
-			old: vm("", "vpc-a"), object: vm(`,"labels":{"team":"x"}`, "vpc-a"), targets: &fakeTargets{deleting: map[string]bool{"apps/vpc-a": true}},
+			old: vm("", "vpc-b"), object: vm(`,"labels":{"team":"x"}`, "vpc-b"),
 			wantOutcome: indexLabelled,
+		},
+		{
+			name: "update adding a reference: an intent for the new one only", op: admissionv1.Update,
+			old: vm("", "vpc-b"), object: vm("", "vpc-b", "vpc-a"),
+			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "update adding a reference to an object being deleted: refused", op: admissionv1.Update,
-			old: vm("", "vpc-a"), object: vm("", "vpc-a", "vpc-b"), targets: &fakeTargets{deleting: map[string]bool{"apps/vpc-b": true}},
-			wantAsked: []string{"apps/vpc-b"}, wantCode: 403, wantMessage: "cannot reference vpcs/vpc-b", wantOutcome: indexRefused,
+			old: vm("", "vpc-a"), object: vm("", "vpc-a", "vpc-b"),
+			wantAsked: []string{"annotate apps/vpc-b"}, wantCode: 403, wantMessage: "cannot reference vpcs/vpc-b", wantOutcome: indexRefused,
 		},
 		{
 			name: "a dependent being deleted may say anything", op: admissionv1.Update,
-			old: vm(""), object: vm(`,"deletionTimestamp":"2026-01-01T00:00:00Z"`, "vpc-b"), targets: &fakeTargets{deleting: map[string]bool{"apps/vpc-b": true}},
+			old: vm(""), object: vm(`,"deletionTimestamp":"2026-01-01T00:00:00Z"`, "vpc-b"),
 			wantOutcome: indexLabelled,
 		},
 		{
-			name: "a failed check refuses and says why", op: admissionv1.Create,
-			object: vm("", "vpc-a"), targets: &fakeTargets{err: errors.New("forbidden: boom")},
-			wantAsked: []string{"apps/vpc-a"}, wantCode: 503,
-			wantMessage: "cannot check whether vpcs/vpc-a, which virtualmachines/vm references, is being deleted, so protection refuses the write: forbidden: boom", wantOutcome: outcomeError,
+			name: "a failed write refuses and says why", op: admissionv1.Create,
+			object: vm("", "vpc-a"), err: errors.New("forbidden: boom"),
+			wantAsked: []string{"annotate apps/vpc-a"}, wantCode: 503,
+			wantMessage: "cannot record on vpcs/vpc-a that virtualmachines/vm references it, so protection refuses the write: forbidden: boom", wantOutcome: outcomeError,
 		},
 		{
 			name: "no references: nothing to ask", op: admissionv1.Create,
-			object: vm(""), targets: &fakeTargets{err: errors.New("must not be asked")},
+			object: vm(""), err: errors.New("must not be asked"),
 			wantOutcome: indexLabelled,
 		},
 		{
 			name: "no cluster annotation with a reference to check: bad request", op: admissionv1.Create,
 			object:   `{"metadata":{"name":"vm","namespace":"apps"},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			targets:  &fakeTargets{},
 			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "dry run: reads, records nothing", op: admissionv1.Create, dryRun: true,
+			object: vm("", "vpc-a"), wantAsked: []string{"get apps/vpc-a"}, wantOutcome: indexLabelled,
+		},
+		{
+			name: "dry run against an object being deleted: refused", op: admissionv1.Create, dryRun: true,
+			object: vm("", "vpc-b"), wantAsked: []string{"get apps/vpc-b"}, wantCode: 403, wantOutcome: indexRefused,
 		},
 	}
 	ready := make(chan struct{})
 	close(ready)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix := NewIndexer(schemaSource(index), ready, logr.Discard())
-			ix.Targets = tt.targets
-			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
+			targets := targetsFixture()
+			targets.err = tt.err
+			ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+			ix.Targets = targets
+			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			if tt.old != "" {
 				req.OldObject = runtime.RawExtension{Raw: []byte(tt.old)}
 			}
@@ -115,12 +209,32 @@ func TestRefuseDeletingTargets(t *testing.T) {
 			if outcome != tt.wantOutcome {
 				t.Fatalf("outcome %s, want %s (%+v)", outcome, tt.wantOutcome, resp.Result)
 			}
-			if !slices.Equal(tt.targets.asked, tt.wantAsked) {
-				t.Errorf("asked about %v, want %v", tt.targets.asked, tt.wantAsked)
+			if !slices.Equal(targets.asked, tt.wantAsked) {
+				t.Errorf("asked %v, want %v", targets.asked, tt.wantAsked)
+			}
+			var withIntent []string
+			for key, o := range targets.objects {
+				fresh, _ := intentsOn(o.Annotations, time.Now(), DefaultIntentLifetime)
+				for _, in := range fresh {
+					if in.names("virtualmachines.compute.test.io", "apps", "vm") {
+						withIntent = append(withIntent, key)
+					}
+				}
+			}
+			sort.Strings(withIntent)
+			if !slices.Equal(withIntent, tt.wantIntents) {
+				t.Errorf("intents on %v, want %v", withIntent, tt.wantIntents)
 			}
 			if tt.wantCode == 0 {
 				if !resp.Allowed {
 					t.Fatalf("refused: %+v", resp.Result)
+				}
+				label := patchedLabels(t, resp)[v1alpha1.IntentLabel]
+				if (label != "") != (len(tt.wantIntents) > 0) {
+					t.Fatalf("intent label %q, want one exactly when intents were recorded", label)
+				}
+				if token, _, ok := parseIntentLabel(label); ok && targets.objects[tt.wantIntents[0]].Annotations[intentKey(token)] == "" {
+					t.Fatalf("the label's token %s names no intent on %s", token, tt.wantIntents[0])
 				}
 				return
 			}
@@ -131,30 +245,158 @@ func TestRefuseDeletingTargets(t *testing.T) {
 	}
 }
 
-// TestFrontProxyDeleting reads the referenced object in the dependent's
-// namespace, then cluster-wide, and treats an absent object as not being
-// deleted.
-func TestFrontProxyDeleting(t *testing.T) {
+// patchedLabels returns the labels a response's patch sets, nil without one.
+func patchedLabels(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]string {
+	t.Helper()
+	if len(resp.Patch) == 0 {
+		return nil
+	}
+	var ops []struct {
+		Path  string            `json:"path"`
+		Value map[string]string `json:"value"`
+	}
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatalf("decoding the patch: %v", err)
+	}
+	for _, op := range ops {
+		if op.Path == "/metadata/labels" {
+			return op.Value
+		}
+	}
+	return nil
+}
+
+// TestIntentsPruned: recording an intent removes the expired ones it finds
+// on the object, and only those.
+func TestIntentsPruned(t *testing.T) {
+	now := time.Now()
+	old, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * DefaultIntentLifetime))})
+	recent, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-recent", At: metav1.NewTime(now.Add(-time.Second))})
+	targets := targetsFixture()
+	targets.pruned = make(chan []string, 1)
+	targets.objects["apps/vpc-a"].Annotations = map[string]string{intentKey("old"): old, intentKey("recent"): recent, intentKey("garbage"): "{", "team": "x"}
+	ready := make(chan struct{})
+	close(ready)
+	ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+	ix.Targets = targets
+	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
+		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
+	if !resp.Allowed {
+		t.Fatalf("refused: %+v", resp.Result)
+	}
+	select {
+	case got := <-targets.pruned:
+		if want := []string{intentKey("garbage"), intentKey("old")}; !slices.Equal(got, want) {
+			t.Fatalf("pruned %v, want %v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("expired intents were not pruned")
+	}
+	targets.mu.Lock()
+	defer targets.mu.Unlock()
+	if a := targets.objects["apps/vpc-a"].Annotations; a[intentKey("recent")] == "" || a["team"] != "x" {
+		t.Fatalf("pruning removed more than the expired intents: %v", a)
+	}
+}
+
+// TestWithdrawIntents: deleting a dependent withdraws the intents its last
+// reference-making write recorded, and nothing else.
+func TestWithdrawIntents(t *testing.T) {
+	now := time.Now()
+	intent := func(name string, at time.Time) string {
+		v, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+		return v
+	}
+	tests := []struct {
+		name  string
+		label string
+		// annotations on vpc-a before the delete.
+		annotations map[string]string
+		dryRun      bool
+		wantLeft    []string
+		wantAsked   []string
+	}{
+		{
+			name: "its own fresh intent is withdrawn", label: intentLabelValue("t1", now),
+			annotations: map[string]string{intentKey("t1"): intent("vm", now), intentKey("t2"): intent("vm-other", now)},
+			wantLeft:    []string{intentKey("t2")}, wantAsked: []string{"get apps/vpc-a", "withdraw apps/vpc-a"},
+		},
+		{
+			name: "a token that names another dependent's intent withdraws nothing", label: intentLabelValue("t2", now),
+			annotations: map[string]string{intentKey("t2"): intent("vm-other", now)},
+			wantLeft:    []string{intentKey("t2")}, wantAsked: []string{"get apps/vpc-a"},
+		},
+		{
+			name: "an expired label: nothing to do", label: intentLabelValue("t1", now.Add(-2*DefaultIntentLifetime)),
+			annotations: map[string]string{intentKey("t1"): intent("vm", now)},
+			wantLeft:    []string{intentKey("t1")},
+		},
+		{
+			name: "a dry run withdraws nothing", label: intentLabelValue("t1", now), dryRun: true,
+			annotations: map[string]string{intentKey("t1"): intent("vm", now)},
+			wantLeft:    []string{intentKey("t1")},
+		},
+		{
+			name: "no label: nothing to do", annotations: map[string]string{intentKey("t1"): intent("vm", now)},
+			wantLeft: []string{intentKey("t1")},
+		},
+	}
+	ready := make(chan struct{})
+	close(ready)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			targets := targetsFixture()
+			targets.objects["apps/vpc-a"].Annotations = tt.annotations
+			ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+			ix.Targets = targets
+			labels := ""
+			if tt.label != "" {
+				labels = `,"labels":{"` + v1alpha1.IntentLabel + `":"` + tt.label + `"}`
+			}
+			resp, outcome := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Delete, DryRun: &tt.dryRun,
+				Resource: metav1.GroupVersionResource(vmGVR), OldObject: runtime.RawExtension{Raw: []byte(vmReferencing(labels, "vpc-a"))}})
+			if !resp.Allowed || outcome != indexUnchanged {
+				t.Fatalf("a delete must always be let through unchanged: %s %+v", outcome, resp.Result)
+			}
+			left := slices.Sorted(maps.Keys(targets.objects["apps/vpc-a"].Annotations))
+			if !slices.Equal(left, tt.wantLeft) {
+				t.Errorf("left %v, want %v", left, tt.wantLeft)
+			}
+			if !slices.Equal(targets.asked, tt.wantAsked) {
+				t.Errorf("asked %v, want %v", targets.asked, tt.wantAsked)
+			}
+		})
+	}
+}
+
+// TestFrontProxyTargets reads and writes the referenced object in the
+// dependent's namespace, then cluster-wide, and treats an absent object as
+// not found.
+func TestFrontProxyTargets(t *testing.T) {
 	objects := map[string]string{
-		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/live":      `{"metadata":{"name":"live"}}`,
+		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/live":      `{"metadata":{"name":"live","annotations":{"a":"b"}}}`,
 		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/doomed":    `{"metadata":{"name":"doomed","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
 		"/clusters/c1/apis/network.test.io/v1/vpcs/cluster-wide":              `{"metadata":{"name":"cluster-wide","deletionTimestamp":"2026-01-01T00:00:00Z"}}`,
 		"/clusters/c1/apis/network.test.io/v1/namespaces/apps/vpcs/forbidden": "",
 	}
+	var mu sync.Mutex
+	var sent []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := objects[r.URL.Path]
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		sent = append(sent, r.Method+" "+r.Header.Get("Content-Type")+" "+string(body))
+		mu.Unlock()
+		obj, ok := objects[r.URL.Path]
+		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case !ok:
-			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound})
-		case body == "":
-			w.Header().Set("Content-Type", "application/json")
+		case obj == "":
 			w.WriteHeader(http.StatusForbidden)
 			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: "no"})
 		default:
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(body))
+			_, _ = w.Write([]byte(obj))
 		}
 	}))
 	defer srv.Close()
@@ -164,16 +406,43 @@ func TestFrontProxyDeleting(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name    string
-		want    bool
+		want    TargetState
 		wantErr bool
-	}{{"live", false, false}, {"doomed", true, false}, {"cluster-wide", true, false}, {"absent", false, false}, {"forbidden", false, true}} {
-		got, err := f.Deleting(context.Background(), "c1", "apps", vpcGVR, tt.name)
-		if got != tt.want || (err != nil) != tt.wantErr {
-			t.Errorf("%s: deleting=%v err=%v, want %v (error %v)", tt.name, got, err, tt.want, tt.wantErr)
+	}{
+		{"live", TargetState{Found: true, Annotations: map[string]string{"a": "b"}}, false},
+		{"doomed", TargetState{Found: true, Deleting: true}, false},
+		{"cluster-wide", TargetState{Found: true, Deleting: true}, false},
+		{"absent", TargetState{}, false},
+		{"forbidden", TargetState{}, true},
+	} {
+		got, err := f.Target(context.Background(), "c1", "apps", vpcGVR, tt.name)
+		if !reflect.DeepEqual(got, tt.want) || (err != nil) != tt.wantErr {
+			t.Errorf("%s: %+v err=%v, want %+v (error %v)", tt.name, got, err, tt.want, tt.wantErr)
 		}
 		// A refusal says what was refused, as the server put it.
 		if tt.wantErr && !apierrors.IsForbidden(err) {
 			t.Errorf("%s: the error does not carry the server's refusal: %v", tt.name, err)
 		}
+	}
+
+	sent = nil
+	v := "x"
+	if got, err := f.Annotate(context.Background(), "c1", "apps", vpcGVR, "cluster-wide", map[string]*string{"k": &v, "gone": nil}); err != nil || !got.Found || !got.Deleting {
+		t.Fatalf("annotate: %+v %v", got, err)
+	}
+	want := []string{
+		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"}}}`,
+		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"}}}`,
+	}
+	if !slices.Equal(sent, want) {
+		t.Errorf("annotate sent %q, want %q", sent, want)
+	}
+	sent = nil
+	if err := f.Withdraw(context.Background(), "c1", "apps", vpcGVR, "live", "intent.dependencies.opendefense.cloud/t1", `{"name":"vm"}`); err != nil {
+		t.Fatalf("withdraw: %v", err)
+	}
+	want = []string{`PATCH application/json-patch+json [{"op":"test","path":"/metadata/annotations/intent.dependencies.opendefense.cloud~1t1","value":"{\"name\":\"vm\"}"},{"op":"remove","path":"/metadata/annotations/intent.dependencies.opendefense.cloud~1t1"}]`}
+	if !slices.Equal(sent, want) {
+		t.Errorf("withdraw sent %q, want %q", sent, want)
 	}
 }

@@ -33,9 +33,17 @@ type Index interface {
 // Blocker is a dependent that still references the object being deleted.
 type Blocker struct {
 	Kind, Namespace, Name string
+	// Pending: the dependent's write that references the object was
+	// admitted but is not stored (yet).
+	Pending bool
 }
 
-func (b Blocker) String() string { return b.Kind + "/" + b.Name }
+func (b Blocker) String() string {
+	if b.Pending {
+		return b.Kind + "/" + b.Name + " (being written)"
+	}
+	return b.Kind + "/" + b.Name
+}
 
 // DependentFinder looks up dependents in a consumer workspace.
 type DependentFinder interface {
@@ -46,6 +54,10 @@ type DependentFinder interface {
 	FindBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error)
 	// Terminating reports whether the logical cluster is being deleted.
 	Terminating(ctx context.Context, cluster string) (bool, error)
+	// Referencing reads the dependent of p called dependent in namespace:
+	// found is false when it does not exist, referencing whether it
+	// references the object called name.
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
 }
 
 // ValidatorOptions tune the validator.
@@ -63,6 +75,9 @@ type ValidatorOptions struct {
 	// members may delete with the skip-protection annotation. For anyone
 	// else the annotation is ignored and the delete is decided as usual.
 	SkipProtectionGroups []string
+	// IntentLifetime is how long an intent recorded on a protected object
+	// counts as a write that may still be stored (DefaultIntentLifetime).
+	IntentLifetime time.Duration
 }
 
 // Validator decides admission requests.
@@ -72,6 +87,8 @@ type Validator struct {
 	opts        ValidatorOptions
 	log         logr.Logger
 	initialized <-chan struct{}
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
 // NewValidator returns a validator that denies every protected DELETE until
@@ -83,7 +100,10 @@ func NewValidator(index Index, finder DependentFinder, initialized <-chan struct
 	if opts.MaxBlockersReported == 0 {
 		opts.MaxBlockersReported = 10
 	}
-	return &Validator{index: index, finder: finder, opts: opts, log: log, initialized: initialized}
+	if opts.IntentLifetime == 0 {
+		opts.IntentLifetime = DefaultIntentLifetime
+	}
+	return &Validator{index: index, finder: finder, opts: opts, log: log, initialized: initialized, now: time.Now}
 }
 
 // ServeHTTP implements the admission endpoint.
@@ -154,7 +174,12 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
 	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
 	if err == nil && len(blockers) == 0 {
-		return allow(""), outcomeAllowed
+		// None stored: a write admitted but not stored yet shows only as
+		// the intent it recorded on this very revision of the object.
+		blockers, err = v.pendingBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+		if err == nil && len(blockers) == 0 {
+			return allow(""), outcomeAllowed
+		}
 	}
 	// A workspace that is being deleted must be able to finish: its
 	// contents go away together, whatever references what. This holds

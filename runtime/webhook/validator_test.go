@@ -47,6 +47,11 @@ type fakeFinder struct {
 	calls atomic.Int64
 	// asked is the namespace/name of the last lookup.
 	asked atomic.Value
+	// dependents are the stored dependents by namespace/name, with what
+	// each references; read by Referencing.
+	dependents map[string]string
+	// referencingErr fails Referencing.
+	referencingErr error
 }
 
 func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
@@ -63,6 +68,14 @@ func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ sche
 }
 
 func (f *fakeFinder) Terminating(context.Context, string) (bool, error) { return f.terminating, nil }
+
+func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (bool, bool, error) {
+	if f.referencingErr != nil {
+		return false, false, f.referencingErr
+	}
+	ref, ok := f.dependents[namespace+"/"+dependent]
+	return ok, ok && ref == name, nil
+}
 
 func deleteRequest(gvr schema.GroupVersionResource, name string, annotations map[string]string) *admissionv1.AdmissionRequest {
 	obj := map[string]interface{}{"metadata": map[string]interface{}{"name": name, "namespace": "default", "annotations": annotations}}

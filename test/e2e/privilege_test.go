@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -155,7 +157,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		}
 	}
 
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	for _, c := range top.Consumers {
@@ -217,8 +219,8 @@ func TestNarrowedReadAccess(t *testing.T) {
 				must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
 				return fmt.Errorf("created: the narrowed grant is not in force yet")
 			}
-			if !strings.Contains(err.Error(), "cannot check whether vpcs/vpc-1") || !strings.Contains(err.Error(), "forbidden") {
-				return fmt.Errorf("the refusal does not say that reading the VPC was forbidden: %v", err)
+			if !strings.Contains(err.Error(), "cannot record on vpcs/vpc-1") || !strings.Contains(err.Error(), "forbidden") {
+				return fmt.Errorf("the refusal does not say that recording on the VPC was forbidden: %v", err)
 			}
 			t.Logf("refused: %v", err)
 			return nil
@@ -240,6 +242,48 @@ func TestNarrowedReadAccess(t *testing.T) {
 	for _, c := range top.Consumers {
 		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	}
+
+	// Without reindex, dependents indexed under older rules stay as they
+	// are and are read in full at every deletion. A second rule over VMs
+	// makes every VM's index stamp out of date.
+	counter := func(name string) float64 {
+		t.Helper()
+		f, err := strconv.ParseFloat(counterValue(ctx, t, rt.WebhookMetricsURL, name), 64)
+		must(t, err)
+		return f
+	}
+	const (
+		unindexedMetric = "depctrl_webhook_unindexed_dependents_examined_total"
+		forbiddenMetric = `depctrl_webhook_reindex_total{outcome="forbidden"}`
+	)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
+	c := top.Consumers[0]
+	vm1 := func() string {
+		vm, err := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-1", metav1.GetOptions{})
+		must(t, err)
+		return vm.GetLabels()[refindex.StampLabel]
+	}
+	before, forbidden := vm1(), counter(forbiddenMetric)
+	eventually(ctx, t, time.Minute, "the webhook to be refused re-indexing in "+c.Path, func() error {
+		top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, c, vpcs, "vpc-free"); err != nil {
+			return err
+		}
+		if counter(forbiddenMetric) == forbidden {
+			return fmt.Errorf("no refusal counted yet")
+		}
+		return nil
+	})
+	unindexed := counter(unindexedMetric)
+	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	if got := counter(unindexedMetric) - unindexed; got < 1 {
+		t.Fatalf("%v unindexed dependents read: vm-1 must still be read in full", got)
+	}
+	if after := vm1(); after != before {
+		t.Fatalf("vm-1 was re-indexed (stamp %q, was %q) though the webhook may not patch VMs", after, before)
+	}
+
 	id, err := e.Identity(env.WebhookUser)
 	must(t, err)
 	as, err := dynamic.NewForConfig(e.IdentityConfig(id, top.Consumers[0].Path))

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,26 +19,15 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
-// windowVariable runs TestReadCommitWindow, which fails today.
-const windowVariable = "DEPCTRL_WINDOW_TEST"
-
-// TestReadCommitWindow reproduces the one open row of the attack catalogue:
-// a dependent whose create was admitted (its VPC alive, not being deleted)
-// but commits only after a delete of that VPC read the dependents. A slow
-// validating webhook of the provider's own holds the VM's create for three
-// seconds after the depctrl index webhook let it through; the VPC's delete
-// in that time finds no VM, is allowed, and the VM then commits, dangling.
-//
-// It fails today and is skipped unless DEPCTRL_WINDOW_TEST=1: closing the
-// window needs the deletion decided against the revision it deletes with
-// the new reference visible in it, which is the design the issue
-// "Protection at the floor's cost" builds; that work enables this test.
+// TestReadCommitWindow attacks the window between a dependent's admission
+// and its commit: a slow validating webhook of the provider's own holds a
+// VM's create for three seconds after the depctrl index webhook let it
+// through, and the VPC it references is deleted in that time. The VM is not
+// stored yet, so no read of the dependents can see it; the intent the index
+// webhook recorded on the VPC can, and the delete is refused naming the VM.
+// Once the VM is deleted, its intent is withdrawn and the VPC goes at once.
 func TestReadCommitWindow(t *testing.T) {
 	requireIntegration(t)
-	if os.Getenv(windowVariable) != "1" {
-		t.Skip("open: a dependent created while the delete of its target is being admitted (the security guide's attack catalogue); " +
-			windowVariable + "=1 runs the reproduction")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
@@ -123,5 +111,17 @@ webhooks:
 	}
 	if !vmExists && !apierrors.IsNotFound(getErr) {
 		t.Fatal(getErr)
+	}
+	if createErr != nil || deleteErr == nil || !strings.Contains(deleteErr.Error(), "VirtualMachine/vm-slow-1 (being written)") {
+		t.Fatalf("want the create stored and the delete refused naming the VM being written; got create: %v, delete: %v", createErr, deleteErr)
+	}
+
+	// Stored now, the VM blocks as any dependent does.
+	top.expectDenied(ctx, t, consumer, vpcs, "vpc-w", "still referenced by VirtualMachine/vm-slow-1")
+	// Deleted, it withdraws its intent: the VPC goes at once, without
+	// waiting for the intent to expire.
+	must(t, vms.Delete(ctx, "vm-slow-1", metav1.DeleteOptions{}))
+	if err := top.remove(ctx, t, consumer, vpcs, "vpc-w"); err != nil {
+		t.Fatalf("deleting vpc-w right after its only dependent: %v", err)
 	}
 }

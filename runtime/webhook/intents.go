@@ -1,0 +1,104 @@
+package webhook
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+// DefaultIntentLifetime is how long an intent counts as a write that may
+// still be stored. A write is stored within the API server's request
+// timeout of its admission or not at all (kcp's --request-timeout, 60s by
+// default, bounds the whole request, storage included); the rest is margin
+// for clocks that disagree between the webhook's replicas.
+const DefaultIntentLifetime = 90 * time.Second
+
+// newIntentToken returns the random token that names the intents of one
+// admitted write.
+func newIntentToken() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating an intent token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// intentKey is the annotation key of the intent named token.
+func intentKey(token string) string { return v1alpha1.IntentAnnotationPrefix + token }
+
+// encodeIntent renders an intent as an annotation value.
+func encodeIntent(in v1alpha1.Intent) (string, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return "", fmt.Errorf("encoding an intent: %w", err)
+	}
+	return string(b), nil
+}
+
+// intentLabelValue is the IntentLabel value for the intents named token,
+// recorded at at.
+func intentLabelValue(token string, at time.Time) string {
+	return token + "." + strconv.FormatInt(at.Unix(), 10)
+}
+
+// parseIntentLabel reads an IntentLabel value.
+func parseIntentLabel(v string) (token string, at time.Time, ok bool) {
+	token, secs, found := strings.Cut(v, ".")
+	if !found || token == "" {
+		return "", time.Time{}, false
+	}
+	n, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	return token, time.Unix(n, 0), true
+}
+
+// recordedIntent is an intent found on a referenced object.
+type recordedIntent struct {
+	key string
+	v1alpha1.Intent
+}
+
+// intentsOn returns the intents recorded in annotations that are still
+// fresh at now, and the keys of those that are not. An intent recorded up to
+// a lifetime in the future (a replica whose clock runs ahead) counts as
+// fresh; one that cannot be read, or claims a time further ahead, was not
+// written by the webhook and counts as expired.
+func intentsOn(annotations map[string]string, now time.Time, lifetime time.Duration) (fresh []recordedIntent, expired []string) {
+	for k, v := range annotations {
+		if !strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
+			continue
+		}
+		var in v1alpha1.Intent
+		if err := json.Unmarshal([]byte(v), &in); err != nil || in.At.IsZero() || (in.Name == "" && in.GenerateName == "") ||
+			now.Sub(in.At.Time) > lifetime || in.At.Sub(now) > lifetime {
+			expired = append(expired, k)
+			continue
+		}
+		fresh = append(fresh, recordedIntent{key: k, Intent: in})
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].key < fresh[j].key })
+	sort.Strings(expired)
+	return fresh, expired
+}
+
+// names reports whether the intent is about the object called name in
+// namespace of resource (its generated name, for a create that let the
+// server choose it).
+func (in recordedIntent) names(resource, namespace, name string) bool {
+	if in.Resource != resource || in.Namespace != namespace {
+		return false
+	}
+	if in.Name == "" {
+		return strings.HasPrefix(name, in.GenerateName)
+	}
+	return in.Name == name
+}
