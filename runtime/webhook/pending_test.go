@@ -99,4 +99,3 @@ func TestPendingBlockers(t *testing.T) {
 		})
 	}
 }
-
