@@ -210,7 +210,7 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   kubeconfig_path = %q
   webhook_users   = ["depctrl-webhook"]
   reindex         = true
-}`, kcp), `(?s)reindex needs read_resources.*never on everything`},
+}`, kcp), `(?s)reindex needs read_resources.*may patch everything already`},
 		{"shard: nobody to grant", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name            = "root"
   kubeconfig_path = %q

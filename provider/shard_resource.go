@@ -172,7 +172,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					"Dependents written before their rule (or its last edit) carry no index labels and are read in full at every " +
 					"protected deletion in their namespace; with this grant the webhook writes each one it finds that way again, " +
 					"with an empty patch that changes nothing but its index labels, and later deletions skip it. " +
-					"Without it, they are re-indexed by their next write. Requires `read_resources`: patch is never granted on everything. Default `false`.",
+					"Without it, they are re-indexed by their next write. Requires `read_resources`: without it the webhook may patch everything already. Default `false`.",
 			},
 			"grant_name": schema.StringAttribute{
 				Optional:            true,
@@ -208,8 +208,9 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 	}
 }
 
-// ValidateConfig refuses reindex without read_resources at plan time:
-// patch is granted only on named types, so the setting would do nothing.
+// ValidateConfig refuses reindex without read_resources at plan time: the
+// wildcard grant patches everything already, so the setting would do
+// nothing.
 func (r *shardResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m shardModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -223,7 +224,7 @@ func (r *shardResource) ValidateConfig(ctx context.Context, req resource.Validat
 	}
 	if m.Reindex.ValueBool() && m.ReadResources.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("reindex"), "reindex needs read_resources",
-			"reindex grants the webhook patch on the dependent types named in read_resources, and never on everything: "+
+			"reindex grants the webhook patch on the dependent types named in read_resources; without read_resources it may patch everything already: "+
 				"list the dependent types your rules use in read_resources, or leave reindex unset.")
 	}
 }
@@ -528,9 +529,12 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
+// grantsPatch reports whether rules let the webhook patch named dependent
+// types (reindex): those it may list and patch. The wildcard grant patches
+// everything without reindex, and protected types are patched without list.
 func grantsPatch(rules []rbacv1.PolicyRule) bool {
 	for _, r := range rules {
-		if slices.Contains(r.Verbs, "patch") {
+		if slices.Contains(r.Verbs, "patch") && slices.Contains(r.Verbs, "list") && !slices.Contains(r.Resources, "*") {
 			return true
 		}
 	}

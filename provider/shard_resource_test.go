@@ -12,12 +12,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -258,5 +260,26 @@ resource "depctrl_shard" "test" {
 				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
 			})
 		})
+	}
+}
+
+// TestGrantsPatch: an imported grant says reindex only when it patches
+// named dependent types, not for the wildcard grant nor for protected types.
+func TestGrantsPatch(t *testing.T) {
+	subjects := []rbacv1.Subject{rbac.User("webhook")}
+	vms := []rbac.ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}}
+	vpcs := []rbac.ReadResource{{Group: "network.example.io", Resource: "vpcs"}}
+	for _, tt := range []struct {
+		name   string
+		access rbac.ShardAccess
+		want   bool
+	}{
+		{"wildcard", rbac.ShardAccess{}, false},
+		{"narrowed", rbac.ShardAccess{Dependents: vms, Protected: vpcs}, false},
+		{"narrowed with reindex", rbac.ShardAccess{Dependents: vms, Protected: vpcs, Reindex: true}, true},
+	} {
+		if got := grantsPatch(rbac.ShardReader(subjects, tt.access).Role.Rules); got != tt.want {
+			t.Errorf("%s: grantsPatch = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

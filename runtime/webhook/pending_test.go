@@ -2,7 +2,10 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +13,11 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // TestPendingBlockers: an intent on the object being deleted blocks while
@@ -97,5 +103,53 @@ func TestPendingBlockers(t *testing.T) {
 				t.Fatalf("got allowed=%v %+v, want %d containing %q", resp.Allowed, resp.Result, tt.wantCode, tt.wantMessage)
 			}
 		})
+	}
+}
+
+// TestFrontProxyReferencing reads one dependent with a GET and checks its
+// fields against the rules' paths.
+func TestFrontProxyReferencing(t *testing.T) {
+	objects := map[string]string{
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other"},"spec":{"vpcRef":{"name":"other"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-secret": "",
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		obj, ok := objects[r.URL.Path]
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method != http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case !ok:
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound})
+		case obj == "":
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden})
+		default:
+			_, _ = w.Write([]byte(obj))
+		}
+	}))
+	defer srv.Close()
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := registry.Protection{Dependent: vmGVR, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	for _, tt := range []struct {
+		name                     string
+		found, referencing, fail bool
+	}{
+		{name: "vm-ref", found: true, referencing: true},
+		{name: "vm-other", found: true},
+		{name: "vm-going", found: true},
+		{name: "vm-absent"},
+		{name: "vm-secret", fail: true},
+	} {
+		found, referencing, err := f.Referencing(context.Background(), "c1", p, "apps", tt.name, "vpc")
+		if found != tt.found || referencing != tt.referencing || (err != nil) != tt.fail {
+			t.Errorf("%s: found=%v referencing=%v err=%v, want %v %v (error %v)", tt.name, found, referencing, err, tt.found, tt.referencing, tt.fail)
+		}
 	}
 }
