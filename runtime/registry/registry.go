@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -24,6 +25,9 @@ type Protection struct {
 	Dependent     schema.GroupVersionResource
 	DependentKind string
 	Paths         []fieldpath.Path
+	// Since is when the rule was created: a record made before it was
+	// made under another rule.
+	Since time.Time
 }
 
 // Rule is what the registry keeps of one DependencyRule.
@@ -131,7 +135,7 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		target := d.GVR()
 		prot, ok := r.ByTarget[target]
 		if !ok {
-			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind}
+			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time}
 		}
 		prot.Paths = append(prot.Paths, p)
 		r.ByTarget[target] = prot

@@ -20,6 +20,12 @@ import (
 // for clocks that disagree between the webhook's replicas.
 const DefaultIntentLifetime = 90 * time.Second
 
+// intentClockSkew is how far apart the clocks of kcp (which stamps a rule's
+// creation) and of the webhook's replicas (which stamp intents) may be.
+// An intent dated more than that before the oldest current rule over its
+// dependent type was recorded under a rule since deleted, and is ignored.
+const intentClockSkew = 5 * time.Second
+
 // newIntentToken returns the random token that names the intents of one
 // admitted write.
 func newIntentToken() (string, error) {

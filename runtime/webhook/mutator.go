@@ -108,12 +108,13 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 
 	var index map[string]string
 	intent := ""
+	var targets []v1alpha1.IntentTarget
 	outcome := indexLabelled
 	select {
 	case <-ix.initialized:
 		s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
 		var resp *admissionv1.AdmissionResponse
-		if resp, outcome, intent = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
+		if resp, outcome, intent, targets = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
 			return resp, outcome
 		}
 		outcome = indexLabelled
@@ -133,10 +134,22 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	if ix.relabelIntent(labels, intent) {
 		changed = true
 	}
-	if !changed {
+	ops := []map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}}
+	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets)
+	if err != nil {
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+	}
+	if annotationsChanged {
+		ops = append(ops, map[string]interface{}{"op": "add", "path": "/metadata/annotations", "value": annotations})
+	}
+	if !changed && !annotationsChanged {
 		return allow(""), indexUnchanged
 	}
-	patch, err := json.Marshal([]map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}})
+	if !changed {
+		ops = ops[1:]
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
 	}
@@ -163,6 +176,39 @@ func (ix *Indexer) relabelIntent(labels map[string]string, intent string) bool {
 	}
 	delete(labels, v1alpha1.IntentLabel)
 	return true
+}
+
+// intentAnnotations returns the dependent's annotations with
+// IntentTargetsAnnotation listing targets when this write recorded intents,
+// and without it once the dependent carries no IntentLabel; and whether
+// that changed them.
+func intentAnnotations(md map[string]interface{}, labels map[string]string, targets []v1alpha1.IntentTarget) (map[string]string, bool, error) {
+	annotations, err := stringMap(md["annotations"])
+	if err != nil {
+		return nil, false, err
+	}
+	if len(targets) > 0 {
+		b, err := json.Marshal(targets)
+		if err != nil {
+			return nil, false, err
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		if annotations[v1alpha1.IntentTargetsAnnotation] == string(b) {
+			return annotations, false, nil
+		}
+		annotations[v1alpha1.IntentTargetsAnnotation] = string(b)
+		return annotations, true, nil
+	}
+	if _, labelled := labels[v1alpha1.IntentLabel]; labelled {
+		return annotations, false, nil
+	}
+	if _, ok := annotations[v1alpha1.IntentTargetsAnnotation]; !ok {
+		return annotations, false, nil
+	}
+	delete(annotations, v1alpha1.IntentTargetsAnnotation)
+	return annotations, true, nil
 }
 
 // stringMap reads a labels map as JSON decoding left it.

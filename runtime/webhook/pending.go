@@ -30,8 +30,11 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 	seen := map[Blocker]bool{}
 	for _, in := range fresh {
 		p, ok := byResource[in.Resource]
-		if !ok {
-			// No rule protects the object from this type any more.
+		if !ok || in.At.Time.Before(p.Since.Add(-intentClockSkew)) {
+			// No rule protects the object from this type any more, or
+			// none did when the intent was recorded: the rule it was
+			// recorded under is gone, and with it, perhaps, the webhook
+			// that would have withdrawn it.
 			continue
 		}
 		b := Blocker{Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name, Pending: true}

@@ -32,10 +32,10 @@ func TestPendingBlockers(t *testing.T) {
 		return v
 	}
 	vms := vmGVR.GroupResource().String()
-	protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
 	tests := []struct {
 		name        string
 		intents     map[string]string
+		since       time.Time
 		finder      *fakeFinder
 		wantCode    int32
 		wantMessage string
@@ -71,6 +71,18 @@ func TestPendingBlockers(t *testing.T) {
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-* (being written)",
 		},
 		{
+			name:    "an intent recorded before the rule was created belongs to a rule since deleted",
+			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now.Add(-time.Minute))},
+			since:   now.Add(-10 * time.Second),
+			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
+		},
+		{
+			name:    "within the clock skew of the rule's creation it counts",
+			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now.Add(-12*time.Second))},
+			since:   now.Add(-10 * time.Second),
+			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
+		},
+		{
 			name:    "a failed read refuses",
 			intents: map[string]string{intentKey("t1"): intent(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("boom")}, wantCode: 503, wantMessage: "boom",
@@ -91,6 +103,11 @@ func TestPendingBlockers(t *testing.T) {
 			for k, v := range tt.intents {
 				annotations[k] = v
 			}
+			since := tt.since
+			if since.IsZero() {
+				since = now.Add(-time.Hour)
+			}
+			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since}}}
 			v := NewValidator(protections, tt.finder, ready, ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
 			if tt.wantCode == 0 {

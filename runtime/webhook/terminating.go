@@ -98,20 +98,21 @@ func newReferences(s refindex.Schema, old, obj map[string]interface{}) []referen
 // deletion was allowed because nothing referenced the object, and once its
 // finalizers are done it is gone, so the new reference would dangle
 // (Kubernetes refuses new users of a terminating PersistentVolumeClaim for
-// the same reason). It returns nil and the IntentLabel value for the
-// dependent when the write may go on ("" when it recorded nothing).
+// the same reason). When the write may go on it returns nil, and what the
+// dependent must carry to withdraw the intents later: the IntentLabel value
+// and the objects they are on (none when it recorded nothing).
 //
 // Recording comes before the write is admitted, so a deletion of the object
 // decided from now on sees the intent, and one decided before it is decided
 // again (against the annotated revision) before it can be stored. A dry run
 // records nothing; it only checks that no target is being deleted.
-func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string, string) {
+func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
 	if ix.Targets == nil || len(s.References) == 0 {
-		return nil, "", ""
+		return nil, "", "", nil
 	}
 	if md["deletionTimestamp"] != nil {
 		// A dependent on its way out keeps nothing alive.
-		return nil, "", ""
+		return nil, "", "", nil
 	}
 	var old map[string]interface{}
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
@@ -121,7 +122,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	}
 	refs := newReferences(s, old, obj)
 	if len(refs) == 0 {
-		return nil, "", ""
+		return nil, "", "", nil
 	}
 	annotations, _ := md["annotations"].(map[string]interface{})
 	cluster, _ := annotations[v1alpha1.ClusterAnnotation].(string)
@@ -134,7 +135,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	}
 	if cluster == "" {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, ""
+			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
@@ -145,7 +146,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	if record {
 		token, err := newIntentToken()
 		if err != nil {
-			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, ""
+			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
 		}
 		now := ix.now()
 		value, err := encodeIntent(v1alpha1.Intent{
@@ -153,7 +154,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 		})
 		if err != nil {
-			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, ""
+			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
 		}
 		set = map[string]*string{intentKey(token): &value}
 		label = intentLabelValue(token, now)
@@ -171,7 +172,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
 			ix.retract(ctx, cluster, namespace, recorded, set)
 			return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, ""
+				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, "", nil
 		}
 		if state.Found && record {
 			recorded = append(recorded, ref)
@@ -180,13 +181,20 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			ix.log.Info("write refused: it references an object being deleted", "cluster", cluster, "object", self, "references", ref.String(), "user", req.UserInfo.Username)
 			ix.retract(ctx, cluster, namespace, recorded, set)
 			return deny(http.StatusForbidden, metav1.StatusReasonForbidden,
-				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, ""
+				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, "", nil
 		}
 		if record && state.Found {
 			ix.pruneIntents(cluster, namespace, ref, state.Annotations)
 		}
 	}
-	return nil, "", label
+	if len(recorded) == 0 {
+		return nil, "", "", nil
+	}
+	targets := make([]v1alpha1.IntentTarget, len(recorded))
+	for i, ref := range recorded {
+		targets[i] = v1alpha1.IntentTarget{Group: ref.target.Group, Version: ref.target.Version, Resource: ref.target.Resource, Name: ref.name}
+	}
+	return nil, "", label, targets
 }
 
 // pruneIntents removes, in the background, the intents on a referenced
@@ -229,9 +237,11 @@ func (ix *Indexer) retract(ctx context.Context, cluster, namespace string, refs 
 // withdrawIntents removes the intents a dependent's last reference-making
 // write recorded, when the dependent is deleted: until they expire they
 // would hold up the deletion of what it referenced, since a deleted
-// dependent looks like one not yet stored. It is best effort (its webhook
-// fails open): an intent left behind only delays that deletion until it
-// expires. Only intents that name this very dependent are removed.
+// dependent looks like one not yet stored. The dependent says which objects
+// they are on (IntentTargetsAnnotation), so that rules changed since do not
+// matter. It is best effort (its webhook fails open): an intent left behind
+// only delays that deletion until it expires. Only intents that name this
+// very dependent are removed.
 func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.AdmissionRequest) {
 	if ix.Targets == nil || dryRun(req) || len(req.OldObject.Raw) == 0 {
 		return
@@ -246,12 +256,16 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
 		return
 	}
+	var targets []v1alpha1.IntentTarget
+	if err := json.Unmarshal([]byte(meta.Annotations[v1alpha1.IntentTargetsAnnotation]), &targets); err != nil {
+		return
+	}
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
 	resource := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
-	for _, ref := range referencesOf(s, old) {
+	for _, t := range targets {
+		ref := reference{target: schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}, name: t.Name}
 		state, err := ix.Targets.Target(ctx, cluster, meta.Namespace, ref.target, ref.name)
 		if err != nil || !state.Found {
 			continue

@@ -229,6 +229,9 @@ func TestRecordIntents(t *testing.T) {
 				if !resp.Allowed {
 					t.Fatalf("refused: %+v", resp.Result)
 				}
+				if targets := patchedAnnotations(t, resp)[v1alpha1.IntentTargetsAnnotation]; len(tt.wantIntents) > 0 && !strings.Contains(targets, `"name":"vpc-a"`) {
+					t.Fatalf("the dependent does not list vpc-a among its intents' targets: %q", targets)
+				}
 				label := patchedLabels(t, resp)[v1alpha1.IntentLabel]
 				if (label != "") != (len(tt.wantIntents) > 0) {
 					t.Fatalf("intent label %q, want one exactly when intents were recorded", label)
@@ -248,6 +251,17 @@ func TestRecordIntents(t *testing.T) {
 // patchedLabels returns the labels a response's patch sets, nil without one.
 func patchedLabels(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]string {
 	t.Helper()
+	return patched(t, resp, "/metadata/labels")
+}
+
+// patchedAnnotations returns the annotations a response's patch sets.
+func patchedAnnotations(t *testing.T, resp *admissionv1.AdmissionResponse) map[string]string {
+	t.Helper()
+	return patched(t, resp, "/metadata/annotations")
+}
+
+func patched(t *testing.T, resp *admissionv1.AdmissionResponse, path string) map[string]string {
+	t.Helper()
 	if len(resp.Patch) == 0 {
 		return nil
 	}
@@ -259,7 +273,7 @@ func patchedLabels(t *testing.T, resp *admissionv1.AdmissionResponse) map[string
 		t.Fatalf("decoding the patch: %v", err)
 	}
 	for _, op := range ops {
-		if op.Path == "/metadata/labels" {
+		if op.Path == path {
 			return op.Value
 		}
 	}
@@ -300,7 +314,8 @@ func TestIntentsPruned(t *testing.T) {
 }
 
 // TestWithdrawIntents: deleting a dependent withdraws the intents its last
-// reference-making write recorded, and nothing else.
+// reference-making write recorded, wherever the rules say it references
+// now, and nothing else.
 func TestWithdrawIntents(t *testing.T) {
 	now := time.Now()
 	intent := func(name string, at time.Time) string {
@@ -349,12 +364,19 @@ func TestWithdrawIntents(t *testing.T) {
 			targets.objects["apps/vpc-a"].Annotations = tt.annotations
 			ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
 			ix.Targets = targets
-			labels := ""
+			// The VM no longer references vpc-a under the rules (its path
+			// changed, say): what it recorded intents on is in its
+			// annotation.
+			meta := map[string]interface{}{"name": "vm", "namespace": "apps", "annotations": map[string]string{
+				"kcp.io/cluster":                 "c1",
+				v1alpha1.IntentTargetsAnnotation: `[{"group":"network.test.io","version":"v1","resource":"vpcs","name":"vpc-a"}]`,
+			}}
 			if tt.label != "" {
-				labels = `,"labels":{"` + v1alpha1.IntentLabel + `":"` + tt.label + `"}`
+				meta["labels"] = map[string]string{v1alpha1.IntentLabel: tt.label}
 			}
+			old, _ := json.Marshal(map[string]interface{}{"metadata": meta, "spec": map[string]interface{}{}})
 			resp, outcome := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Delete, DryRun: &tt.dryRun,
-				Resource: metav1.GroupVersionResource(vmGVR), OldObject: runtime.RawExtension{Raw: []byte(vmReferencing(labels, "vpc-a"))}})
+				Resource: metav1.GroupVersionResource(vmGVR), OldObject: runtime.RawExtension{Raw: old}})
 			if !resp.Allowed || outcome != indexUnchanged {
 				t.Fatalf("a delete must always be let through unchanged: %s %+v", outcome, resp.Result)
 			}

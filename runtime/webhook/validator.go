@@ -240,6 +240,9 @@ func byDependent(protections []registry.Protection) []registry.Protection {
 			state = append(state, seen{paths: map[string]bool{}})
 		}
 		m, st := &merged[i], &state[i]
+		if m.Since.IsZero() || p.Since.Before(m.Since) {
+			m.Since = p.Since
+		}
 		st.rules = append(st.rules, p.Rule)
 		for _, path := range p.Paths {
 			if !st.paths[path.String()] {

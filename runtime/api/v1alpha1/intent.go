@@ -18,6 +18,10 @@ const (
 	// intents its last reference-making write recorded, as
 	// "<token>.<unix seconds>", so that its deletion can withdraw them.
 	IntentLabel = Group + "/intent"
+	// IntentTargetsAnnotation on a dependent lists, as JSON, the objects
+	// its last reference-making write recorded intents on, so that its
+	// deletion withdraws them whatever the rules say by then.
+	IntentTargetsAnnotation = Group + "/intent-targets"
 	// IntentWithdrawWebhookName is the webhook, inside each reference index
 	// configuration, that withdraws a dependent's intents when it is
 	// deleted. It fails open: a missed withdrawal only delays the deletion
@@ -44,4 +48,14 @@ type Intent struct {
 	GenerateName string `json:"generateName,omitempty"`
 	// At is when the intent was recorded.
 	At metav1.Time `json:"at"`
+}
+
+// IntentTarget names an object an intent was recorded on.
+//
+// +kubebuilder:object:generate=false
+type IntentTarget struct {
+	Group    string `json:"group,omitempty"`
+	Version  string `json:"version"`
+	Resource string `json:"resource"`
+	Name     string `json:"name"`
 }
