@@ -161,7 +161,7 @@ func TestAccShardResource(t *testing.T) {
 			},
 			{
 				// Re-indexing: patch on exactly the named dependent
-				// types; protected types are only read one at a time.
+				// types; protected types are read and patched one at a time.
 				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  protected_resources = ["services"]`+"\n"+`  reindex        = true`+"\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
@@ -170,7 +170,7 @@ func TestAccShardResource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch,patch`),
-						knownvalue.StringExact(`groups="" resources=services verbs=get`),
+						knownvalue.StringExact(`groups="" resources=services verbs=get,patch`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
