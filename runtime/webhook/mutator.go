@@ -114,10 +114,10 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	case <-ix.initialized:
 		s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
 		var resp *admissionv1.AdmissionResponse
-		if resp, outcome, intent, targets = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
-			return resp, outcome
+		var refused string
+		if resp, refused, intent, targets = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
+			return resp, refused
 		}
-		outcome = indexLabelled
 		index = s.Labels(obj)
 	default:
 		// Not knowing the rules yet, it can neither label the object nor
