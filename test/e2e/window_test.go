@@ -15,7 +15,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -124,4 +126,28 @@ webhooks:
 	if err := top.remove(ctx, t, consumer, vpcs, "vpc-w"); err != nil {
 		t.Fatalf("deleting vpc-w right after its only dependent: %v", err)
 	}
+
+	// Intents written by hand. One the webhook cannot have written
+	// (unreadable, or dated further ahead than an intent lives) is
+	// ignored; a well-formed fresh one that names a VM not stored holds
+	// the VPC as an admitted write would, until it expires or is removed
+	// (which anyone who may update the VPC can do: the attack catalogue's
+	// open row).
+	vmResource := virtualMachines.GVR().GroupResource().String()
+	intentFor := func(name string, at time.Time) string {
+		return fmt.Sprintf(`{"resource":%q,"version":"v1","namespace":"apps","name":%q,"at":%q}`, vmResource, name, at.UTC().Format(time.RFC3339))
+	}
+	top.object(ctx, t, consumer, vpcs, "vpc-forged", map[string]interface{}{}, map[string]string{
+		v1alpha1.IntentAnnotationPrefix + "garbage": "{not json",
+		v1alpha1.IntentAnnotationPrefix + "ahead":   intentFor("vm-x", time.Now().Add(time.Hour)),
+	})
+	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-forged")
+	top.object(ctx, t, consumer, vpcs, "vpc-held", map[string]interface{}{}, map[string]string{
+		v1alpha1.IntentAnnotationPrefix + "fresh": intentFor("vm-never", time.Now()),
+	})
+	top.expectDenied(ctx, t, consumer, vpcs, "vpc-held", "VirtualMachine/vm-never (being written)")
+	_, err := top.dynamicFor(t, consumer.Path).Resource(vpcs.GVR()).Namespace("apps").Patch(ctx, "vpc-held", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.IntentAnnotationPrefix+`fresh":null}}}`), metav1.PatchOptions{})
+	must(t, err)
+	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-held")
 }
