@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -60,9 +61,35 @@ func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionRe
 			// consumer controls.
 			NamespaceSelector: &metav1.LabelSelector{},
 			ObjectSelector:    &metav1.LabelSelector{},
+		}, {
+			Name:                    keepIntentsWebhookName,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
+			Rules:                   resourceRules(gvrs, admissionregistrationv1.Update),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			NamespaceSelector:       &metav1.LabelSelector{},
+			ObjectSelector:          &metav1.LabelSelector{},
+			// Only updates of objects that carry intents: everything else
+			// is updated without calling the webhook.
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name:       "carries-intents",
+				Expression: keepIntentsCondition,
+			}},
 		}},
 	}
 }
+
+// keepIntentsWebhookName is the webhook, in each protected workspace's
+// configuration, that refuses an update of a protected object dropping the
+// fresh intent of a dependent's write that may not be stored yet.
+const keepIntentsWebhookName = "keep-intents." + v1alpha1.Group
+
+// keepIntentsCondition selects the updates of objects that carry an intent.
+var keepIntentsCondition = "has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('" +
+	v1alpha1.IntentAnnotationPrefix + "'))"
 
 // WebhookConfigurationDrifted reports whether existing differs from desired
 // in anything this controller owns. Fields the server defaults are filled in
@@ -126,6 +153,9 @@ func coveredResources(c *admissionregistrationv1.ValidatingWebhookConfiguration)
 	out := map[schema.GroupVersionResource]bool{}
 	for _, w := range c.Webhooks {
 		for _, r := range w.Rules {
+			if !slices.Contains(r.Operations, admissionregistrationv1.Delete) {
+				continue
+			}
 			for _, g := range r.APIGroups {
 				for _, v := range r.APIVersions {
 					for _, res := range r.Resources {
@@ -141,9 +171,19 @@ func coveredResources(c *admissionregistrationv1.ValidatingWebhookConfiguration)
 // webhookTargetChanged reports whether the webhook moved (URL or CA): then
 // every entry is new as far as propagation goes.
 func webhookTargetChanged(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
-	if len(existing.Webhooks) != 1 || len(desired.Webhooks) != 1 {
+	e, d := deletionWebhook(existing), deletionWebhook(desired)
+	if e == nil || d == nil {
 		return true
 	}
-	e, d := existing.Webhooks[0].ClientConfig, desired.Webhooks[0].ClientConfig
-	return !equality.Semantic.DeepEqual(e.URL, d.URL) || !equality.Semantic.DeepEqual(e.CABundle, d.CABundle)
+	return !equality.Semantic.DeepEqual(e.ClientConfig.URL, d.ClientConfig.URL) || !equality.Semantic.DeepEqual(e.ClientConfig.CABundle, d.ClientConfig.CABundle)
+}
+
+// deletionWebhook is the webhook in c that decides deletions.
+func deletionWebhook(c *admissionregistrationv1.ValidatingWebhookConfiguration) *admissionregistrationv1.ValidatingWebhook {
+	for i := range c.Webhooks {
+		if c.Webhooks[i].Name == webhookName {
+			return &c.Webhooks[i]
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -168,5 +169,54 @@ func TestFrontProxyReferencing(t *testing.T) {
 		if found != tt.found || referencing != tt.referencing || (err != nil) != tt.fail {
 			t.Errorf("%s: found=%v referencing=%v err=%v, want %v %v (error %v)", tt.name, found, referencing, err, tt.found, tt.referencing, tt.fail)
 		}
+	}
+}
+
+// TestKeepIntents: an update of a protected object may drop a fresh intent
+// only when the webhook itself makes it.
+func TestKeepIntents(t *testing.T) {
+	now := time.Now()
+	fresh, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
+	expired, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * DefaultIntentLifetime))})
+	object := func(annotations map[string]string) []byte {
+		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
+		return b
+	}
+	withIntents := map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "a"}
+	tests := []struct {
+		name     string
+		after    map[string]string
+		user     string
+		selfErr  error
+		wantCode int32
+	}{
+		{name: "an update that keeps the intents", after: map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "b"}, user: "alice"},
+		{name: "dropping a fresh intent is refused", after: map[string]string{"team": "a"}, user: "alice", wantCode: 409},
+		{name: "changing a fresh intent is refused", after: map[string]string{intentKey("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
+		{name: "dropping an expired one is not", after: map[string]string{intentKey("t1"): fresh, "team": "a"}, user: "alice"},
+		{name: "the webhook itself may drop a fresh one", after: map[string]string{"team": "a"}, user: "depctrl-webhook"},
+		{name: "not knowing itself, it refuses", after: map[string]string{"team": "a"}, user: "depctrl-webhook", selfErr: errors.New("no review"), wantCode: 409},
+	}
+	ready := make(chan struct{})
+	close(ready)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
+			v := NewValidator(fakeIndex{}, &fakeFinder{}, ready, ValidatorOptions{Self: self}, logr.Discard())
+			req := deleteRequest(vpcGVR, "vpc", nil)
+			req.Operation = admissionv1.Update
+			req.UserInfo.Username = tt.user
+			req.OldObject.Raw, req.Object.Raw = object(withIntents), object(tt.after)
+			resp, _ := v.Decide(context.Background(), req)
+			if tt.wantCode == 0 {
+				if !resp.Allowed {
+					t.Fatalf("refused: %+v", resp.Result)
+				}
+				return
+			}
+			if resp.Allowed || resp.Result.Code != tt.wantCode || !strings.Contains(resp.Result.Message, "the intent of virtualmachines/vm-1") {
+				t.Fatalf("got allowed=%v %+v, want %d naming the intent", resp.Allowed, resp.Result, tt.wantCode)
+			}
+		})
 	}
 }

@@ -126,7 +126,12 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			return err
 		}
 	}
+	self, err := SelfUser(ws.Config)
+	if err != nil {
+		return err
+	}
 	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{
+		Self:                 self,
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),

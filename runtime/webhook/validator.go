@@ -78,6 +78,9 @@ type ValidatorOptions struct {
 	// IntentLifetime is how long an intent recorded on a protected object
 	// counts as a write that may still be stored (DefaultIntentLifetime).
 	IntentLifetime time.Duration
+	// Self tells the webhook's own user: only its updates of a protected
+	// object may drop a fresh intent. Without it no update may.
+	Self func(ctx context.Context) (string, error)
 }
 
 // Validator decides admission requests.
@@ -118,8 +121,11 @@ func observe(outcome string, start time.Time) {
 
 // Decide applies the deletion policy to one request.
 func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.Operation == admissionv1.Update {
+		return v.keepIntents(ctx, req)
+	}
 	if req.Operation != admissionv1.Delete {
-		return allow("only DELETE is checked"), outcomeAllowed
+		return allow("only DELETE and UPDATE are checked"), outcomeAllowed
 	}
 	select {
 	case <-v.initialized:

@@ -130,9 +130,9 @@ webhooks:
 	// Intents written by hand. One the webhook cannot have written
 	// (unreadable, or dated further ahead than an intent lives) is
 	// ignored; a well-formed fresh one that names a VM not stored holds
-	// the VPC as an admitted write would, until it expires or is removed
-	// (which anyone who may update the VPC can do: the attack catalogue's
-	// open row).
+	// the VPC as an admitted write would, until it expires, and an update
+	// may not drop it (a replace, say), since the write it stands for may
+	// still be on its way.
 	vmResource := virtualMachines.GVR().GroupResource().String()
 	intentFor := func(name string, at time.Time) string {
 		return fmt.Sprintf(`{"resource":%q,"version":"v1","namespace":"apps","name":%q,"at":%q}`, vmResource, name, at.UTC().Format(time.RFC3339))
@@ -143,11 +143,19 @@ webhooks:
 	})
 	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-forged")
 	top.object(ctx, t, consumer, vpcs, "vpc-held", map[string]interface{}{}, map[string]string{
-		v1alpha1.IntentAnnotationPrefix + "fresh": intentFor("vm-never", time.Now()),
+		v1alpha1.IntentAnnotationPrefix + "held": intentFor("vm-never", time.Now()),
 	})
 	top.expectDenied(ctx, t, consumer, vpcs, "vpc-held", "VirtualMachine/vm-never (being written)")
-	_, err := top.dynamicFor(t, consumer.Path).Resource(vpcs.GVR()).Namespace("apps").Patch(ctx, "vpc-held", types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.IntentAnnotationPrefix+`fresh":null}}}`), metav1.PatchOptions{})
+	vpcAPI := top.dynamicFor(t, consumer.Path).Resource(vpcs.GVR()).Namespace("apps")
+	_, err := vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.IntentAnnotationPrefix+`held":null}}}`), metav1.PatchOptions{})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the intent of virtualmachines/vm-never") {
+		t.Fatalf("dropping a fresh intent: want a conflict naming it, got %v", err)
+	}
+	// An update that keeps it goes through, and the skip-protection
+	// annotation, so set, lets the VPC go.
+	_, err = vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.SkipProtectionAnnotation+`":"true"}}}`), metav1.PatchOptions{})
 	must(t, err)
 	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-held")
 }

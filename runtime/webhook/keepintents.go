@@ -1,0 +1,68 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// keepIntents refuses an update of a protected object that drops an intent
+// that is still fresh, unless the webhook itself makes it (it withdraws,
+// retracts and prunes intents). An intent stands for a dependent's write that
+// may not be stored yet; an update that drops it (`kubectl replace`, a tool
+// that writes whole objects) would let a deletion decided after it miss that
+// write. The refusal is a conflict: the writer reads the object again, with
+// the intent, and retries.
+func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.SubResource != "" || len(req.OldObject.Raw) == 0 || len(req.Object.Raw) == 0 {
+		return allow(""), outcomeAllowed
+	}
+	var old, obj struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object being updated: %v", err)), outcomeBadRequest
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the updated object: %v", err)), outcomeBadRequest
+	}
+	fresh, _ := intentsOn(old.Metadata.Annotations, v.now(), v.opts.IntentLifetime)
+	var dropped []recordedIntent
+	for _, in := range fresh {
+		if obj.Metadata.Annotations[in.key] != old.Metadata.Annotations[in.key] {
+			dropped = append(dropped, in)
+		}
+	}
+	if len(dropped) == 0 {
+		return allow(""), outcomeAllowed
+	}
+	if v.opts.Self != nil {
+		self, err := v.opts.Self(ctx)
+		if err != nil {
+			v.log.Error(err, "cannot tell the webhook's own writes from others': an update that drops an intent is refused")
+		} else if req.UserInfo.Username == self {
+			return allow(""), outcomeAllowed
+		}
+	}
+	in := dropped[0]
+	target := req.Resource.Resource + "/" + old.Metadata.Name
+	who := in.Name
+	if who == "" {
+		who = in.GenerateName + "*"
+	}
+	kind := in.Resource
+	if i := strings.Index(kind, "."); i > 0 {
+		kind = kind[:i]
+	}
+	v.log.Info("update refused: it drops an intent", "resource", req.Resource.String(), "namespace", old.Metadata.Namespace, "name", old.Metadata.Name,
+		"intent", in.key, "user", req.UserInfo.Username)
+	return deny(http.StatusConflict, metav1.StatusReasonConflict, fmt.Sprintf(
+		"cannot update %s: it would drop the annotation %s, the intent of %s/%s, whose write may not be stored yet; keep the annotation as it is, or retry after %s",
+		target, in.key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
+}
