@@ -403,29 +403,11 @@ func TestFrontProxyTargets(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var sent []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+	f := objectFinder(t, objects, func(r *http.Request, body []byte) {
 		mu.Lock()
 		sent = append(sent, r.Method+" "+r.Header.Get("Content-Type")+" "+string(body))
 		mu.Unlock()
-		obj, ok := objects[r.URL.Path]
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case !ok:
-			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 404, Reason: metav1.StatusReasonNotFound})
-		case obj == "":
-			w.WriteHeader(http.StatusForbidden)
-			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: "no"})
-		default:
-			_, _ = w.Write([]byte(obj))
-		}
-	}))
-	defer srv.Close()
-	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, tt := range []struct {
 		name    string
 		want    TargetState
@@ -467,4 +449,37 @@ func TestFrontProxyTargets(t *testing.T) {
 	if !slices.Equal(sent, want) {
 		t.Errorf("withdraw sent %q, want %q", sent, want)
 	}
+}
+
+// objectFinder returns a finder whose front-proxy serves objects by URL
+// path: an absent path is NotFound, an empty body Forbidden. seen, when
+// set, is told of every request and its body.
+func objectFinder(t *testing.T, objects map[string]string, seen func(r *http.Request, body []byte)) *FrontProxyFinder {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if seen != nil {
+			seen(r, body)
+		}
+		obj, ok := objects[r.URL.Path]
+		w.Header().Set("Content-Type", "application/json")
+		status := func(code int32, reason metav1.StatusReason) {
+			w.WriteHeader(int(code))
+			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: code, Reason: reason})
+		}
+		switch {
+		case !ok:
+			status(http.StatusNotFound, metav1.StatusReasonNotFound)
+		case obj == "":
+			status(http.StatusForbidden, metav1.StatusReasonForbidden)
+		default:
+			_, _ = w.Write([]byte(obj))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

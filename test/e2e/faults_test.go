@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -366,6 +367,16 @@ func counterValue(ctx context.Context, t *testing.T, url, name string) string {
 		return v
 	}
 	return "0"
+}
+
+// counter returns the current value of a counter at url, as a number.
+func counter(ctx context.Context, t *testing.T, url string) func(name string) float64 {
+	return func(name string) float64 {
+		t.Helper()
+		f, err := strconv.ParseFloat(counterValue(ctx, t, url, name), 64)
+		must(t, err)
+		return f
+	}
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -298,12 +298,7 @@ func TestReindex(t *testing.T) {
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
 	granted := top.Consumers[len(top.Consumers)-1]
-	counter := func(name string) float64 {
-		t.Helper()
-		f, err := strconv.ParseFloat(counterValue(ctx, t, rt.WebhookMetricsURL, name), 64)
-		must(t, err)
-		return f
-	}
+	counter := counter(ctx, t, rt.WebhookMetricsURL)
 	const (
 		unindexedMetric = "depctrl_webhook_unindexed_dependents_examined_total"
 		writtenMetric   = `depctrl_webhook_reindex_total{outcome="written"}`

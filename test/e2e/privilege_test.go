@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,12 +245,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	// Without reindex, dependents indexed under older rules stay as they
 	// are and are read in full at every deletion. A second rule over VMs
 	// makes every VM's index stamp out of date.
-	counter := func(name string) float64 {
-		t.Helper()
-		f, err := strconv.ParseFloat(counterValue(ctx, t, rt.WebhookMetricsURL, name), 64)
-		must(t, err)
-		return f
-	}
+	counter := counter(ctx, t, rt.WebhookMetricsURL)
 	const (
 		unindexedMetric = "depctrl_webhook_unindexed_dependents_examined_total"
 		forbiddenMetric = `depctrl_webhook_reindex_total{outcome="forbidden"}`
