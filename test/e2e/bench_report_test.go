@@ -224,27 +224,23 @@ unindexed dependent may carry any labels, so only a negative requirement can mat
 100 ms of another consistent read of the dependent type waits for the API server's next progress request whatever
 the design, as long as it reads.
 
-One design found would meet every target without giving up the guarantee; it is a design of its own, not a tuning
-of this one, and it is not built: record each reference on the protected object itself. A DELETE is admitted
-against exactly the revision of the object that it then deletes (the API server re-runs admission when the object
-changed in between), so a record written onto the VPC while admitting the VM's create is seen by every later DELETE
-of the VPC with no read at all; each record is then confirmed with a GET of its dependent, which the API server
-answers from etcd in about a millisecond, and a VPC without records is deleted at the floor's cost. Beyond what the
-reference index already asks (the webhook on every write of a dependent, failing closed), it would need: write
-access to every protected object; records for existing dependents before a rule takes effect; a way to cover a VM
-created just before its VPC, when there is nothing yet to write the record on (every new VPC would start marked,
-and a consistent read made after every admission in flight at its creation has finished would clear the mark);
-every webhook replica knowing a rule before any replica trusts its records (a replica that has not seen the rule
-yet admits a VM without recording anything), so the rules' stamp on every call and replicas that wait on a stamp
-they do not know; and refusing or undoing any update of a protected object that drops a record (a
-`+"`kubectl replace`"+` or a GitOps tool would otherwise erase protection silently).
-
-**Decision: the misses above are accepted, and that design is not pursued.** It would move the cost of protection
-from deleting protected objects, which is rare, onto every create and update of a dependent, which is not: each
-would wait for a write to the object it references (about the floor again) on top of the index's labelling, and
-contend with every other dependent of the same object for it. It would also need write access to every protected
-object in every consumer workspace. What remains is a few milliseconds per protected DELETE, independent of
-how many dependents exist except for the API server's walk over its cache, and no dependent read at all.
+One design would meet every target without giving up the guarantee: record each reference on the protected object
+itself. A DELETE is admitted against exactly the revision of the object that it then deletes (the API server decides
+again when the object changed in between), so a record written onto the VPC while admitting the VM's create is seen
+by every later DELETE of the VPC with no read at all; each record is then confirmed with a GET of its dependent,
+which the API server answers from etcd in about a millisecond, and a VPC without records need not reach the webhook
+at all (an object selector on a label the records set). Part of it is built: every create or update of a dependent
+that newly references an object records an intent on that object before it is admitted, updates of the object may
+not drop a fresh one, and a dependent's deletion withdraws its own (the [architecture guide](architecture.md#intents-references-on-their-way)
+says how); that is what closes the window between a deletion's read and its commit. Intents live only until their
+write is stored. What remains for the targets: records that stay while the reference does (and go when it does);
+records for existing dependents before a rule takes effect; a way to cover a VM created just before its VPC, when
+there is nothing yet to write the record on (every new VPC would start marked, and a consistent read made after
+every admission in flight at its creation has finished would clear the mark); and every webhook replica knowing a
+rule before any replica trusts its records, so the rules' stamp on every call and replicas that wait on a stamp
+they do not know. The cost moves from deleting protected objects onto creating and updating dependents: each write
+that newly references an existing object waits for a patch of it, about the floor again, which the scenarios
+above do not measure yet (their VMs reference objects that do not exist).
 
 `, constant.Round(100*time.Microsecond), backToBack.Round(100*time.Microsecond), first.inWebhook.Round(100*time.Microsecond), len(fresh.afterWrite),
 		ms(fresh.afterWrite.pct(.5)), ms(fresh.afterWriteSettled.pct(.5)), settle, ms(fresh.quiet.pct(.5)), ms(fresh.cached.pct(.5)),
