@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"context"
 	"fmt"
 	"strings"
@@ -162,6 +163,9 @@ func (top *Topology) protectedResources(ctx context.Context, t *testing.T, ws en
 	for _, h := range hooks {
 		rules, _, _ := unstructured.NestedSlice(h.(map[string]interface{}), "rules")
 		for _, r := range rules {
+			if ops, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "operations"); !slices.Contains(ops, "DELETE") {
+				continue
+			}
 			res, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "resources")
 			out = append(out, res...)
 		}

@@ -194,17 +194,25 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 	t.Helper()
 	u := top.webhookConfiguration(ctx, t, top.Network)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	if len(hooks) != 1 {
-		t.Fatalf("want one webhook, got %d", len(hooks))
+	if len(hooks) != 2 {
+		t.Fatalf("want two webhooks (deletions, and updates that would drop an intent), got %d", len(hooks))
 	}
-	h := hooks[0].(map[string]interface{})
-	for field, want := range map[string]string{"failurePolicy": "Fail", "sideEffects": "None", "matchPolicy": "Equivalent"} {
-		if got, _, _ := unstructured.NestedString(h, field); got != want {
-			t.Errorf("%s = %q, want %q", field, got, want)
+	for i, op := range []string{"DELETE", "UPDATE"} {
+		h := hooks[i].(map[string]interface{})
+		for field, want := range map[string]string{"failurePolicy": "Fail", "sideEffects": "None", "matchPolicy": "Equivalent"} {
+			if got, _, _ := unstructured.NestedString(h, field); got != want {
+				t.Errorf("webhook %d: %s = %q, want %q", i, field, got, want)
+			}
 		}
-	}
-	if ops, _, _ := unstructured.NestedSlice(h, "rules"); len(ops) == 0 {
-		t.Error("no rules")
+		rules, _, _ := unstructured.NestedSlice(h, "rules")
+		if len(rules) == 0 {
+			t.Errorf("webhook %d: no rules", i)
+		}
+		for _, r := range rules {
+			if ops, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "operations"); !slices.Equal(ops, []string{op}) {
+				t.Errorf("webhook %d: operations %v, want [%s]", i, ops, op)
+			}
+		}
 	}
 }
 
