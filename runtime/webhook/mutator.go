@@ -31,6 +31,9 @@ type Indexer struct {
 	// Targets, when set, records an intent on each object a write newly
 	// references, and refuses the write when the object is being deleted.
 	Targets Targets
+	// Dependents, when set, reads dependents named by intents, so that an
+	// object carrying many sheds those of dependents already stored.
+	Dependents DependentReader
 	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may

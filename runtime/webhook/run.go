@@ -139,6 +139,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}, log.WithName("validator"))
 	indexer := NewIndexer(reg, rules.Initialized(), log.WithName("indexer"))
 	indexer.Targets = finder
+	indexer.Dependents = finder
 	if o.IntentLifetime > 0 {
 		indexer.IntentLifetime = o.IntentLifetime
 	}

@@ -198,22 +198,28 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 }
 
 // pruneIntents removes, in the background, the intents on a referenced
-// object that have expired: their writes were stored or failed long ago, and
-// what references the object is then read from the dependents themselves.
+// object that have expired (their writes were stored or failed long ago, and
+// what references the object is then read from the dependents themselves),
+// and, on an object that carries many, those of dependents already stored
+// (settled).
 func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
-	_, expired := intentsOn(annotations, ix.now(), ix.IntentLifetime)
-	if len(expired) == 0 {
+	fresh, expired := intentsOn(annotations, ix.now(), ix.IntentLifetime)
+	if len(expired) == 0 && len(fresh) <= settleThreshold {
 		return
-	}
-	set := make(map[string]*string, len(expired))
-	for _, k := range expired {
-		set[k] = nil
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), ix.RequestTimeout)
 		defer cancel()
+		keys := append(expired, ix.settled(ctx, cluster, ref.target, ref.name, fresh)...)
+		if len(keys) == 0 {
+			return
+		}
+		set := make(map[string]*string, len(keys))
+		for _, k := range keys {
+			set[k] = nil
+		}
 		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set); err != nil {
-			ix.log.Info("removing expired intents failed; the next write that references the object tries again",
+			ix.log.Info("removing intents that no longer count failed; the next write that references the object tries again",
 				"cluster", cluster, "object", ref.String(), "error", err.Error())
 		}
 	}()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -27,6 +28,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // fakeTargets keeps referenced objects by "namespace/name" (absent ones do
@@ -482,4 +484,62 @@ func objectFinder(t *testing.T, objects map[string]string, seen func(r *http.Req
 		t.Fatal(err)
 	}
 	return f
+}
+
+// fakeDependents answers Referencing from a set of stored dependents that
+// reference the object.
+type fakeDependents map[string]bool
+
+func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, _ string) (bool, bool, error) {
+	referencing, found := f[namespace+"/"+dependent]
+	return found, referencing, nil
+}
+
+// TestIntentsSettled: an object that carries more than settleThreshold
+// fresh intents sheds those of dependents stored and referencing it, but not
+// the youngest, nor those of dependents not stored or no longer referencing.
+func TestIntentsSettled(t *testing.T) {
+	now := time.Now()
+	annotations := map[string]string{}
+	stored := fakeDependents{}
+	var want []string
+	add := func(name string, at time.Time) string {
+		v, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+		annotations[intentKey(name)] = v
+		return intentKey(name)
+	}
+	for i := range settleThreshold {
+		name := fmt.Sprintf("vm-%03d", i)
+		key := add(name, now.Add(-10*time.Second))
+		switch i % 3 {
+		case 0:
+			stored["apps/"+name] = true
+			want = append(want, key)
+		case 1:
+			stored["apps/"+name] = false // stored, referencing something else
+		}
+	}
+	add("vm-young", now)
+	stored["apps/vm-young"] = true
+	targets := targetsFixture()
+	targets.pruned = make(chan []string, 1)
+	targets.objects["apps/vpc-a"].Annotations = annotations
+	ready := make(chan struct{})
+	close(ready)
+	ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+	ix.Targets, ix.Dependents = targets, stored
+	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
+		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
+	if !resp.Allowed {
+		t.Fatalf("refused: %+v", resp.Result)
+	}
+	sort.Strings(want)
+	select {
+	case got := <-targets.pruned:
+		if !slices.Equal(got, want) {
+			t.Fatalf("settled %d intents %v, want the %d of stored, referencing dependents %v", len(got), got, len(want), want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no intents were settled")
+	}
 }
