@@ -1,9 +1,9 @@
 package e2e
 
 import (
-	"slices"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
