@@ -10,13 +10,19 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
 // that is still fresh, unless the webhook itself makes it (it withdraws,
-// retracts and prunes intents). An intent stands for a dependent's write that
-// may not be stored yet; an update that drops it (`kubectl replace`, a tool
-// that writes whole objects) would let a deletion decided after it miss that
+// retracts and prunes intents) or the intent's dependent is already stored
+// and references the object (its write is over; a deletion finds it by
+// reading the dependents). An intent stands for a dependent's write that may
+// not be stored yet; an update that drops it (`kubectl replace`, a tool that
+// writes whole objects) would let a deletion decided after it miss that
 // write. The refusal is a conflict: the writer reads the object again, with
 // the intent, and retries.
 func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
@@ -50,7 +56,14 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 			return allow(""), outcomeAllowed
 		}
 	}
-	in := dropped[0]
+	in, err := v.pendingIntent(ctx, req, old.Metadata, dropped)
+	if err != nil {
+		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, old.Metadata.Name, err)), outcomeError
+	}
+	if in == nil {
+		return allow(""), outcomeAllowed
+	}
 	target := req.Resource.Resource + "/" + old.Metadata.Name
 	who := in.Name
 	if who == "" {
@@ -65,4 +78,31 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	return deny(http.StatusConflict, metav1.StatusReasonConflict, fmt.Sprintf(
 		"cannot update %s: it would drop the annotation %s, the intent of %s/%s, whose write may not be stored yet; keep the annotation as it is, or retry after %s",
 		target, in.key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
+}
+
+// pendingIntent returns the first of the dropped intents whose dependent is
+// not known to be stored and referencing the object: its write may still be
+// on its way. Nil means every dropped intent is over.
+func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []recordedIntent) (*recordedIntent, error) {
+	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	byResource := map[string]registry.Protection{}
+	for _, p := range byDependent(v.index.Protections(schema.GroupVersionResource(req.Resource))) {
+		byResource[p.Dependent.GroupResource().String()] = p
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
+	defer cancel()
+	for i, in := range dropped {
+		p, ok := byResource[in.Resource]
+		if !ok || in.Name == "" || cluster == "" {
+			return &dropped[i], nil
+		}
+		found, referencing, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, meta.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !found || !referencing {
+			return &dropped[i], nil
+		}
+	}
+	return nil, nil
 }

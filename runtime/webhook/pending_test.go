@@ -164,14 +164,19 @@ func TestKeepIntents(t *testing.T) {
 		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
 		return b
 	}
-	withIntents := map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "a"}
+	withIntents := map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
 	tests := []struct {
 		name     string
 		after    map[string]string
 		user     string
 		selfErr  error
+		stored   map[string]string
 		wantCode int32
 	}{
+		{name: "dropping the intent of a dependent stored and referencing the object is harmless", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}},
+		{name: "one stored without the reference may be the old copy of the write in flight", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "other"}, wantCode: 409},
 		{name: "an update that keeps the intents", after: map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "b"}, user: "alice"},
 		{name: "dropping a fresh intent is refused", after: map[string]string{"team": "a"}, user: "alice", wantCode: 409},
 		{name: "changing a fresh intent is refused", after: map[string]string{intentKey("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
@@ -184,7 +189,8 @@ func TestKeepIntents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
-			v := NewValidator(fakeIndex{}, &fakeFinder{}, ready, ValidatorOptions{Self: self}, logr.Discard())
+			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
+			v := NewValidator(protections, &fakeFinder{dependents: tt.stored}, ready, ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update
 			req.UserInfo.Username = tt.user

@@ -96,8 +96,8 @@ type vmRef struct {
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips, collections, refusedNew, namespaces int
-	violations, stuck, unactionable                                   []string
+	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces int
+	violations, stuck, unactionable                                             []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -225,8 +225,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents; violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
@@ -324,6 +324,8 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		w.newReferenceToDeleting(ctx, vpc, vm, rule, tl, fail)
 	case r < 96:
 		w.deleteNamespace(ctx, tl, fail)
+	case r < 98:
+		w.replaceVPC(ctx, vpc, tl, fail)
 	default:
 		if !w.vpcs[vpc] {
 			return
@@ -340,6 +342,34 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		tl.add(func(tl *tally) { tl.skips++; tl.deletes++ })
 		delete(w.vpcs, vpc)
 		w.unguard(vpc)
+	}
+}
+
+// replaceVPC writes a VPC back whole from a copy without the intents on it,
+// as a tool that replaces objects does. The webhook lets that through when
+// every intent it drops is of a VM already stored that references the VPC,
+// and refuses it as a conflict otherwise; either way the model is unchanged
+// and protection must hold.
+func (w *worker) replaceVPC(ctx context.Context, vpc string, tl *tally, fail func(string, ...any)) {
+	if !w.vpcs[vpc] {
+		return
+	}
+	obj, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{})
+	if err != nil {
+		fail("reading %s to replace it: %v", vpc, err)
+		return
+	}
+	annotations := obj.GetAnnotations()
+	for k := range annotations {
+		if strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
+			delete(annotations, k)
+		}
+	}
+	obj.SetAnnotations(annotations)
+	_, err = w.vpcAPI.Update(ctx, obj, metav1.UpdateOptions{})
+	tl.add(func(tl *tally) { tl.replaces++ })
+	if err != nil && !apierrors.IsConflict(err) {
+		fail("replacing %s: %v", vpc, err)
 	}
 }
 
