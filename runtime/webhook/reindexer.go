@@ -168,10 +168,13 @@ func (r *Reindexer) Start(ctx context.Context) error {
 func (r *Reindexer) NeedLeaderElection() bool { return false }
 
 func (r *Reindexer) reindex(ctx context.Context, it reindexItem) {
+	// The item stays queued while it is written, and becomes recent in
+	// the same step as it stops being queued: an Enqueue in between finds
+	// it one or the other, never neither, and does not write it again.
 	r.mu.Lock()
-	delete(r.queued, it)
 	key := refusalKey{it.cluster, it.resource.GroupResource()}
 	if until, ok := r.refused[key]; ok && r.now().Before(until) {
+		delete(r.queued, it)
 		r.mu.Unlock()
 		return
 	}
@@ -188,6 +191,7 @@ func (r *Reindexer) reindex(ctx context.Context, it reindexItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.recent[it] = r.now()
+	delete(r.queued, it)
 	switch {
 	case err == nil:
 		reindexed.WithLabelValues(reindexWritten).Inc()
