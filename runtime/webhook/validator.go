@@ -202,7 +202,9 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
 	}
 	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
-	msg := denialMessage(target, blockers, more)
+	// A cluster-scoped object may be referenced from several namespaces:
+	// then the denial says which namespace each dependent is in.
+	msg := denialMessage(target, blockers, more, req.Namespace == "")
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
@@ -329,10 +331,13 @@ func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string,
 	return all, more, nil
 }
 
-func denialMessage(target string, blockers []Blocker, more int) string {
+func denialMessage(target string, blockers []Blocker, more int, withNamespaces bool) string {
 	names := make([]string, len(blockers))
 	for i, b := range blockers {
 		names[i] = b.String()
+		if withNamespaces && b.Namespace != "" {
+			names[i] += " in namespace " + b.Namespace
+		}
 	}
 	msg := fmt.Sprintf("cannot delete %s: still referenced by %s", target, strings.Join(names, ", "))
 	switch {

@@ -208,6 +208,21 @@ func TestDecide(t *testing.T) {
 			wantOutcome: outcomeDenied,
 		},
 		{
+			name: "a cluster-scoped object's dependents are named with their namespaces",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Namespace = ""
+				r.OldObject.Raw = []byte(`{"metadata":{"name":"my-vpc","annotations":{"kcp.io/cluster":"consumer-1"}}}`)
+				return r
+			}(),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{
+				vmGVR: {{Kind: "VirtualMachine", Namespace: "team-a", Name: "vm"}, {Kind: "VirtualMachine", Namespace: "team-b", Name: "vm"}},
+			}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/vm in namespace team-a, VirtualMachine/vm in namespace team-b",
+			wantOutcome: outcomeDenied,
+		},
+		{
 			name: "long lists are capped",
 			req:  deleteRequest(vpcGVR, "v", inCluster),
 			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: func() []Blocker {
