@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
@@ -85,10 +84,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // on its way. Nil means every dropped intent is over.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []recordedIntent) (*recordedIntent, error) {
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	byResource := map[string]registry.Protection{}
-	for _, p := range byDependent(v.index.Protections(schema.GroupVersionResource(req.Resource))) {
-		byResource[p.Dependent.GroupResource().String()] = p
-	}
+	byResource := byDependentResource(v.index.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
 	for i, in := range dropped {

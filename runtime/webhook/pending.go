@@ -22,10 +22,7 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 	if len(fresh) == 0 {
 		return nil, nil
 	}
-	byResource := map[string]registry.Protection{}
-	for _, p := range byDependent(protections) {
-		byResource[p.Dependent.GroupResource().String()] = p
-	}
+	byResource := byDependentResource(protections)
 	var blockers []Blocker
 	seen := map[Blocker]bool{}
 	for _, in := range fresh {
@@ -59,6 +56,16 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 		}
 	}
 	return blockers, nil
+}
+
+// byDependentResource merges protections by dependent type (byDependent)
+// and keys them the way intents name their dependents, "resource.group".
+func byDependentResource(protections []registry.Protection) map[string]registry.Protection {
+	out := map[string]registry.Protection{}
+	for _, p := range byDependent(protections) {
+		out[p.Dependent.GroupResource().String()] = p
+	}
+	return out
 }
 
 // Referencing implements DependentFinder with a GET of the dependent, which

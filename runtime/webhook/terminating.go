@@ -174,7 +174,8 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, "", nil
 		}
-		if state.Found && record {
+		recordedHere := record && state.Found
+		if recordedHere {
 			recorded = append(recorded, ref)
 		}
 		if state.Deleting {
@@ -183,7 +184,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			return deny(http.StatusForbidden, metav1.StatusReasonForbidden,
 				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, "", nil
 		}
-		if record && state.Found {
+		if recordedHere {
 			ix.pruneIntents(cluster, namespace, ref, state.Annotations)
 		}
 	}
