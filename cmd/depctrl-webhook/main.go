@@ -30,11 +30,12 @@ func main() {
 	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "directory with tls.crt and tls.key; reloaded when they change")
 	fs.StringVar(&o.Addr, "bind-address", ":9443", "address the admission endpoint (HTTPS, "+webhook.ValidatePath+") listens on")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every rule is registered")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every shard's rules are registered, or once some are and --partial-ready-after has passed")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
 	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
 	fs.IntVar(&o.ReindexWorkers, "reindex-workers", webhook.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
 	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", webhook.DefaultIntentLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
+	fs.DurationVar(&o.PartialReadyAfter, "partial-ready-after", webhook.DefaultPartialReadyAfter, "when some shard's rules cannot be read, report ready this long after start anyway, having read the others: requests whose rules live on the shards read are then decided, the others refused (retry later); negative: stay unready until every shard is read")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
 	fs.Func("skip-protection-groups", "comma-separated groups whose members may delete with the "+v1alpha1.SkipProtectionAnnotation+" annotation; for others it is ignored (default: anyone may)", func(v string) error {
 		for _, g := range strings.Split(v, ",") {

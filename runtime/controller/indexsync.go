@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -53,7 +54,7 @@ func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[strin
 	out := indexSync{UIDs: map[string]string{}, Failed: map[string]error{}}
 	var errs []error
 	for cluster, gvrs := range plan.Indexes {
-		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, DesiredIndexConfiguration(settings, gvrs))
+		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, DesiredIndexConfiguration(settings.Scoped(scope.Of(cluster)), gvrs))
 		if err != nil {
 			out.Failed[cluster] = err
 			s.Log.Error(err, "installing reference index configuration", "cluster", cluster)

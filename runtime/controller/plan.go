@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,6 +92,11 @@ type Plan struct {
 	// Webhooks maps each protected logical cluster to the resources its
 	// webhook configuration must cover.
 	Webhooks map[string][]schema.GroupVersionResource
+	// Scopes maps each protected logical cluster to the logical clusters
+	// of the rules its webhook configuration enforces: the workspaces
+	// whose rules the webhook must have read to decide a request sent by
+	// that configuration.
+	Scopes map[string][]string
 	// Indexes maps each logical cluster that holds valid rules, and lets
 	// the controller in, to the dependent resources its reference index
 	// configuration must cover.
@@ -110,7 +116,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // protecting, and a failure to read an export can never take protection
 // away.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
-	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
+	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
 	var edges []Edge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
@@ -173,6 +179,7 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 				problems = append(problems, fmt.Sprintf("workspace %s bound the dep-ctrl APIExport but did not accept its permission claim on validatingwebhookconfigurations", paths))
 			default:
 				p.Webhooks[cluster] = append(p.Webhooks[cluster], targets[cluster]...)
+				p.Scopes[cluster] = append(p.Scopes[cluster], ruleCluster(r.Key))
 				rp.Targets = append(rp.Targets, cluster)
 			}
 		}
@@ -188,6 +195,10 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 	}
 	for cluster, gvrs := range p.Webhooks {
 		p.Webhooks[cluster] = dedupGVRs(gvrs)
+	}
+	for cluster, rules := range p.Scopes {
+		sort.Strings(rules)
+		p.Scopes[cluster] = slices.Compact(rules)
 	}
 	for cluster, gvrs := range p.Indexes {
 		p.Indexes[cluster] = dedupGVRs(gvrs)

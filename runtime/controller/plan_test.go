@@ -56,8 +56,16 @@ func TestComputePlan(t *testing.T) {
 		{Key: "comp/unbound", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:unbound", GVR: gvr("x.io", "xs")}}},
 		{Key: "comp/noclaim", Dependent: testVMs, Dependencies: []DependencyInput{{ExportPath: "root:noclaim", GVR: gvr("y.io", "ys")}}},
 		{Key: "comp/invalid", Invalid: "spec.dependencies: at least one dependency is required"},
+		{Key: "apps/app", Dependent: gvr("apps.io", "apps"), Dependencies: []DependencyInput{{ExportPath: "root:network", GVR: testVPCs}}},
 	}
 	p := ComputePlan(context.Background(), rules, bindings, resolve, unreadExports)
+
+	// Each protected workspace's configuration names the workspaces of
+	// the rules it enforces, and only those.
+	wantScopes := map[string][]string{"net": {"apps", "comp"}, "sto": {"comp"}}
+	if !reflect.DeepEqual(p.Scopes, wantScopes) {
+		t.Errorf("scopes = %v, want %v", p.Scopes, wantScopes)
+	}
 
 	wantWebhooks := map[string][]schema.GroupVersionResource{
 		"net": {testFWs, testVPCs},

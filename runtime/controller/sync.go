@@ -17,6 +17,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -157,7 +158,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	for cluster, gvrs := range plan.Webhooks {
-		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredWebhookConfiguration(settings, gvrs))
+		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredWebhookConfiguration(settings.Scoped(scope.Of(plan.Scopes[cluster]...)), gvrs))
 		if err != nil {
 			installErrs[cluster] = err
 			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)

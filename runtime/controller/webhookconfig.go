@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // WebhookSettings are what every installed webhook configuration points at.
@@ -28,6 +29,14 @@ type WebhookSettings struct {
 	// TimeoutSeconds bounds each admission call; the webhook answers within
 	// a shorter deadline of its own.
 	TimeoutSeconds int32
+}
+
+// Scoped returns the settings with both URLs naming sc: the webhook then
+// decides the requests sent there once it has read the rules of those
+// workspaces, even while other shards cannot be read (package scope).
+func (s WebhookSettings) Scoped(sc scope.Scope) WebhookSettings {
+	s.URL, s.MutateURL = sc.URL(s.URL), sc.URL(s.MutateURL)
+	return s
 }
 
 // webhookName is the name of the single webhook inside each configuration;
@@ -175,7 +184,17 @@ func webhookTargetChanged(existing, desired *admissionregistrationv1.ValidatingW
 	if e == nil || d == nil {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(e.ClientConfig.URL, d.ClientConfig.URL) || !equality.Semantic.DeepEqual(e.ClientConfig.CABundle, d.ClientConfig.CABundle)
+	// A change of scope alone does not move the webhook: the same
+	// endpoint decides the same requests.
+	return endpoint(e.ClientConfig.URL) != endpoint(d.ClientConfig.URL) || !equality.Semantic.DeepEqual(e.ClientConfig.CABundle, d.ClientConfig.CABundle)
+}
+
+// endpoint is the webhook endpoint u points at, without its scope.
+func endpoint(u *string) string {
+	if u == nil {
+		return ""
+	}
+	return scope.Endpoint(*u)
 }
 
 // deletionWebhook is the webhook in c that decides deletions.

@@ -7,6 +7,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // TestDesiredWebhookConfiguration: deletions of every protected resource go
@@ -41,6 +43,13 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	other := DesiredWebhookConfiguration(testSettings, gvrs)
 	if webhookTargetChanged(c, other) {
 		t.Error("the same settings count as a moved webhook")
+	}
+	scoped := DesiredWebhookConfiguration(testSettings.Scoped(scope.Of("comp", "apps")), gvrs)
+	if got, want := *scoped.Webhooks[0].ClientConfig.URL, testSettings.URL+"/clusters/apps,comp"; got != want || *scoped.Webhooks[1].ClientConfig.URL != want {
+		t.Errorf("scoped URLs %q and %q, want both %q", got, *scoped.Webhooks[1].ClientConfig.URL, want)
+	}
+	if webhookTargetChanged(c, scoped) {
+		t.Error("a new scope counts as a moved webhook: the same endpoint decides the same requests")
 	}
 	other.Webhooks[0].ClientConfig.URL = ptr.To("https://elsewhere/validate")
 	if !webhookTargetChanged(c, other) {

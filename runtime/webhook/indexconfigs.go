@@ -36,13 +36,20 @@ type IndexConfigurations struct {
 	watched map[string]bool
 }
 
-// Populate reads every reference index configuration once, before the
-// webhook reports ready: until then no epoch is trusted.
-func (c *IndexConfigurations) Populate(ctx context.Context, vw *virtualworkspace.VirtualWorkspaces, urls []string) error {
-	objs, err := vw.ListAll(ctx, urls, virtualworkspace.MutatingWebhookConfigurationsGVR)
+// ListShard reads the reference index configurations of one shard, for
+// Apply.
+func (c *IndexConfigurations) ListShard(ctx context.Context, vw *virtualworkspace.VirtualWorkspaces, url string) ([]virtualworkspace.Object, error) {
+	objs, err := vw.ListShard(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
 	if err != nil {
-		return fmt.Errorf("reading the reference index configurations: %w", err)
+		return nil, fmt.Errorf("reading the reference index configurations: %w", err)
 	}
+	return objs, nil
+}
+
+// Apply records the configurations one shard's read returned, except those
+// a watch event decided meanwhile: until a shard is read, no epoch of a
+// rule there is trusted.
+func (c *IndexConfigurations) Apply(objs []virtualworkspace.Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range objs {
@@ -56,8 +63,14 @@ func (c *IndexConfigurations) Populate(ctx context.Context, vw *virtualworkspace
 		}
 		c.Registry.SetIndexConfiguration(o.Cluster, intactIndexEpoch(cfg))
 	}
+}
+
+// Complete marks every shard read: from now on only watch events change
+// what is recorded.
+func (c *IndexConfigurations) Complete() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.populated, c.watched = true, nil
-	return nil
 }
 
 // Observe records the current state of the configuration called name in

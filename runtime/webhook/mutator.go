@@ -26,7 +26,7 @@ type IndexSchemas interface {
 // that reference the object.
 type Indexer struct {
 	schemas     IndexSchemas
-	initialized <-chan struct{}
+	rules       RuleReadiness
 	log         logr.Logger
 	// Targets, when set, records an intent on each object a write newly
 	// references, and refuses the write when the object is being deleted.
@@ -43,11 +43,11 @@ type Indexer struct {
 	now func() time.Time
 }
 
-// NewIndexer returns an indexer that refuses every write until initialized
-// is closed: before it knows the rules it can neither label an object nor
-// check what it newly references.
-func NewIndexer(schemas IndexSchemas, initialized <-chan struct{}, log logr.Logger) *Indexer {
-	return &Indexer{schemas: schemas, initialized: initialized, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
+// NewIndexer returns an indexer that refuses a write while rules says it
+// does not know every rule over the written type: without them it can
+// neither label the object nor check what it newly references.
+func NewIndexer(schemas IndexSchemas, rules RuleReadiness, log logr.Logger) *Indexer {
+	return &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
 }
 
 // ServeHTTP implements the mutating admission endpoint.
@@ -76,10 +76,8 @@ func observeIndex(outcome string, start time.Time) {
 // object without a valid stamp is simply read in full when that happens.
 func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	if req.Operation == admissionv1.Delete {
-		select {
-		case <-ix.initialized:
+		if ix.rules.Decidable(scopeOf(ctx)) == nil {
 			ix.withdrawIntents(ctx, req)
-		default:
 		}
 		return allow(""), indexUnchanged
 	}
@@ -109,27 +107,21 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
 	}
 
-	var index map[string]string
-	intent := ""
-	var targets []v1alpha1.IntentTarget
-	outcome := indexLabelled
-	select {
-	case <-ix.initialized:
-		s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
-		var resp *admissionv1.AdmissionResponse
-		var refused string
-		if resp, refused, intent, targets = ix.recordIntents(ctx, req, s, obj, md); resp != nil {
-			return resp, refused
-		}
-		index = s.Labels(obj)
-	default:
-		// Not knowing the rules yet, it can neither label the object nor
-		// tell whether the write makes a new reference to an object being
-		// deleted. A pod gets such requests only when reached past its
-		// readiness; refusing them is what the validator does too.
-		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			"dependency protection is not yet initialized, retry later"), outcomeNotInitialized
+	if err := ix.rules.Decidable(scopeOf(ctx)); err != nil {
+		// Not knowing the rules over this type, it can neither label the
+		// object nor tell whether the write makes a new reference to an
+		// object being deleted. A pod gets such requests only when reached
+		// past its readiness, or while a shard holding those rules cannot
+		// be read; refusing them is what the validator does too.
+		return notDecidable(err), outcomeNotInitialized
 	}
+	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
+	resp, refused, intent, targets := ix.recordIntents(ctx, req, s, obj, md)
+	if resp != nil {
+		return resp, refused
+	}
+	index := s.Labels(obj)
+	outcome := indexLabelled
 	if index == nil {
 		outcome = indexStripped
 	}
@@ -157,7 +149,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
 	}
 	pt := admissionv1.PatchTypeJSONPatch
-	resp := allow("")
+	resp = allow("")
 	resp.Patch, resp.PatchType = patch, &pt
 	return resp, outcome
 }

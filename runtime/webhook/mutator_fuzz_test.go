@@ -33,7 +33,7 @@ func FuzzIndexerDecide(f *testing.F) {
 		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")}}}}
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(index), ready, logr.Discard())
+	ix := NewIndexer(schemaSource(index), ReadyWhen(ready), logr.Discard())
 	f.Fuzz(func(t *testing.T, object []byte) {
 		req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Update, Name: "vm",
 			Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: object}}

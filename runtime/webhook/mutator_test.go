@@ -83,7 +83,7 @@ func TestIndexerDecide(t *testing.T) {
 			if tt.notReady {
 				initialized = make(chan struct{})
 			}
-			ix := NewIndexer(schemaSource(index), initialized, logr.Discard())
+			ix := NewIndexer(schemaSource(index), ReadyWhen(initialized), logr.Discard())
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, SubResource: tt.subresource, Name: "vm",
 				Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			resp, outcome := ix.Decide(context.Background(), req)
@@ -125,7 +125,7 @@ func TestIndexerDecide(t *testing.T) {
 func TestIndexerServeHTTP(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(refindex.Schema{}), ready, logr.Discard())
+	ix := NewIndexer(schemaSource(refindex.Schema{}), ReadyWhen(ready), logr.Discard())
 	for _, body := range []string{"", "{", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewBufferString(body))

@@ -107,7 +107,7 @@ func TestPendingBlockers(t *testing.T) {
 				since = now.Add(-time.Hour)
 			}
 			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since}}}
-			v := NewValidator(protections, tt.finder, ready, ValidatorOptions{}, logr.Discard())
+			v := NewValidator(protections, tt.finder, ReadyWhen(ready), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
 			if tt.wantCode == 0 {
 				if !resp.Allowed {
@@ -190,7 +190,7 @@ func TestKeepIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
 			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
-			v := NewValidator(protections, &fakeFinder{dependents: tt.stored}, ready, ValidatorOptions{Self: self}, logr.Discard())
+			v := NewValidator(protections, &fakeFinder{dependents: tt.stored}, ReadyWhen(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update
 			req.UserInfo.Username = tt.user

@@ -13,6 +13,8 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // maxReviewBytes bounds an AdmissionReview body. kube-apiserver caps objects
@@ -65,6 +67,13 @@ func serveReview(w http.ResponseWriter, r *http.Request, log logr.Logger,
 	decide func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string),
 	observe func(outcome string, start time.Time)) {
 	start := time.Now()
+	sc, err := scope.Parse(r.URL.Path)
+	if err != nil {
+		log.Info("rejecting admission request to a malformed URL", "error", err.Error(), "remote", r.RemoteAddr)
+		observe(outcomeBadRequest, start)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	review, err := decodeReview(r)
 	if err != nil {
 		log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
@@ -72,7 +81,7 @@ func serveReview(w http.ResponseWriter, r *http.Request, log logr.Logger,
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp, outcome := decide(r.Context(), review.Request)
+	resp, outcome := decide(withScope(r.Context(), sc), review.Request)
 	observe(outcome, start)
 	writeReview(w, review, resp)
 }

@@ -38,7 +38,7 @@ func FuzzServeHTTP(f *testing.F) {
 	close(ready)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		finder := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm-1"}}}}
-		v := NewValidator(index, finder, ready, ValidatorOptions{}, logr.Discard())
+		v := NewValidator(index, finder, ReadyWhen(ready), ValidatorOptions{}, logr.Discard())
 		req := httptest.NewRequest(http.MethodPost, ValidatePath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()

@@ -19,31 +19,40 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
-// RuleSync keeps the registry equal to the rules: a full read of every
-// virtual workspace before the webhook reports ready, then watch events.
+// RuleSync keeps the registry equal to the rules: a read of every shard's
+// virtual workspace, then watch events.
 //
 // The registry is global: a rule lives in the provider workspace that
 // exports its dependent type, on any shard, and protects types exported
-// anywhere, deleted in consumers on every shard. So the registry is
-// complete for no type until every shard's rules are read, and one
-// unreadable shard keeps a starting webhook unready (the operating guide's
-// "Blast radius of an outage" says what that refuses and for how long).
-// Each shard is read on its own: the rules of the shards that answer are
-// registered, and the log of every retry names those that did not (so does
-// the readiness check's error, which the probe endpoint withholds and logs
-// at debug level). Every attempt reads every shard again, so that the
-// registry is as fresh at completion as one read of all shards would make
-// it.
+// anywhere, deleted in consumers on every shard. So it is complete for no
+// type until every shard's rules are read. But a logical cluster lives on
+// one shard, so once that shard is read every rule in the cluster is
+// registered; and the controller names, in each webhook configuration's
+// URL, the clusters whose rules the requests it sends depend on (package
+// scope). Decidable therefore lets a request through as soon as the shards
+// of those clusters are read, while another shard cannot be, and Ready
+// reports a pod that read some shards ready after PartialReadyAfter (the
+// operating guide's "Blast radius of an outage"). Each shard is read on its
+// own: the rules of the shards that answer are registered, and the log of
+// every retry names those that did not. Every attempt reads every shard
+// again, so that the registry is as fresh at completion as one read of all
+// shards would make it.
 type RuleSync struct {
 	VW       *virtualworkspace.VirtualWorkspaces
 	Registry *registry.Registry
 	Log      logr.Logger
-	// IndexConfigs, when set, is populated with the rules: no index epoch
-	// is trusted before its configuration was seen.
+	// IndexConfigs, when set, is populated with the rules, shard by
+	// shard: no index epoch is trusted before its configuration was seen.
 	IndexConfigs *IndexConfigurations
+	// PartialReadyAfter is how long after Start a pod that has read the
+	// rules of some shards but not all reports ready; negative: never.
+	// Until then a pod whose peers may know every rule leaves the traffic
+	// to them (a rollout during a shard's outage keeps the old pods).
+	PartialReadyAfter time.Duration
 
 	initialized chan struct{}
 	mu          sync.Mutex
@@ -60,19 +69,30 @@ type RuleSync struct {
 	fromShard map[string]map[string]bool
 	// urlsErr is why the shards' URLs could not be read, if they could not.
 	urlsErr error
+	// clusters holds, for each logical cluster seen in a shard's read, the
+	// shard: all of the cluster's rules are registered.
+	clusters map[string]string
+	// started is when Start began; now is the clock.
+	started time.Time
+	now     func() time.Time
 }
 
 // NewRuleSync returns a RuleSync with an empty registry.
 func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
-		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}}
+		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
+		PartialReadyAfter: DefaultPartialReadyAfter, now: time.Now}
 }
+
+// DefaultPartialReadyAfter is RuleSync.PartialReadyAfter's default.
+const DefaultPartialReadyAfter = 30 * time.Second
 
 // Initialized is closed once every existing rule is registered.
 func (s *RuleSync) Initialized() <-chan struct{} { return s.initialized }
 
-// Ready is a readiness check: not ready until the registry is complete. The
-// error names the shards whose rules could not be read yet, and why.
+// Ready is a readiness check: ready once every shard's rules are read, or
+// once some are and PartialReadyAfter has passed since Start. The error
+// names the shards whose rules could not be read yet, and why.
 func (s *RuleSync) Ready() error {
 	select {
 	case <-s.initialized:
@@ -87,19 +107,61 @@ func (s *RuleSync) Ready() error {
 	if len(s.unread) == 0 {
 		return fmt.Errorf("rule registry not yet populated")
 	}
+	if len(s.read) > 0 && s.PartialReadyAfter >= 0 && !s.started.IsZero() && s.now().Sub(s.started) >= s.PartialReadyAfter {
+		return nil
+	}
+	return fmt.Errorf("rule registry not yet populated: %s", s.unreadLocked())
+}
+
+// unreadLocked says which shards' rules are not read, and why; s.mu must
+// be held.
+func (s *RuleSync) unreadLocked() string {
 	urls := slices.Sorted(maps.Keys(s.unread))
 	why := make([]string, 0, len(urls))
 	for _, u := range urls {
 		why = append(why, s.unread[u].Error())
 	}
-	return fmt.Errorf("rule registry not yet populated: the rules of %d of %d shards are not read: %s",
-		len(urls), len(urls)+len(s.read), strings.Join(why, "; "))
+	return fmt.Sprintf("the rules of %d of %d shards are not read: %s", len(urls), len(urls)+len(s.read), strings.Join(why, "; "))
+}
+
+// Decidable reports whether every rule of the clusters sc names is
+// registered: always once every shard was read; before that, when each of
+// them was seen in the read of its shard. A scope that names no clusters
+// needs every shard.
+func (s *RuleSync) Decidable(sc scope.Scope) error {
+	select {
+	case <-s.initialized:
+		return nil
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.read) == 0 && len(s.clusters) == 0 {
+		return errNotInitialized
+	}
+	if !sc.Named {
+		return fmt.Errorf("dependency protection cannot decide this request yet, retry later: it may depend on the rules of any workspace, and %s", s.unreadLocked())
+	}
+	var missing []string
+	for _, c := range sc.Clusters {
+		if _, ok := s.clusters[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("dependency protection cannot decide this request yet, retry later: it depends on the rules in logical cluster(s) %s, which no shard read so far holds; %s",
+		strings.Join(missing, ", "), s.unreadLocked())
 }
 
 // Start reads every rule from every shard's virtual workspace, retrying
 // until it succeeds, then marks the registry complete. It runs on every
 // replica.
 func (s *RuleSync) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.started = s.now()
+	s.mu.Unlock()
 	backoff := 500 * time.Millisecond
 	for {
 		n, err := s.populate(ctx)
@@ -138,6 +200,10 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	var errs []error
 	for _, url := range urls {
 		objs, err := s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
+		var configs []virtualworkspace.Object
+		if err == nil && s.IndexConfigs != nil {
+			configs, err = s.IndexConfigs.ListShard(ctx, s.VW, url)
+		}
 		if err != nil {
 			s.mu.Lock()
 			s.unread[url] = err
@@ -146,6 +212,9 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
+		if s.IndexConfigs != nil {
+			s.IndexConfigs.Apply(configs)
+		}
 		s.register(url, objs)
 		n += len(objs)
 	}
@@ -153,9 +222,7 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 		return n, fmt.Errorf("the rules of %d of %d shards are not read: %w", len(errs), len(urls), errors.Join(errs...))
 	}
 	if s.IndexConfigs != nil {
-		if err := s.IndexConfigs.Populate(ctx, s.VW, urls); err != nil {
-			return n, err
-		}
+		s.IndexConfigs.Complete()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,6 +244,7 @@ func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 	for _, o := range objs {
 		key := registry.Key(o.Cluster, o.Obj.GetName())
 		seen[key] = true
+		s.clusters[o.Cluster] = url
 		if s.watched[key] {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -165,5 +167,78 @@ func TestRuleSyncReadyNamesTheEndpointSlice(t *testing.T) {
 	}
 	if err := s.Ready(); err == nil || !strings.Contains(err.Error(), "APIExportEndpointSlice") {
 		t.Errorf("Ready() = %v, want it to say the endpoint slice could not be read", err)
+	}
+}
+
+// TestRuleSyncDecidableWhileAShardIsDown: with one shard unread, a request
+// whose URL names only clusters seen on the shards read is decided, one
+// that names a cluster of the unread shard, or none, is refused naming the
+// shard; the pod reports ready once PartialReadyAfter has passed, and every
+// request is decidable once the shard is back.
+func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeShards(t, "shard-a", "shard-b")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewRuleSync(vw, registry.New(), logr.Discard())
+	clock := time.Unix(1000, 0)
+	s.now = func() time.Time { return clock }
+	s.started = clock
+
+	if err := s.Decidable(scope.Of("cluster-a")); err == nil || err != errNotInitialized {
+		t.Errorf("before any read: Decidable = %v, want %v", err, errNotInitialized)
+	}
+	f.set(func() { f.down["shard-b"] = true })
+	if _, err := s.populate(ctx); err == nil {
+		t.Fatal("populate with a shard down succeeded")
+	}
+	tests := []struct {
+		name    string
+		scope   scope.Scope
+		refused string // "" when decidable
+	}{
+		{"rules on the shard read", scope.Of("cluster-a"), ""},
+		{"rules on the shard down", scope.Of("cluster-b"), "cluster-b"},
+		{"rules on both", scope.Of("cluster-a", "cluster-b"), "cluster-b"},
+		{"a cluster no shard read holds", scope.Of("cluster-gone"), "/shard-b"},
+		{"no clusters named", scope.Unnamed, "any workspace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Decidable(tt.scope)
+			switch {
+			case tt.refused == "" && err != nil:
+				t.Errorf("Decidable = %v, want nil", err)
+			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || !strings.Contains(err.Error(), "retry later")):
+				t.Errorf("Decidable = %v, want a refusal naming %q", err, tt.refused)
+			}
+		})
+	}
+
+	if err := s.Ready(); err == nil {
+		t.Error("Ready() with a shard down at once after start, want not ready")
+	}
+	clock = clock.Add(DefaultPartialReadyAfter)
+	if err := s.Ready(); err != nil {
+		t.Errorf("Ready() %s after start with one shard read: %v, want ready", DefaultPartialReadyAfter, err)
+	}
+	s.PartialReadyAfter = -1
+	if err := s.Ready(); err == nil {
+		t.Error("Ready() with PartialReadyAfter < 0 and a shard down, want not ready")
+	}
+
+	f.set(func() { f.down["shard-b"] = false })
+	if _, err := s.populate(ctx); err != nil {
+		t.Fatalf("populate after the shard came back: %v", err)
+	}
+	close(s.initialized)
+	for _, sc := range []scope.Scope{scope.Of("cluster-b"), scope.Of("cluster-gone"), scope.Unnamed} {
+		if err := s.Decidable(sc); err != nil {
+			t.Errorf("every shard read: Decidable(%v) = %v, want nil", sc, err)
+		}
 	}
 }

@@ -54,6 +54,10 @@ type Options struct {
 	// object counts as a write that may still be stored; the zero value is
 	// DefaultIntentLifetime.
 	IntentLifetime time.Duration
+	// PartialReadyAfter is how long a pod that could read the rules of
+	// some shards but not of all waits before it reports ready
+	// (RuleSync.PartialReadyAfter); negative: it waits for all.
+	PartialReadyAfter time.Duration
 	// RateLimit limits the requests to kcp other than the reads and
 	// writes of dependents, which are never throttled on this side; the
 	// zero value is kcpconfig.DefaultRateLimit.
@@ -101,6 +105,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	rules := NewRuleSync(vw, reg, log.WithName("rules"))
 	indexConfigs := &IndexConfigurations{Registry: reg, Log: log.WithName("index-configurations")}
 	rules.IndexConfigs = indexConfigs
+	rules.PartialReadyAfter = o.PartialReadyAfter
 	if err := mgr.GetLocalManager().Add(rules); err != nil {
 		return err
 	}
@@ -130,14 +135,14 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	validator := NewValidator(reg, finder, rules.Initialized(), ValidatorOptions{
+	validator := NewValidator(reg, finder, rules, ValidatorOptions{
 		Self:                 self,
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
 		IntentLifetime:       o.IntentLifetime,
 	}, log.WithName("validator"))
-	indexer := NewIndexer(reg, rules.Initialized(), log.WithName("indexer"))
+	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
 	if o.IntentLifetime > 0 {

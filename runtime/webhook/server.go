@@ -45,9 +45,13 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}()
 	mux := http.NewServeMux()
+	// Below each path, the URL may name the workspaces whose rules its
+	// requests depend on (package scope).
 	mux.Handle(ValidatePath, s.Validator)
+	mux.Handle(ValidatePath+"/", s.Validator)
 	if s.Indexer != nil {
 		mux.Handle(MutatePath, s.Indexer)
+		mux.Handle(MutatePath+"/", s.Indexer)
 	}
 	srv := &http.Server{
 		Handler:           mux,

@@ -201,7 +201,7 @@ func TestRecordIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			targets := targetsFixture()
 			targets.err = tt.err
-			ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), ReadyWhen(ready), logr.Discard())
 			ix.Targets = targets
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			if tt.old != "" {
@@ -293,7 +293,7 @@ func TestIntentsPruned(t *testing.T) {
 	targets.objects["apps/vpc-a"].Annotations = map[string]string{intentKey("old"): old, intentKey("recent"): recent, intentKey("garbage"): "{", "team": "x"}
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), ReadyWhen(ready), logr.Discard())
 	ix.Targets = targets
 	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
@@ -364,7 +364,7 @@ func TestWithdrawIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			targets := targetsFixture()
 			targets.objects["apps/vpc-a"].Annotations = tt.annotations
-			ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), ReadyWhen(ready), logr.Discard())
 			ix.Targets = targets
 			// The VM no longer references vpc-a under the rules (its path
 			// changed, say): what it recorded intents on is in its
@@ -526,7 +526,7 @@ func TestIntentsSettled(t *testing.T) {
 	targets.objects["apps/vpc-a"].Annotations = annotations
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(vmIndexSchema), ready, logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), ReadyWhen(ready), logr.Discard())
 	ix.Targets, ix.Dependents = targets, stored
 	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})

@@ -89,14 +89,14 @@ type Validator struct {
 	finder      DependentFinder
 	opts        ValidatorOptions
 	log         logr.Logger
-	initialized <-chan struct{}
+	rules       RuleReadiness
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
 
-// NewValidator returns a validator that denies every protected DELETE until
-// initialized is closed.
-func NewValidator(index Index, finder DependentFinder, initialized <-chan struct{}, opts ValidatorOptions, log logr.Logger) *Validator {
+// NewValidator returns a validator that refuses a protected DELETE while
+// rules says it does not know every rule that can matter to it.
+func NewValidator(index Index, finder DependentFinder, rules RuleReadiness, opts ValidatorOptions, log logr.Logger) *Validator {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 8 * time.Second
 	}
@@ -106,7 +106,7 @@ func NewValidator(index Index, finder DependentFinder, initialized <-chan struct
 	if opts.IntentLifetime == 0 {
 		opts.IntentLifetime = DefaultIntentLifetime
 	}
-	return &Validator{index: index, finder: finder, opts: opts, log: log, initialized: initialized, now: time.Now}
+	return &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
 }
 
 // ServeHTTP implements the admission endpoint.
@@ -127,11 +127,8 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if req.Operation != admissionv1.Delete {
 		return allow("only DELETE and UPDATE are checked"), outcomeAllowed
 	}
-	select {
-	case <-v.initialized:
-	default:
-		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			"dependency protection is not yet initialized, retry later"), outcomeNotInitialized
+	if err := v.rules.Decidable(scopeOf(ctx)); err != nil {
+		return notDecidable(err), outcomeNotInitialized
 	}
 
 	obj, err := decodeObject(req)

@@ -27,6 +27,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 var (
@@ -328,7 +329,7 @@ func TestDecide(t *testing.T) {
 			if finder == nil {
 				finder = &fakeFinder{}
 			}
-			v := NewValidator(protections, finder, ready, tt.opts, logr.Discard())
+			v := NewValidator(protections, finder, ReadyWhen(ready), tt.opts, logr.Discard())
 			resp, outcome := v.Decide(context.Background(), tt.req)
 			if resp.Allowed != tt.wantAllowed || outcome != tt.wantOutcome {
 				t.Fatalf("allowed=%v outcome=%s, want allowed=%v outcome=%s (result %+v)", resp.Allowed, outcome, tt.wantAllowed, tt.wantOutcome, resp.Result)
@@ -349,7 +350,7 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	finder := &fakeFinder{}
-	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, ready, ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, ReadyWhen(ready), ValidatorOptions{}, logr.Discard())
 	valid, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
@@ -357,21 +358,29 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 	tests := []struct {
 		name, method, contentType, body string
 		wantStatus                      int
+		path                            string
 	}{
-		{"valid", http.MethodPost, "application/json", string(valid), 200},
-		{"GET", http.MethodGet, "", "", 400},
-		{"not JSON", http.MethodPost, "application/json", "{nope", 400},
-		{"wrong content type", http.MethodPost, "text/plain", string(valid), 400},
-		{"empty", http.MethodPost, "application/json", "", 400},
-		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400},
-		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400},
-		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"DELETE"}}`, 400},
-		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", maxReviewBytes) + `"}`, 400},
+		{"valid", http.MethodPost, "application/json", string(valid), 200, ""},
+		{"valid, scoped", http.MethodPost, "application/json", string(valid), 200, "/validate/clusters/a,b"},
+		{"malformed scope", http.MethodPost, "application/json", string(valid), 400, "/validate/clusters/A;b"},
+		{"empty scope", http.MethodPost, "application/json", string(valid), 400, "/validate/clusters/"},
+		{"GET", http.MethodGet, "", "", 400, ""},
+		{"not JSON", http.MethodPost, "application/json", "{nope", 400, ""},
+		{"wrong content type", http.MethodPost, "text/plain", string(valid), 400, ""},
+		{"empty", http.MethodPost, "application/json", "", 400, ""},
+		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400, ""},
+		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, ""},
+		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"DELETE"}}`, 400, ""},
+		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", maxReviewBytes) + `"}`, 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := finder.calls.Load()
-			r := httptest.NewRequest(tt.method, "/validate", bytes.NewBufferString(tt.body))
+			path := tt.path
+			if path == "" {
+				path = "/validate"
+			}
+			r := httptest.NewRequest(tt.method, path, bytes.NewBufferString(tt.body))
 			if tt.contentType != "" {
 				r.Header.Set("Content-Type", tt.contentType)
 			}
@@ -387,6 +396,67 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 				var out admissionv1.AdmissionReview
 				if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Response == nil || out.Response.UID != "uid-1" {
 					t.Fatalf("bad response %s (%v)", w.Body.String(), err)
+				}
+			}
+		})
+	}
+}
+
+// scopeRecorder is a readiness that records the scope it was asked about
+// and answers with err.
+type scopeRecorder struct {
+	asked []scope.Scope
+	err   error
+}
+
+func (r *scopeRecorder) Decidable(sc scope.Scope) error {
+	r.asked = append(r.asked, sc)
+	return r.err
+}
+
+// TestServeHTTPDecidesInTheURLsScope: the clusters the URL names are what
+// readiness is asked about; when it cannot decide, the delete is refused as
+// unavailable, naming why, and no dependent is looked up.
+func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
+	review, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+	})
+	tests := []struct {
+		name, path  string
+		err         error
+		wantScope   scope.Scope
+		wantAllowed bool
+	}{
+		{"scoped, decidable", "/validate/clusters/b,a", nil, scope.Of("a", "b"), true},
+		{"unscoped, decidable", "/validate", nil, scope.Unnamed, true},
+		{"scoped, not decidable", "/validate/clusters/a", errors.New("the rules in logical cluster(s) a are not read"), scope.Of("a"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			finder := &fakeFinder{}
+			rules := &scopeRecorder{err: tt.err}
+			v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, rules, ValidatorOptions{}, logr.Discard())
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest(http.MethodPost, tt.path, bytes.NewReader(review))
+			r.Header.Set("Content-Type", "application/json")
+			v.ServeHTTP(w, r)
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("bad response %s (%v)", w.Body.String(), err)
+			}
+			if len(rules.asked) != 1 || rules.asked[0].Named != tt.wantScope.Named || strings.Join(rules.asked[0].Clusters, ",") != strings.Join(tt.wantScope.Clusters, ",") {
+				t.Errorf("readiness asked about %+v, want %+v", rules.asked, tt.wantScope)
+			}
+			if out.Response.Allowed != tt.wantAllowed {
+				t.Fatalf("allowed = %v, want %v: %+v", out.Response.Allowed, tt.wantAllowed, out.Response.Result)
+			}
+			if !tt.wantAllowed {
+				if out.Response.Result.Code != http.StatusServiceUnavailable || !strings.Contains(out.Response.Result.Message, tt.err.Error()) {
+					t.Errorf("refusal %+v, want 503 naming %q", out.Response.Result, tt.err)
+				}
+				if finder.calls.Load() != 0 {
+					t.Error("dependents were looked up for a request that cannot be decided")
 				}
 			}
 		})
@@ -410,7 +480,7 @@ func TestSkipProtectionIsAudited(t *testing.T) {
 	close(ready)
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}}
 	audit := &recordingAuditor{}
-	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, blocked, ready,
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, blocked, ReadyWhen(ready),
 		ValidatorOptions{Auditor: audit, SkipProtectionGroups: []string{"admins"}}, logr.Discard())
 
 	skipped := deleteRequest(vpcGVR, "skipped", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
@@ -490,7 +560,7 @@ func TestByDependent(t *testing.T) {
 	finder := &fakeFinder{}
 	ready := make(chan struct{})
 	close(ready)
-	v := NewValidator(fakeIndex{vpcGVR: five}, finder, ready, ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeIndex{vpcGVR: five}, finder, ReadyWhen(ready), ValidatorOptions{}, logr.Discard())
 	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"})); !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
 	}
