@@ -408,7 +408,11 @@ func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *
 		return
 	}
 	tflog.Info(ctx, "applying the runtime", map[string]interface{}{"namespace": cfg.Namespace, "objects": len(objs), "image": cfg.ImageRef()})
-	if err := applyKube(ctx, dyn, objs); err != nil {
+	// The webhook rolls out before the controller: a newer controller
+	// writes configurations whose URLs only a webhook of its own version
+	// may serve, and kcp refuses what a webhook it calls cannot answer.
+	rest, controller := splitOff(objs, "Deployment", cfg.ControllerName())
+	if err := applyKube(ctx, dyn, rest); err != nil {
 		diags.Append(explainKube(r.conn, "applying the runtime", err))
 		return
 	}
@@ -436,16 +440,41 @@ func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *
 	plan.Objects = fingerprints(objs)
 	diags.Append(state.Set(ctx, plan)...)
 	diags.Append(savePrivate(ctx, private, next)...)
-	if diags.HasError() || !plan.WaitForRollout.ValueBool() {
+	if diags.HasError() {
 		return
 	}
-	for _, name := range []string{cfg.ControllerName(), cfg.WebhookName()} {
-		if err := waitForRollout(ctx, kube, cfg.Namespace, name, timeout); err != nil {
-			diags.AddError("Runtime not rolled out", err.Error()+
-				". The objects are applied; set wait_for_rollout = false to not wait, or check the pods with kubectl -n "+cfg.Namespace+" describe deployment "+name)
+	wait := plan.WaitForRollout.ValueBool()
+	notRolledOut := func(name string, err error) {
+		diags.AddError("Runtime not rolled out", err.Error()+
+			". The objects are applied; set wait_for_rollout = false to not wait, or check the pods with kubectl -n "+cfg.Namespace+" describe deployment "+name)
+	}
+	if wait {
+		if err := waitForRollout(ctx, kube, cfg.Namespace, cfg.WebhookName(), timeout); err != nil {
+			notRolledOut(cfg.WebhookName(), err)
 			return
 		}
 	}
+	if err := applyKube(ctx, dyn, controller); err != nil {
+		diags.Append(explainKube(r.conn, "applying the runtime's controller", err))
+		return
+	}
+	if wait {
+		if err := waitForRollout(ctx, kube, cfg.Namespace, cfg.ControllerName(), timeout); err != nil {
+			notRolledOut(cfg.ControllerName(), err)
+		}
+	}
+}
+
+// splitOff separates the object of kind called name from objs.
+func splitOff(objs []*unstructured.Unstructured, kind, name string) (rest, named []*unstructured.Unstructured) {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			named = append(named, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	return rest, named
 }
 
 // readTLSSecret reads an existing TLS Secret: its CA for kcp and its

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // RuleInput is what planning needs of one DependencyRule.
@@ -92,11 +93,10 @@ type Plan struct {
 	// Webhooks maps each protected logical cluster to the resources its
 	// webhook configuration must cover.
 	Webhooks map[string][]schema.GroupVersionResource
-	// Scopes maps each protected logical cluster to the logical clusters
-	// of the rules its webhook configuration enforces: the workspaces
-	// whose rules the webhook must have read to decide a request sent by
-	// that configuration.
-	Scopes map[string][]string
+	// Scopes maps each protected logical cluster and resource to the
+	// logical clusters of the rules that protect it: the workspaces whose
+	// rules the webhook must have read to decide its deletion.
+	Scopes map[string]map[schema.GroupVersionResource][]string
 	// Indexes maps each logical cluster that holds valid rules, and lets
 	// the controller in, to the dependent resources its reference index
 	// configuration must cover.
@@ -116,7 +116,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // protecting, and a failure to read an export can never take protection
 // away.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
-	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
+	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string]map[schema.GroupVersionResource][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
 	var edges []Edge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
@@ -179,7 +179,12 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 				problems = append(problems, fmt.Sprintf("workspace %s bound the dep-ctrl APIExport but did not accept its permission claim on validatingwebhookconfigurations", paths))
 			default:
 				p.Webhooks[cluster] = append(p.Webhooks[cluster], targets[cluster]...)
-				p.Scopes[cluster] = append(p.Scopes[cluster], ruleCluster(r.Key))
+				if p.Scopes[cluster] == nil {
+					p.Scopes[cluster] = map[schema.GroupVersionResource][]string{}
+				}
+				for _, gvr := range targets[cluster] {
+					p.Scopes[cluster][gvr] = append(p.Scopes[cluster][gvr], ruleCluster(r.Key))
+				}
 				rp.Targets = append(rp.Targets, cluster)
 			}
 		}
@@ -196,9 +201,11 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 	for cluster, gvrs := range p.Webhooks {
 		p.Webhooks[cluster] = dedupGVRs(gvrs)
 	}
-	for cluster, rules := range p.Scopes {
-		sort.Strings(rules)
-		p.Scopes[cluster] = slices.Compact(rules)
+	for _, byGVR := range p.Scopes {
+		for gvr, rules := range byGVR {
+			sort.Strings(rules)
+			byGVR[gvr] = slices.Compact(rules)
+		}
 	}
 	for cluster, gvrs := range p.Indexes {
 		p.Indexes[cluster] = dedupGVRs(gvrs)
@@ -230,6 +237,16 @@ func planIndex(p *Plan, rp *RulePlan, r RuleInput, bindings map[string]Binding) 
 		rp.Indexed = Outcome{OK: true, Reason: "Indexed", Message: fmt.Sprintf(
 			"the reference index webhook configuration in this workspace covers writes of %s", groupResource(r.Dependent))}
 	}
+}
+
+// Protected is what the configuration in cluster must cover: each resource
+// with the scope of the rules that protect it.
+func (p *Plan) Protected(cluster string) Protected {
+	out := Protected{}
+	for _, gvr := range p.Webhooks[cluster] {
+		out[gvr] = scope.Of(p.Scopes[cluster][gvr]...)
+	}
+	return out
 }
 
 // ruleCluster is the logical cluster of a rule key "<cluster>/<name>".

@@ -60,9 +60,12 @@ func TestComputePlan(t *testing.T) {
 	}
 	p := ComputePlan(context.Background(), rules, bindings, resolve, unreadExports)
 
-	// Each protected workspace's configuration names the workspaces of
-	// the rules it enforces, and only those.
-	wantScopes := map[string][]string{"net": {"apps", "comp"}, "sto": {"comp"}}
+	// Each protected resource is scoped to the workspaces of the rules
+	// that protect it, and only those.
+	wantScopes := map[string]map[schema.GroupVersionResource][]string{
+		"net": {testVPCs: {"apps", "comp"}, testFWs: {"comp"}},
+		"sto": {gvr("storage.io", "buckets"): {"comp"}},
+	}
 	if !reflect.DeepEqual(p.Scopes, wantScopes) {
 		t.Errorf("scopes = %v, want %v", p.Scopes, wantScopes)
 	}

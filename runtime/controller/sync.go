@@ -17,7 +17,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -158,7 +157,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	for cluster, gvrs := range plan.Webhooks {
-		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredWebhookConfiguration(settings.Scoped(scope.Of(plan.Scopes[cluster]...)), gvrs))
+		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster)))
 		if err != nil {
 			installErrs[cluster] = err
 			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)
@@ -229,7 +228,7 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, d
 		if err != nil {
 			return nil, err
 		}
-		s.Log.Info("installed webhook configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
+		s.Log.Info("installed webhook configuration", "cluster", cluster, "resources", len(coveredResources(desired)))
 		return coveredResources(desired), nil
 	}
 	if err != nil {
@@ -256,7 +255,7 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, d
 	if _, err := res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "depctrl-controller"}); err != nil {
 		return nil, err
 	}
-	s.Log.Info("updated webhook configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
+	s.Log.Info("updated webhook configuration", "cluster", cluster, "resources", len(coveredResources(desired)))
 	added := map[schema.GroupVersionResource]bool{}
 	for gvr := range coveredResources(desired) {
 		if !before[gvr] {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -31,11 +32,12 @@ type WebhookSettings struct {
 	TimeoutSeconds int32
 }
 
-// Scoped returns the settings with both URLs naming sc: the webhook then
-// decides the requests sent there once it has read the rules of those
-// workspaces, even while other shards cannot be read (package scope).
+// Scoped returns the settings with the reference index's URL naming sc:
+// the webhook then decides the writes sent there once it has read the
+// rules of those workspaces, even while other shards cannot be read
+// (package scope).
 func (s WebhookSettings) Scoped(sc scope.Scope) WebhookSettings {
-	s.URL, s.MutateURL = sc.URL(s.URL), sc.URL(s.MutateURL)
+	s.MutateURL = sc.URL(s.MutateURL)
 	return s
 }
 
@@ -46,21 +48,50 @@ const webhookName = "deletion-protection.dependencies.opendefense.cloud"
 const managedByLabel = v1alpha1.ManagedByLabel
 
 // DesiredWebhookConfiguration renders the configuration for one protected
-// workspace: one rules entry per protected resource, sorted, so the same
-// rules always give the same object and nothing is rewritten needlessly.
+// workspace with URLs that name no scope: the webhook decides its requests
+// only once it has read every shard's rules.
 func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionResource) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	rules := resourceRules(gvrs, admissionregistrationv1.Delete)
-	url := s.URL
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+	protected := Protected{}
+	for _, gvr := range gvrs {
+		protected[gvr] = scope.Unnamed
+	}
+	return DesiredScopedWebhookConfiguration(s, protected)
+}
+
+// Protected maps each resource a workspace's configuration protects to the
+// scope of the rules that protect it.
+type Protected map[schema.GroupVersionResource]scope.Scope
+
+// DesiredScopedWebhookConfiguration renders the configuration for one
+// protected workspace: one deletion webhook for each scope, covering the
+// resources protected by the rules of that scope, so that a shard that
+// cannot be read holds up the deletions of only the types its rules
+// protect; and one webhook that keeps intents, for every protected
+// resource. Entries and their rules are sorted, so the same rules always
+// give the same object and nothing is rewritten needlessly.
+func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	byScope := map[string][]schema.GroupVersionResource{}
+	scopes := map[string]scope.Scope{}
+	all := make([]schema.GroupVersionResource, 0, len(protected))
+	for gvr, sc := range protected {
+		key := sc.URL("")
+		byScope[key] = append(byScope[key], gvr)
+		scopes[key] = sc
+		all = append(all, gvr)
+	}
+	c := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   s.ConfigurationName,
 			Labels: map[string]string{managedByLabel: v1alpha1.WebhookConfigurationManager},
 		},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    webhookName,
+	}
+	for i, key := range sortedKeys(byScope) {
+		url := scopes[key].URL(s.URL)
+		c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:                    deletionWebhookName(i),
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-			Rules:                   rules,
+			Rules:                   resourceRules(byScope[key], admissionregistrationv1.Delete),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
@@ -70,25 +101,39 @@ func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionRe
 			// consumer controls.
 			NamespaceSelector: &metav1.LabelSelector{},
 			ObjectSelector:    &metav1.LabelSelector{},
-		}, {
-			Name:                    keepIntentsWebhookName,
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-			Rules:                   resourceRules(gvrs, admissionregistrationv1.Update),
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
-			NamespaceSelector:       &metav1.LabelSelector{},
-			ObjectSelector:          &metav1.LabelSelector{},
-			// Only updates of objects that carry intents: everything else
-			// is updated without calling the webhook.
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "carries-intents",
-				Expression: keepIntentsCondition,
-			}},
-		}},
+		})
 	}
+	// Keeping intents needs no rules (it refuses to drop what a write
+	// recorded), so its URL names no scope.
+	url := s.URL
+	c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
+		Name:                    keepIntentsWebhookName,
+		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
+		Rules:                   resourceRules(all, admissionregistrationv1.Update),
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
+		AdmissionReviewVersions: []string{"v1"},
+		NamespaceSelector:       &metav1.LabelSelector{},
+		ObjectSelector:          &metav1.LabelSelector{},
+		// Only updates of objects that carry intents: everything else
+		// is updated without calling the webhook.
+		MatchConditions: []admissionregistrationv1.MatchCondition{{
+			Name:       "carries-intents",
+			Expression: keepIntentsCondition,
+		}},
+	})
+	return c
+}
+
+// deletionWebhookName names the i-th deletion webhook of a configuration:
+// the first keeps the name kcp has always reported in denials.
+func deletionWebhookName(i int) string {
+	if i == 0 {
+		return webhookName
+	}
+	return fmt.Sprintf("%d.%s", i+1, webhookName)
 }
 
 // keepIntentsWebhookName is the webhook, in each protected workspace's

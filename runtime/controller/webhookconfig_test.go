@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -10,6 +11,41 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
+
+// TestDesiredScopedWebhookConfiguration: resources protected by the rules of
+// the same workspaces share a deletion webhook whose URL names them; those
+// of other workspaces get their own, so that an unread shard holds up only
+// the deletions its rules can matter to. Keeping intents needs no rules,
+// so that webhook's URL names no scope.
+func TestDesiredScopedWebhookConfiguration(t *testing.T) {
+	c := DesiredScopedWebhookConfiguration(testSettings, Protected{
+		testVPCs: scope.Of("comp", "apps"),
+		testFWs:  scope.Of("comp"),
+		testDBs:  scope.Of("apps", "comp"),
+		testVMs:  scope.Unnamed,
+	})
+	type entry struct{ name, url, resources string }
+	var got []entry
+	for _, w := range c.Webhooks {
+		var res []string
+		for _, r := range w.Rules {
+			res = append(res, r.Resources...)
+		}
+		got = append(got, entry{w.Name, *w.ClientConfig.URL, strings.Join(res, ",")})
+	}
+	want := []entry{
+		{webhookName, testSettings.URL, "virtualmachines"},
+		{"2." + webhookName, testSettings.URL + "/clusters/apps,comp", "manageddbs,vpcs"},
+		{"3." + webhookName, testSettings.URL + "/clusters/comp", "firewallrules"},
+		{keepIntentsWebhookName, testSettings.URL, "manageddbs,virtualmachines,firewallrules,vpcs"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("webhooks\n got %v\nwant %v", got, want)
+	}
+	if covered := coveredResources(c); len(covered) != 4 {
+		t.Errorf("covered %v, want the four resources", covered)
+	}
+}
 
 // TestDesiredWebhookConfiguration: deletions of every protected resource go
 // to the deletion webhook, and updates of those that carry intents to the
@@ -44,9 +80,9 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	if webhookTargetChanged(c, other) {
 		t.Error("the same settings count as a moved webhook")
 	}
-	scoped := DesiredWebhookConfiguration(testSettings.Scoped(scope.Of("comp", "apps")), gvrs)
-	if got, want := *scoped.Webhooks[0].ClientConfig.URL, testSettings.URL+"/clusters/apps,comp"; got != want || *scoped.Webhooks[1].ClientConfig.URL != want {
-		t.Errorf("scoped URLs %q and %q, want both %q", got, *scoped.Webhooks[1].ClientConfig.URL, want)
+	scoped := DesiredScopedWebhookConfiguration(testSettings, Protected{testVMs: scope.Of("comp"), testDBs: scope.Of("comp")})
+	if got, want := *scoped.Webhooks[0].ClientConfig.URL, testSettings.URL+"/clusters/comp"; got != want {
+		t.Errorf("scoped URL %q, want %q", got, want)
 	}
 	if webhookTargetChanged(c, scoped) {
 		t.Error("a new scope counts as a moved webhook: the same endpoint decides the same requests")
