@@ -25,9 +25,9 @@ type IndexSchemas interface {
 // (package refindex), so that deciding a DELETE reads only the dependents
 // that reference the object.
 type Indexer struct {
-	schemas     IndexSchemas
-	rules       RuleReadiness
-	log         logr.Logger
+	schemas IndexSchemas
+	rules   RuleReadiness
+	log     logr.Logger
 	// Targets, when set, records an intent on each object a write newly
 	// references, and refuses the write when the object is being deleted.
 	Targets Targets

@@ -85,11 +85,11 @@ type ValidatorOptions struct {
 
 // Validator decides admission requests.
 type Validator struct {
-	index       Index
-	finder      DependentFinder
-	opts        ValidatorOptions
-	log         logr.Logger
-	rules       RuleReadiness
+	index  Index
+	finder DependentFinder
+	opts   ValidatorOptions
+	log    logr.Logger
+	rules  RuleReadiness
 	// now is the clock; tests replace it.
 	now func() time.Time
 }

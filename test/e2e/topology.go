@@ -32,19 +32,19 @@ type Topology struct {
 
 // setupTopology creates a fresh topology with unique workspace names, so
 // tests share a kcp without sharing state. Consumers are spread over the
-// shards.
-func setupTopology(ctx context.Context, t *testing.T, e *env.Env) *Topology {
+// shards; opts place the other workspaces (by default kcp chooses).
+func setupTopology(ctx context.Context, t *testing.T, e *env.Env, opts ...env.WorkspaceOption) *Topology {
 	t.Helper()
 	top := &Topology{Env: e}
 	var err error
 	prefix := env.UniqueName("e2e")
-	top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl")
+	top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl", opts...)
 	must(t, err)
-	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org")
+	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org", opts...)
 	must(t, err)
-	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network")
+	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network", opts...)
 	must(t, err)
-	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute")
+	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute", opts...)
 	must(t, err)
 	for i, s := range e.Shards {
 		ws, err := e.CreateWorkspace(ctx, "root", fmt.Sprintf("%s-consumer-%d", prefix, i), env.OnShard(s.Name))

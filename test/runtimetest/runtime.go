@@ -165,34 +165,40 @@ func (r *Runtime) Pids() (controller, webhook int) {
 	return controller, webhook
 }
 
-// StartWebhookNoWait starts the webhook and returns at once.
-func (r *Runtime) StartWebhookNoWait(t *testing.T) {
+// StartWebhookNoWait starts the webhook, with extra arguments after the
+// usual ones (later flags win), and returns at once.
+func (r *Runtime) StartWebhookNoWait(t *testing.T, extra ...string) {
 	t.Helper()
-	p, err := env.StartProcess("depctrl-webhook", filepath.Join(r.bin, "depctrl-webhook"), r.whArgs, r.Dir, filepath.Join(r.Dir, "webhook.log"))
+	args := append(append([]string(nil), r.whArgs...), extra...)
+	p, err := env.StartProcess("depctrl-webhook", filepath.Join(r.bin, "depctrl-webhook"), args, r.Dir, filepath.Join(r.Dir, "webhook.log"))
 	must(t, err)
 	r.webhook = p
+}
+
+// WebhookReady asks the webhook's readiness probe.
+func (r *Runtime) WebhookReady() error {
+	if r.webhook == nil {
+		return fmt.Errorf("the webhook is not running")
+	}
+	if done, err := r.webhook.Exited(); done {
+		return fmt.Errorf("webhook exited: %v", err)
+	}
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz") //nolint:noctx // a probe on loopback
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: %s", resp.Status)
+	}
+	return nil
 }
 
 // StartWebhook starts the webhook and waits until it reports ready.
 func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
 	t.Helper()
 	r.StartWebhookNoWait(t)
-	p := r.webhook
-	readyz := "http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz"
-	Eventually(ctx, t, time.Minute, "the webhook to become ready", func() error {
-		if done, err := p.Exited(); done {
-			return fmt.Errorf("webhook exited: %v", err)
-		}
-		resp, err := http.Get(readyz) //nolint:noctx // a probe on loopback
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	Eventually(ctx, t, time.Minute, "the webhook to become ready", r.WebhookReady)
 }
 
 // StartController starts the controller.
