@@ -28,6 +28,8 @@ type Indexer struct {
 	schemas IndexSchemas
 	rules   RuleReadiness
 	log     logr.Logger
+	// hook reads and answers the AdmissionReviews.
+	hook http.Handler
 	// Targets, when set, records an intent on each object a write newly
 	// references, and refuses the write when the object is being deleted.
 	Targets Targets
@@ -47,12 +49,14 @@ type Indexer struct {
 // does not know every rule over the written type: without them it can
 // neither label the object nor check what it newly references.
 func NewIndexer(schemas IndexSchemas, rules RuleReadiness, log logr.Logger) *Indexer {
-	return &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
+	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
+	ix.hook = newAdmissionWebhook(log, ix.Decide, observeIndex)
+	return ix
 }
 
 // ServeHTTP implements the mutating admission endpoint.
 func (ix *Indexer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveReview(w, r, ix.log, ix.Decide, observeIndex)
+	ix.hook.ServeHTTP(w, r)
 }
 
 // Outcomes of an indexing request, as reported in metrics.

@@ -131,8 +131,8 @@ func TestIndexerServeHTTP(t *testing.T) {
 		r := httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewBufferString(body))
 		r.Header.Set("Content-Type", "application/json")
 		ix.ServeHTTP(w, r)
-		if w.Code != http.StatusBadRequest {
-			t.Errorf("body %q: status %d, want 400", body, w.Code)
+		if !refusedAsBad(w) {
+			t.Errorf("body %q: HTTP %d %s, want a refusal as a bad request", body, w.Code, w.Body)
 		}
 	}
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","operation":"CREATE",

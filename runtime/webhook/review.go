@@ -1,38 +1,79 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
+
+// decideFunc decides one well-formed admission request and names the
+// outcome for metrics.
+type decideFunc func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string)
+
+// newAdmissionWebhook serves decide with controller-runtime's admission
+// webhook, which reads, decodes and answers the AdmissionReview. A body that
+// is not an AdmissionReview, a review without a request UID, and a URL whose
+// scope is malformed are refused with 400 before decide sees them. observe
+// records each outcome and how long it took.
+func newAdmissionWebhook(log logr.Logger, decide decideFunc, observe func(outcome string, start time.Time)) http.Handler {
+	return strictReviews(log, observe, &admission.Webhook{
+		Handler: &reviewHandler{log: log, decide: decide, observe: observe},
+		WithContextFunc: func(ctx context.Context, r *http.Request) context.Context {
+			sc, err := scope.Parse(r.URL.Path)
+			if err != nil {
+				return context.WithValue(ctx, scopeErrorKey{}, err)
+			}
+			return withScope(ctx, sc)
+		},
+		LogConstructor: func(logr.Logger, *admission.Request) logr.Logger { return log },
+	})
+}
 
 // maxReviewBytes bounds an AdmissionReview body. kube-apiserver caps objects
 // at 3 MiB; a DELETE review carries the old object once, plus envelope.
 const maxReviewBytes = 4 << 20
 
-// decodeReview reads an AdmissionReview from an HTTP request and checks the
-// parts the validator relies on. Every failure is the caller's fault and is
-// answered with 400, before anything else happens.
-func decodeReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
+// strictReviews refuses, with 400, what controller-runtime would decode
+// leniently: a method other than POST, a body over maxReviewBytes, and a
+// body that does not say it is an admission.k8s.io/v1 AdmissionReview
+// (controller-runtime decodes any kind into one, and answers it).
+func strictReviews(log logr.Logger, observe func(outcome string, start time.Time), next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body, err := readReview(r)
+		if err != nil {
+			log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
+			observe(outcomeBadRequest, start)
+			resp := admission.Errored(http.StatusBadRequest, err)
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{
+				TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
+				Response: &resp.AdmissionResponse,
+			})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readReview reads the body of an admission request and checks what it
+// says it is.
+func readReview(r *http.Request) ([]byte, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("method %s not allowed: admission reviews are POSTed", r.Method)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return nil, fmt.Errorf("content type %q not supported: send application/json", ct)
-		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
 	if err != nil {
@@ -41,60 +82,42 @@ func decodeReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 	if len(body) > maxReviewBytes {
 		return nil, fmt.Errorf("admission review larger than %d bytes", maxReviewBytes)
 	}
-	if len(body) == 0 {
-		return nil, errors.New("empty body: expected an AdmissionReview")
-	}
-	review := &admissionv1.AdmissionReview{}
-	if err := json.Unmarshal(body, review); err != nil {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(body, &tm); err != nil {
 		return nil, fmt.Errorf("decoding AdmissionReview: %w", err)
 	}
-	if review.APIVersion != admissionv1.SchemeGroupVersion.String() || review.Kind != "AdmissionReview" {
-		return nil, fmt.Errorf("expected %s AdmissionReview, got %s %s", admissionv1.SchemeGroupVersion, review.APIVersion, review.Kind)
+	if tm.APIVersion != admissionv1.SchemeGroupVersion.String() || tm.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("expected %s AdmissionReview, got %q %q", admissionv1.SchemeGroupVersion, tm.APIVersion, tm.Kind)
 	}
-	if review.Request == nil {
-		return nil, errors.New("AdmissionReview has no request")
-	}
-	if review.Request.UID == "" {
-		return nil, errors.New("AdmissionReview request has no uid")
-	}
-	return review, nil
+	return body, nil
 }
 
-// serveReview answers one admission request: a malformed one with 400,
-// before decide sees it, a well-formed one with decide's response. observe
-// records each outcome and how long it took.
-func serveReview(w http.ResponseWriter, r *http.Request, log logr.Logger,
-	decide func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string),
-	observe func(outcome string, start time.Time)) {
+type scopeErrorKey struct{}
+
+// reviewHandler is the admission.Handler around a decide function.
+type reviewHandler struct {
+	log     logr.Logger
+	decide  decideFunc
+	observe func(outcome string, start time.Time)
+}
+
+// Handle checks what controller-runtime does not, then decides.
+func (h *reviewHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	sc, err := scope.Parse(r.URL.Path)
-	if err != nil {
-		log.Info("rejecting admission request to a malformed URL", "error", err.Error(), "remote", r.RemoteAddr)
-		observe(outcomeBadRequest, start)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	if err, _ := ctx.Value(scopeErrorKey{}).(error); err != nil {
+		h.log.Info("rejecting admission request to a malformed URL", "error", err.Error())
+		h.observe(outcomeBadRequest, start)
+		return admission.Errored(http.StatusBadRequest, err)
 	}
-	review, err := decodeReview(r)
-	if err != nil {
-		log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
-		observe(outcomeBadRequest, start)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	if req.UID == "" {
+		err := errors.New("AdmissionReview request has no uid")
+		h.log.Info("rejecting malformed admission request", "error", err.Error())
+		h.observe(outcomeBadRequest, start)
+		return admission.Errored(http.StatusBadRequest, err)
 	}
-	resp, outcome := decide(withScope(r.Context(), sc), review.Request)
-	observe(outcome, start)
-	writeReview(w, review, resp)
-}
-
-// writeReview answers review with resp.
-func writeReview(w http.ResponseWriter, review *admissionv1.AdmissionReview, resp *admissionv1.AdmissionResponse) {
-	resp.UID = review.Request.UID
-	out := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
-		Response: resp,
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	resp, outcome := h.decide(ctx, &req.AdmissionRequest)
+	h.observe(outcome, start)
+	return admission.Response{AdmissionResponse: *resp}
 }
 
 func allow(message string) *admissionv1.AdmissionResponse {

@@ -3,15 +3,13 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
-	"time"
+	"strconv"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Where the admission endpoints are served: deletions are decided at
@@ -21,8 +19,9 @@ const (
 	MutatePath   = "/mutate"
 )
 
-// Server serves the admission endpoint over TLS only, reloading its
-// certificate from CertDir (tls.crt, tls.key) whenever the files change.
+// Server serves the admission endpoints with controller-runtime's webhook
+// server: over TLS 1.3 only, reloading its certificate from CertDir
+// (tls.crt, tls.key) whenever the files change.
 type Server struct {
 	Addr      string
 	CertDir   string
@@ -35,51 +34,29 @@ type Server struct {
 // Start serves until ctx ends. It satisfies controller-runtime's Runnable,
 // so the manager runs it; it does not need leader election.
 func (s *Server) Start(ctx context.Context) error {
-	watcher, err := certwatcher.New(filepath.Join(s.CertDir, "tls.crt"), filepath.Join(s.CertDir, "tls.key"))
+	host, portText, err := net.SplitHostPort(s.Addr)
 	if err != nil {
-		return fmt.Errorf("loading the serving certificate from %s: %w", s.CertDir, err)
+		return fmt.Errorf("--bind-address %q: %w", s.Addr, err)
 	}
-	go func() {
-		if err := watcher.Start(ctx); err != nil {
-			s.Log.Error(err, "certificate watcher stopped")
-		}
-	}()
-	mux := http.NewServeMux()
+	port, err := strconv.Atoi(portText)
+	if err != nil || port <= 0 {
+		return fmt.Errorf("--bind-address %q: the port must be a number above 0", s.Addr)
+	}
+	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{
+		Host: host, Port: port, CertDir: s.CertDir, CertName: "tls.crt", KeyName: "tls.key",
+		// kube-apiserver and kcp speak TLS 1.3; nothing older is needed.
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 }},
+	})
 	// Below each path, the URL may name the workspaces whose rules its
 	// requests depend on (package scope).
-	mux.Handle(ValidatePath, s.Validator)
-	mux.Handle(ValidatePath+"/", s.Validator)
+	srv.Register(ValidatePath, s.Validator)
+	srv.Register(ValidatePath+"/", s.Validator)
 	if s.Indexer != nil {
-		mux.Handle(MutatePath, s.Indexer)
-		mux.Handle(MutatePath+"/", s.Indexer)
+		srv.Register(MutatePath, s.Indexer)
+		srv.Register(MutatePath+"/", s.Indexer)
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		TLSConfig: &tls.Config{
-			// kube-apiserver and kcp speak TLS 1.3; nothing older is needed.
-			MinVersion:     tls.VersionTLS13,
-			GetCertificate: watcher.GetCertificate,
-		},
-	}
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", s.Addr, err)
-	}
-	s.Log.Info("serving admission requests", "addr", ln.Addr().String(), "path", ValidatePath)
-	errCh := make(chan error, 1)
-	go func() { errCh <- srv.ServeTLS(ln, "", "") }()
-	select {
-	case <-ctx.Done():
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdownCtx)
-	case err := <-errCh:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	}
+	s.Log.Info("serving admission requests", "addr", s.Addr, "paths", []string{ValidatePath, MutatePath})
+	return srv.Start(ctx)
 }
 
 // NeedLeaderElection reports that every replica serves admission requests.

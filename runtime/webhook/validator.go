@@ -90,6 +90,8 @@ type Validator struct {
 	opts   ValidatorOptions
 	log    logr.Logger
 	rules  RuleReadiness
+	// hook reads and answers the AdmissionReviews.
+	hook http.Handler
 	// now is the clock; tests replace it.
 	now func() time.Time
 }
@@ -106,12 +108,14 @@ func NewValidator(index Index, finder DependentFinder, rules RuleReadiness, opts
 	if opts.IntentLifetime == 0 {
 		opts.IntentLifetime = DefaultIntentLifetime
 	}
-	return &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
+	v := &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
+	v.hook = newAdmissionWebhook(log, v.Decide, observe)
+	return v
 }
 
 // ServeHTTP implements the admission endpoint.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveReview(w, r, v.log, v.Decide, observe)
+	v.hook.ServeHTTP(w, r)
 }
 
 func observe(outcome string, start time.Time) {

@@ -386,8 +386,11 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 			}
 			w := httptest.NewRecorder()
 			v.ServeHTTP(w, r)
-			if w.Code != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %s", w.Code, tt.wantStatus, w.Body.String())
+			if tt.wantStatus == http.StatusBadRequest && !refusedAsBad(w) {
+				t.Fatalf("want a refusal as a bad request, got HTTP %d: %s", w.Code, w.Body.String())
+			}
+			if tt.wantStatus == http.StatusOK && (w.Code != http.StatusOK || refusedAsBad(w)) {
+				t.Fatalf("want a decision, got HTTP %d: %s", w.Code, w.Body.String())
 			}
 			if tt.wantStatus != 200 && finder.calls.Load() != calls {
 				t.Fatal("a malformed request must not cause lookups")
@@ -461,6 +464,17 @@ func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusedAsBad reports whether the webhook refused a request as malformed:
+// an AdmissionReview that denies it with code 400 (kcp then refuses the
+// operation with that message), before any decision.
+func refusedAsBad(w *httptest.ResponseRecorder) bool {
+	var out admissionv1.AdmissionReview
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil || out.Response == nil {
+		return false
+	}
+	return !out.Response.Allowed && out.Response.Result != nil && out.Response.Result.Code == http.StatusBadRequest
 }
 
 type recordingAuditor struct {

@@ -75,7 +75,7 @@ func listeningInodes(file string, port int, into map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	want := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(f)
 	sc.Scan() // header
