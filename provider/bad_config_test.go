@@ -187,6 +187,13 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   client_certificate_path = "cert.pem"
   webhook_users           = ["depctrl-webhook"]
 }`, `(?s)client_key_path`},
+		{"shard: context without a kubeconfig", provider + `resource "depctrl_shard" "x" {
+  name                    = "root"
+  client_certificate_path = "cert.pem"
+  client_key_path         = "key.pem"
+  context                 = "system-masters"
+  webhook_users           = ["depctrl-webhook"]
+}`, `(?s)context.*client_certificate_path`},
 		{"shard: plain http URL", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name            = "root"
   url             = "http://shard.example.com"

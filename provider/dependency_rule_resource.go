@@ -149,7 +149,7 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 		},
 		Blocks: map[string]schema.Block{
 			"dependent": schema.SingleNestedBlock{
-				MarkdownDescription: "The type whose objects hold the references.",
+				MarkdownDescription: "Required: the type whose objects hold the references. Terraform lists blocks as optional; a rule without this one fails at plan.",
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"api_export_name": req("The APIExport that exports the dependent type, such as `compute.example.io`."),
@@ -526,7 +526,7 @@ func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.Delete
 
 // ImportState takes <workspace path>/<rule name>.
 func (r *dependencyRuleResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importWorkspaceObject(ctx, req, resp, "rule", "root:org:compute/vm-needs-vpc")
+	importWorkspaceObject(ctx, req, resp, "rule", "root:compute/vm-needs-vpc")
 	if !resp.Diagnostics.HasError() {
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("wait_for_enforcement"), true)...)
 	}

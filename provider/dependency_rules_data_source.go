@@ -58,7 +58,7 @@ func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.Schem
 			"id": schema.StringAttribute{Computed: true, MarkdownDescription: "The workspace path."},
 			"workspace_path": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "The workspace to list, such as `root:org:compute`.",
+				MarkdownDescription: "The workspace to list, such as `root:compute`.",
 				Validators:          []validator.String{workspacePathValidator()},
 			},
 			"rules": schema.ListNestedAttribute{

@@ -95,7 +95,7 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 			"workspace_path": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "The path of the dep-ctrl workspace that hosts the export, such as `root:dep-ctrl`.",
+				MarkdownDescription: "The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`.",
 				Validators:          []validator.String{workspacePathValidator()},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
@@ -406,7 +406,7 @@ func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest,
 
 // ImportState takes <workspace path>/<export name>.
 func (r *exportResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importWorkspaceObject(ctx, req, resp, "export", "root:dep-ctrl/"+v1alpha1.DefaultAPIExportName)
+	importWorkspaceObject(ctx, req, resp, "export", "root:depctrl/"+v1alpha1.DefaultAPIExportName)
 }
 
 // claimStrings renders permission claims as group/resource: verbs.

@@ -36,12 +36,12 @@ var runtimeDocs = map[string]string{
 	"create_namespace":  "Whether this resource creates (and on destroy deletes) the namespace. Default `true`; set `false` to deploy into a namespace managed elsewhere. Changing it replaces the deployment.",
 	"name":              "Prefix of every object: `<name>-controller`, `<name>-webhook`, `<name>-webhook-tls`, ... Default `" + deploy.DefaultName + "`. Change it only to run two installations in one namespace; changing it replaces the deployment.",
 	"image":             "The runtime image repository, without tag; the image holds both binaries (`make image` builds it). Default `" + deploy.DefaultImage + "`. Updates in place (the pods roll).",
-	"image_tag":         "The image tag. Defaults to the version of this provider, so that provider and runtime always match. Updates in place (the pods roll).",
+	"image_tag":         "The image tag. Defaults to the version of this provider, so that provider and runtime always match. A provider built from source has no published image of its version (`dev`, or the commit `make build` stamps it with): set `image` and `image_tag` to the image you built with `make image` and pushed. Updates in place (the pods roll).",
 	"image_pull_policy": "`Always`, `IfNotPresent` (default) or `Never`. Updates in place.",
 	"workspace_path": "The dep-ctrl workspace, such as `depctrl_export.this.workspace_path`. When set, the servers of both kubeconfigs are pointed at it " +
 		"(`https://<front-proxy>/clusters/<workspace_path>`), so kubeconfigs issued for the front-proxy in general (by the kcp-operator, for example) work as they are, " +
 		"and referencing the export orders the runtime after it. Unset (default): the kubeconfigs' servers must already name the workspace. Updates in place.",
-	"api_export_name": "The name of the dep-ctrl APIExport (and of its APIExportEndpointSlice) in the dep-ctrl workspace. Default `" + v1alpha1.DefaultAPIExportName + "`. Updates in place.",
+	"api_export_name": "The name of the dep-ctrl APIExport (and of its APIExportEndpointSlice) in the dep-ctrl workspace, passed to both binaries as `--apiexport-name`; `depctrl_export`'s `name`. Not the `api_export_name` of a rule's `dependent`, which names the export of the dependent type. Default `" + v1alpha1.DefaultAPIExportName + "`. Updates in place.",
 	"kubeconfig_path": "Path to a kubeconfig for this component's kcp identity, whose server is the dep-ctrl workspace through the front-proxy (`https://<front-proxy>/clusters/<path>`). " +
 		"Files it references are embedded, and only its current context (or `context`) is kept, so the Secret works in the pod. Only the path is stored in state; a change of the file's content shows as an update. Exactly one of `kubeconfig_path` and `kubeconfig` is required.",
 	"kubeconfig":     "The kubeconfig content instead of `kubeconfig_path`. Sensitive; it is stored in state.",

@@ -53,10 +53,17 @@ func timeoutsBlock(ctx context.Context, what string, defaults map[string]time.Du
 	return nb
 }
 
+// shortDuration writes d as Terraform users write durations: 10m, not
+// 10m0s; 1h30m, not 1h30m0s; 45s stays 45s.
 func shortDuration(d time.Duration) string {
 	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces bool) schema.Attribute {

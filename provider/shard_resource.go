@@ -61,6 +61,7 @@ type shardModel struct {
 	Name                  types.String   `tfsdk:"name"`
 	URL                   types.String   `tfsdk:"url"`
 	KubeconfigPath        types.String   `tfsdk:"kubeconfig_path"`
+	Context               types.String   `tfsdk:"context"`
 	ClientCertificatePath types.String   `tfsdk:"client_certificate_path"`
 	ClientKeyPath         types.String   `tfsdk:"client_key_path"`
 	ClientCertificate     types.String   `tfsdk:"client_certificate"`
@@ -117,12 +118,15 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Optional: true,
 				Computed: true,
 				MarkdownDescription: "The shard's own https URL, not the front-proxy's. Defaults to the server of `kubeconfig_path`, " +
-					"then to the Shard object's base URL.",
+					"then to the Shard object's base URL. It is checked against the base URL kcp records in the Shard object (`base_url`) as an endpoint, not as a string: " +
+					"the ports must be equal (443 when none is written), and the host names equal or resolving to a shared address; paths are ignored. " +
+					"So `https://10.0.0.5:6443` matches a base URL of `https://shard-1.kcp.internal:6443` that resolves to it.",
 				Validators:    []validator.String{httpsURLValidator("https://shard-1.kcp.example.com:6443")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown(), stringplanmodifier.RequiresReplace()},
 			},
 			"kubeconfig_path": str("A kubeconfig with credentials for this shard that may manage RBAC in `system:admin` (for example a `system:masters` client certificate). "+
-				"Its current context is used; a `/clusters/...` suffix on its server is ignored.", false),
+				"Its current context is used, or `context`; a `/clusters/...` suffix on its server is ignored.", false),
+			"context": str("The context of `kubeconfig_path` to use, such as the `system:masters` one of a shard's admin kubeconfig that holds several; default its current context.", false),
 			"client_certificate_path": str("A PEM client certificate file for the shard, as an alternative to `kubeconfig_path`; requires `client_key_path`.", false),
 			"client_key_path":         str("The PEM private key file of `client_certificate_path`.", false),
 			"client_certificate":      str("A PEM client certificate for the shard, inline; requires `client_key`.", false),
@@ -203,6 +207,8 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 	return []resource.ConfigValidator{
 		resourcevalidator.ExactlyOneOf(path.MatchRoot("kubeconfig_path"), path.MatchRoot("client_certificate_path"), path.MatchRoot("client_certificate")),
 		resourcevalidator.RequiredTogether(path.MatchRoot("client_certificate_path"), path.MatchRoot("client_key_path")),
+		resourcevalidator.Conflicting(path.MatchRoot("context"), path.MatchRoot("client_certificate_path")),
+		resourcevalidator.Conflicting(path.MatchRoot("context"), path.MatchRoot("client_certificate")),
 		resourcevalidator.RequiredTogether(path.MatchRoot("client_certificate"), path.MatchRoot("client_key")),
 		resourcevalidator.AtLeastOneOf(path.MatchRoot("webhook_users"), path.MatchRoot("webhook_groups")),
 	}
@@ -274,7 +280,7 @@ func (m *shardModel) shardConfig() (*rest.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		loaded, err := (ConnectionSettings{KubeconfigPath: p}).fromKubeconfig()
+		loaded, err := (ConnectionSettings{KubeconfigPath: p, Context: m.Context.ValueString()}).fromKubeconfig()
 		if err != nil {
 			return nil, fmt.Errorf("shard kubeconfig: %w", err)
 		}
@@ -580,16 +586,20 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 
 // ImportState takes the shard name and where its credentials are, since
 // import cannot see the resource's configuration:
-// <name>[/<grant name>],<kubeconfig path> or
+// <name>[/<grant name>],<kubeconfig path>[,context=<context>] or
 // <name>[/<grant name>],<client certificate path>,<client key path>.
 // Inline credentials cannot be imported; apply adopts an existing grant
 // instead.
 func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	parts := strings.Split(req.ID, ",")
 	name, grant, named := strings.Cut(parts[0], "/")
-	if len(parts) < 2 || len(parts) > 3 || !validObjectName(name) || (named && grant == "") {
+	kubeContext, withContext := "", false
+	if len(parts) == 3 {
+		kubeContext, withContext = strings.CutPrefix(parts[2], "context=")
+	}
+	if len(parts) < 2 || len(parts) > 3 || !validObjectName(name) || (named && grant == "") || (withContext && kubeContext == "") {
 		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("%q is not <shard name>[/<grant name>],<kubeconfig path> or <shard name>[/<grant name>],<client certificate path>,<client key path>", req.ID))
+			fmt.Sprintf("%q is not <shard name>[/<grant name>],<kubeconfig path>[,context=<context>] or <shard name>[/<grant name>],<client certificate path>,<client key path>", req.ID))
 		return
 	}
 	if !named {
@@ -601,9 +611,13 @@ func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStat
 	set("id", name)
 	set("name", name)
 	set("grant_name", grant)
-	if len(parts) == 2 {
+	switch {
+	case len(parts) == 2:
 		set("kubeconfig_path", parts[1])
-	} else {
+	case withContext:
+		set("kubeconfig_path", parts[1])
+		set("context", kubeContext)
+	default:
 		set("client_certificate_path", parts[1])
 		set("client_key_path", parts[2])
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -18,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -282,4 +285,75 @@ func TestGrantsPatch(t *testing.T) {
 			t.Errorf("%s: grantsPatch = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestAccShardResourceContext: a shard admin kubeconfig with several
+// contexts, whose current one is not the shard's: without `context` the
+// apply fails, with it the grant is written, and an import ID naming the
+// context reads the same state back.
+func TestAccShardResourceContext(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	ctx := context.Background()
+	shard := e.Shards[len(e.Shards)-1]
+	grant := env.UniqueName("depctrl-test") + ":reader"
+	user := env.UniqueName("webhook")
+
+	// The shard's admin kubeconfig, with its context renamed and a current
+	// context that points nowhere.
+	cfg, err := clientcmd.LoadFromFile(shard.AdminKubeconfig)
+	must(t, err)
+	admin := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{
+		"system-masters": admin,
+		"elsewhere":      {Cluster: "nowhere", AuthInfo: admin.AuthInfo},
+	}
+	cfg.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.CurrentContext = "elsewhere"
+	kubeconfig := filepath.Join(t.TempDir(), "shard.kubeconfig")
+	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+
+	config := func(extra string) string {
+		return providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_shard" "this" {
+  name            = %q
+  kubeconfig_path = %q
+  webhook_users   = [%q]
+  grant_name      = %q
+%s}
+`, shard.Name, kubeconfig, user, grant, extra)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := shardAdmin(t, e, shard.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("grant left on shard %s (err=%v)", shard.Name, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				// The current context's server is not the shard.
+				Config:      config(""),
+				ExpectError: regexp.MustCompile(`127\.0\.0\.1:1`),
+			},
+			{
+				Config: config(`  context = "system-masters"` + "\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.this", tfjsonpath.New("context"), knownvalue.StringExact("system-masters")),
+					statecheck.ExpectKnownValue("depctrl_shard.this", tfjsonpath.New("url"), knownvalue.StringExact(shard.URL)),
+				},
+				Check: func(*terraform.State) error {
+					_, err := shardAdmin(t, e, shard.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{})
+					return err
+				},
+			},
+			{
+				ResourceName:            "depctrl_shard.this",
+				ImportState:             true,
+				ImportStateId:           shard.Name + "/" + grant + "," + kubeconfig + ",context=system-masters",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+		},
+	})
 }

@@ -29,8 +29,10 @@ func main() {
 	fs.StringVar(&o.ExportName, "apiexport-name", v1alpha1.DefaultAPIExportName, "name of the dep-ctrl APIExport (and of its APIExportEndpointSlice)")
 	fs.StringVar(&o.CertDir, "tls-cert-dir", "", "directory with tls.crt and tls.key; reloaded when they change")
 	fs.StringVar(&o.Addr, "bind-address", ":9443", "address the admission endpoint (HTTPS, "+webhook.ValidatePath+") listens on")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; ready once every shard's rules are registered, or once some are and --partial-ready-after has passed")
+	// The controller's defaults are :8080 and :8081: the two binaries can
+	// run side by side on one host with their defaults.
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8082", "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8083", "address of the /healthz and /readyz probes; ready once every shard's rules are registered, or once some are and --partial-ready-after has passed")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
 	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
 	fs.IntVar(&o.ReindexWorkers, "reindex-workers", webhook.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")

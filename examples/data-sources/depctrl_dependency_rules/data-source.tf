@@ -1,5 +1,5 @@
 data "depctrl_dependency_rules" "compute" {
-  workspace_path = "root:org:compute"
+  workspace_path = "root:compute"
 }
 
 output "rules_not_enforced" {

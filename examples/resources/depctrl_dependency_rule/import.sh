@@ -1,2 +1,2 @@
 # A rule is imported by its workspace path and name.
-terraform import depctrl_dependency_rule.vm_needs_vpc root:org:compute/vm-needs-vpc
+terraform import depctrl_dependency_rule.vm_needs_vpc root:compute/vm-needs-vpc
