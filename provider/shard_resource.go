@@ -126,7 +126,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			},
 			"kubeconfig_path": str("A kubeconfig with credentials for this shard that may manage RBAC in `system:admin` (for example a `system:masters` client certificate). "+
 				"Its current context is used, or `context`; a `/clusters/...` suffix on its server is ignored.", false),
-			"context": str("The context of `kubeconfig_path` to use, such as the `system:masters` one of a shard's admin kubeconfig that holds several; default its current context.", false),
+			"context":                 str("The context of `kubeconfig_path` to use, such as the `system:masters` one of a shard's admin kubeconfig that holds several; default its current context.", false),
 			"client_certificate_path": str("A PEM client certificate file for the shard, as an alternative to `kubeconfig_path`; requires `client_key_path`.", false),
 			"client_key_path":         str("The PEM private key file of `client_certificate_path`.", false),
 			"client_certificate":      str("A PEM client certificate for the shard, inline; requires `client_key`.", false),
