@@ -22,7 +22,7 @@ func TestEveryFlagDocumented(t *testing.T) {
 	bin := Binaries(t)
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	// The flags a table documents are those in the first cell of its rows.
-	firstCell := regexp.MustCompile("(?m)^\\| ([^|]+) \\|")
+	firstCell := regexp.MustCompile(`(?m)^\| ([^|]+) \|`)
 	documented := map[string]map[string]bool{}
 	for _, part := range strings.Split(string(guide), "\n### `")[1:] {
 		name, table, _ := strings.Cut(part, "`")
