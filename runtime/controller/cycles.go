@@ -13,18 +13,24 @@ type Edge struct {
 }
 
 // FindCycles returns, for every rule whose edge lies on a cycle between
-// different types, the types of that cycle in a readable, stable order
-// ("compute.io/vms -> network.io/vpcs -> compute.io/vms"). Objects on such a
+// different types, that cycle in a readable, stable order, each step with
+// the rules that make it ("compute.io/vms -> network.io/vpcs (rule
+// c1/vm-needs-vpc) -> compute.io/vms (rule c2/vpc-needs-vm)"). Objects on such a
 // cycle can protect each other forever; deleting one needs skip-protection.
 // A type referencing its own kind (a VPC naming a parent VPC) is not a
 // cycle: its instances can still be deleted leaf first.
 func FindCycles(edges []Edge) map[string]string {
 	adj := map[string][]string{}
 	nodes := map[string]bool{}
+	rules := map[[2]string][]string{}
 	for _, e := range edges {
 		nodes[e.From], nodes[e.To] = true, true
 		if e.From != e.To {
-			adj[e.From] = append(adj[e.From], e.To)
+			step := [2]string{e.From, e.To}
+			if len(rules[step]) == 0 {
+				adj[e.From] = append(adj[e.From], e.To)
+			}
+			rules[step] = append(rules[step], e.Rule)
 		}
 	}
 	comp := stronglyConnected(nodes, adj)
@@ -37,13 +43,14 @@ func FindCycles(edges []Edge) map[string]string {
 		if e.From == e.To || comp[e.From] != comp[e.To] {
 			continue
 		}
-		out[e.Rule] = describeCycle(e.From, members[comp[e.From]], adj)
+		out[e.Rule] = describeCycle(e.From, members[comp[e.From]], adj, rules)
 	}
 	return out
 }
 
-// describeCycle walks from start through its component back to start.
-func describeCycle(start string, component []string, adj map[string][]string) string {
+// describeCycle walks from start through its component back to start and
+// names each step with the rules that make it.
+func describeCycle(start string, component []string, adj map[string][]string, rules map[[2]string][]string) string {
 	in := map[string]bool{}
 	for _, n := range component {
 		in[n] = true
@@ -66,7 +73,7 @@ func describeCycle(start string, component []string, adj map[string][]string) st
 				for cur := n; cur != start; cur = prev[cur] {
 					path = append([]string{cur}, path...)
 				}
-				return strings.Join(append([]string{start}, path...), " -> ")
+				return describePath(append([]string{start}, path...), rules)
 			}
 			if !seen[m] {
 				seen[m] = true
@@ -122,4 +129,20 @@ func stronglyConnected(nodes map[string]bool, adj map[string][]string) map[strin
 		}
 	}
 	return comp
+}
+
+// describePath writes a walk over types, each step followed by its rules.
+func describePath(path []string, rules map[[2]string][]string) string {
+	var b strings.Builder
+	b.WriteString(path[0])
+	for i := 1; i < len(path); i++ {
+		by := append([]string(nil), rules[[2]string{path[i-1], path[i]}]...)
+		sort.Strings(by)
+		word := "rule"
+		if len(by) > 1 {
+			word = "rules"
+		}
+		b.WriteString(" -> " + path[i] + " (" + word + " " + strings.Join(by, ", ") + ")")
+	}
+	return b.String()
 }

@@ -26,8 +26,8 @@ func TestFindCycles(t *testing.T) {
 			name:  "two rules protecting each other",
 			edges: []Edge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
 			want: map[string]string{
-				"c1/vm-needs-vpc": "vms -> vpcs -> vms",
-				"c2/vpc-needs-vm": "vpcs -> vms -> vpcs",
+				"c1/vm-needs-vpc": "vms -> vpcs (rule c1/vm-needs-vpc) -> vms (rule c2/vpc-needs-vm)",
+				"c2/vpc-needs-vm": "vpcs -> vms (rule c2/vpc-needs-vm) -> vpcs (rule c1/vm-needs-vpc)",
 			},
 		},
 		{
@@ -37,9 +37,18 @@ func TestFindCycles(t *testing.T) {
 				{"bystander", "d", "a"},
 			},
 			want: map[string]string{
-				"r1": "a -> b -> c -> a",
-				"r2": "b -> c -> a -> b",
-				"r3": "c -> a -> b -> c",
+				"r1": "a -> b (rule r1) -> c (rule r2) -> a (rule r3)",
+				"r2": "b -> c (rule r2) -> a (rule r3) -> b (rule r1)",
+				"r3": "c -> a (rule r3) -> b (rule r1) -> c (rule r2)",
+			},
+		},
+		{
+			name:  "two rules making one step",
+			edges: []Edge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c3/vm-needs-vpc-too", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
+			want: map[string]string{
+				"c1/vm-needs-vpc":     "vms -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too) -> vms (rule c2/vpc-needs-vm)",
+				"c3/vm-needs-vpc-too": "vms -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too) -> vms (rule c2/vpc-needs-vm)",
+				"c2/vpc-needs-vm":     "vpcs -> vms (rule c2/vpc-needs-vm) -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too)",
 			},
 		},
 	}

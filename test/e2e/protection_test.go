@@ -167,6 +167,9 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 		if !strings.Contains(msg, "skip-protection") {
 			t.Fatalf("the cycle message should say the way out: %s", msg)
 		}
+		if !strings.Contains(msg, "/vpc-needs-vm)") || !strings.Contains(msg, "/vm-needs-vpc)") {
+			t.Fatalf("the cycle message should name both rules on it: %s", msg)
+		}
 		top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionAcyclic, "False", "CycleDetected")
 		// Each rule's workspace hears of it as an Event on the rule too.
 		top.waitEvent(ctx, t, top.Network, "default", "vpc-needs-vm", "CycleDetected")
