@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tools the tests need into $1 (default .bin/): gotestsum and
 # golangci-lint at pinned versions, and terraform when none is on PATH.
-# Each is skipped when already present at the right version.
+# Each is skipped when already present at the right version. With a second
+# argument "terraform", only terraform (what the quickstart needs).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mkdir -p "${1:-$root/.bin}" && cd "${1:-$root/.bin}" && pwd)
@@ -13,12 +14,14 @@ GOTESTSUM_VERSION=v1.13.0
 GOLANGCI_LINT_VERSION=v2.15.0
 TERRAFORM_VERSION=v1.11.4
 
-if ! "$out/gotestsum" --version 2>/dev/null | grep -q "${GOTESTSUM_VERSION#v}"; then
+only=${2:-}
+
+if [ "$only" != terraform ] && ! "$out/gotestsum" --version 2>/dev/null | grep -q "${GOTESTSUM_VERSION#v}"; then
   echo "installing gotestsum $GOTESTSUM_VERSION"
   GOBIN="$out" go install "gotest.tools/gotestsum@$GOTESTSUM_VERSION"
 fi
 
-if ! "$out/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_LINT_VERSION#v}"; then
+if [ "$only" != terraform ] && ! "$out/golangci-lint" version 2>/dev/null | grep -q "${GOLANGCI_LINT_VERSION#v}"; then
   echo "installing golangci-lint $GOLANGCI_LINT_VERSION (takes a few minutes on a cold cache)"
   GOBIN="$out" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
 fi

@@ -242,3 +242,31 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleSyncReadyBeforeAnyBinding: until some workspace binds the dep-ctrl
+// export, its endpoint slice names no virtual workspace and there are no
+// rules: the webhook is ready at once, and decides (nothing is protected),
+// so the runtime may be installed before any provider binds the export.
+func TestRuleSyncReadyBeforeAnyBinding(t *testing.T) {
+	f := newFakeShards(t)
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewRuleSync(vw, registry.New(), logr.Discard())
+	s.PartialReadyAfter = -1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Start(ctx) }()
+	select {
+	case <-s.Initialized():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not initialized without any binding: %v", s.Ready())
+	}
+	if err := s.Ready(); err != nil {
+		t.Errorf("Ready() = %v, want ready", err)
+	}
+	if err := s.Decidable(scope.Unnamed); err != nil {
+		t.Errorf("Decidable = %v, want nil", err)
+	}
+}
