@@ -73,7 +73,9 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"ClusterRole and ClusterRoleBinding, which let it read Workspace objects, in `root` and in every intermediate workspace " +
 			"of a protected export's path. That is how the controller resolves `apiExportRef.path`, such as `root:org:network`, to a " +
 			"logical cluster, one segment at a time. The controller reaches provider workspaces only through the dep-ctrl " +
-			"export's virtual workspace, so it needs nothing else there.\n\n" +
+			"export's virtual workspace, so it needs nothing else there. The dep-ctrl workspace's own place does not matter: a nested one, " +
+			"such as `root:platform:deps`, needs nothing in `root:platform` (the webhook of `TestProcessesGuide` runs from `root:<org>:depctrl` " +
+			"with grants in it and on the shards alone); list `root:platform` only when a rule's export path runs through it.\n\n" +
 			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{

@@ -35,7 +35,7 @@ func TestShardOutage(t *testing.T) {
 		t.Skip("needs two shards")
 	}
 	home, away := e.Shards[0].Name, e.Shards[1].Name
-	top := setupTopology(ctx, t, e, env.OnShard(home))
+	top := setupTopology(ctx, t, e, placedOn(env.OnShard(home)))
 	var consumer env.Workspace
 	for _, c := range top.Consumers {
 		if c.Shard == home {

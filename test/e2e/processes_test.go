@@ -17,13 +17,16 @@ import (
 // TestProcessesGuide runs the runtime exactly as the guide "Running the
 // runtime as processes" says: examples/processes/run.sh, once per
 // component, with its settings in the environment and nothing else. The
-// rule becomes Ready and a referenced VPC cannot be deleted.
+// rule becomes Ready and a referenced VPC cannot be deleted. The dep-ctrl
+// workspace is nested (root:<org>:depctrl): the webhook has grants in it
+// and on the shards alone, the controller also reads workspaces in root
+// and <org> to resolve root:<org>:network, as in every topology.
 func TestProcessesGuide(t *testing.T) {
 	requireIntegration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
+	top := setupTopology(ctx, t, e, nestedDepCtrl())
 	root, err := env.RepoRoot()
 	must(t, err)
 	script := filepath.Join(root, "examples", "processes", "run.sh")

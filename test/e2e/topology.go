@@ -30,17 +30,46 @@ type Topology struct {
 	Consumers []env.Workspace
 }
 
+type topologyOptions struct {
+	placement     []env.WorkspaceOption
+	nestedDepCtrl bool
+}
+
+type topologyOption func(*topologyOptions)
+
+// placedOn schedules the dep-ctrl, org, network and compute workspaces
+// (not the consumers) with opts, such as env.OnShard.
+func placedOn(opts ...env.WorkspaceOption) topologyOption {
+	return func(o *topologyOptions) { o.placement = append(o.placement, opts...) }
+}
+
+// nestedDepCtrl puts the dep-ctrl workspace below the org workspace
+// (root:<org>:depctrl) instead of below root.
+func nestedDepCtrl() topologyOption {
+	return func(o *topologyOptions) { o.nestedDepCtrl = true }
+}
+
 // setupTopology creates a fresh topology with unique workspace names, so
 // tests share a kcp without sharing state. Consumers are spread over the
-// shards; opts place the other workspaces (by default kcp chooses).
-func setupTopology(ctx context.Context, t *testing.T, e *env.Env, opts ...env.WorkspaceOption) *Topology {
+// shards; options place the other workspaces (by default kcp chooses) or
+// nest the dep-ctrl workspace.
+func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...topologyOption) *Topology {
 	t.Helper()
 	top := &Topology{Env: e}
+	var o topologyOptions
+	for _, f := range options {
+		f(&o)
+	}
+	opts := o.placement
 	var err error
 	prefix := env.UniqueName("e2e")
-	top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl", opts...)
-	must(t, err)
 	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org", opts...)
+	must(t, err)
+	if o.nestedDepCtrl {
+		top.DepCtrl, err = e.CreateWorkspace(ctx, top.Org.Path, "depctrl", opts...)
+	} else {
+		top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl", opts...)
+	}
 	must(t, err)
 	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network", opts...)
 	must(t, err)
