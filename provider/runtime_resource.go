@@ -282,6 +282,9 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.Objects = fingerprints(objs)
 }
 
+// userAgent names this provider and its version to the servers it calls.
+func (c *Connection) userAgent() string { return userAgent + "/" + c.versionTag() }
+
 // versionTag is the image tag that matches this provider binary.
 func (c *Connection) versionTag() string {
 	if c == nil || c.version == "" {

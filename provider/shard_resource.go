@@ -272,7 +272,7 @@ func parseReadResources(ctx context.Context, l types.List) ([]rbac.ReadResource,
 // shardConfig builds a client configuration that talks to the shard itself,
 // scoped to system:admin. The URL comes from the url attribute, then the
 // kubeconfig's server.
-func (m *shardModel) shardConfig() (*rest.Config, error) {
+func (m *shardModel) shardConfig(ua string) (*rest.Config, error) {
 	var cfg *rest.Config
 	switch {
 	case m.KubeconfigPath.ValueString() != "":
@@ -309,7 +309,7 @@ func (m *shardModel) shardConfig() (*rest.Config, error) {
 		return nil, err
 	}
 	cfg.Host = base + "/clusters/" + systemAdminCluster
-	cfg.UserAgent = userAgent
+	cfg.UserAgent = ua
 	return cfg, nil
 }
 
@@ -389,7 +389,7 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client, _, err := plan.client()
+	client, _, err := plan.client(r.conn.userAgent())
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
@@ -401,8 +401,8 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-func (m *shardModel) client() (dynamic.Interface, *rest.Config, error) {
-	cfg, err := m.shardConfig()
+func (m *shardModel) client(ua string) (dynamic.Interface, *rest.Config, error) {
+	cfg, err := m.shardConfig(ua)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -445,11 +445,11 @@ func (r *shardResource) verify(ctx context.Context, m *shardModel, diags *diagno
 	if m.URL.IsUnknown() || m.URL.ValueString() == "" {
 		m.URL = types.StringNull()
 	}
-	client, cfg, err := m.client()
+	client, cfg, err := m.client(r.conn.userAgent())
 	if err != nil && m.URL.IsNull() {
 		// Neither url nor a kubeconfig server: use what kcp records.
 		m.URL = types.StringValue(baseURL)
-		client, cfg, err = m.client()
+		client, cfg, err = m.client(r.conn.userAgent())
 	}
 	if err != nil {
 		diags.AddError("Invalid shard credentials", err.Error())
@@ -496,13 +496,13 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	client, _, err := state.client()
+	client, _, err := state.client(r.conn.userAgent())
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
 	}
 	if state.URL.IsNull() {
-		if cfg, err := state.shardConfig(); err == nil {
+		if cfg, err := state.shardConfig(r.conn.userAgent()); err == nil {
 			state.URL = types.StringValue(stripSystemAdmin(cfg.Host))
 		}
 	}
@@ -572,7 +572,7 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	client, _, err := state.client()
+	client, _, err := state.client(r.conn.userAgent())
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
