@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,15 +81,7 @@ func TestProcessesGuide(t *testing.T) {
 	}
 	start("webhook")
 	eventually(ctx, t, time.Minute, "the webhook to report ready", func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2])) //nolint:noctx // a probe on loopback
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("readyz: %s", resp.Status)
-		}
-		return nil
+		return runtimetest.Readyz(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
 	})
 	start("controller")
 

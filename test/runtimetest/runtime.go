@@ -183,7 +183,12 @@ func (r *Runtime) WebhookReady() error {
 	if done, err := r.webhook.Exited(); done {
 		return fmt.Errorf("webhook exited: %v", err)
 	}
-	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz") //nolint:noctx // a probe on loopback
+	return Readyz("http://127.0.0.1:" + strconv.Itoa(r.probePort) + "/readyz")
+}
+
+// Readyz asks a readiness probe at url: nil when it answers 200.
+func Readyz(url string) error {
+	resp, err := http.Get(url) //nolint:noctx // a probe on loopback
 	if err != nil {
 		return err
 	}
