@@ -21,52 +21,42 @@ const indexWebhookName = v1alpha1.IndexWebhookName
 // v1alpha1, Intent). A second webhook withdraws those intents when the
 // dependent is deleted.
 func DesiredIndexConfiguration(s WebhookSettings, dependents []schema.GroupVersionResource) *admissionregistrationv1.MutatingWebhookConfiguration {
-	url := s.MutateURL
+	// A write that skipped the index would leave a reference the next
+	// DELETE does not look for: it fails closed, for every object and
+	// namespace. A later mutating webhook may change a reference; the
+	// labels must then be computed again from the final object.
+	index := mutating(webhookEntry(s, indexWebhookName, s.MutateURL,
+		resourceRules(dependents, admissionregistrationv1.Create, admissionregistrationv1.Update)), admissionregistrationv1.IfNeededReinvocationPolicy)
+	// Withdrawing is a courtesy: an intent left behind delays the deletion
+	// of what it names until it expires, and deletes of dependents must not
+	// wait for the webhook. Only dependents whose last write recorded
+	// intents are sent.
+	withdraw := mutating(webhookEntry(s, v1alpha1.IntentWithdrawWebhookName, s.MutateURL,
+		resourceRules(dependents, admissionregistrationv1.Delete)), admissionregistrationv1.NeverReinvocationPolicy)
+	withdraw.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	withdraw.ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: v1alpha1.IntentLabel, Operator: metav1.LabelSelectorOpExists,
+	}}}
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   s.ConfigurationName,
 			Labels: map[string]string{managedByLabel: v1alpha1.WebhookConfigurationManager},
 		},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         indexWebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-			Rules:        resourceRules(dependents, admissionregistrationv1.Create, admissionregistrationv1.Update),
-			// A write that skipped the index would leave a reference the
-			// next DELETE does not look for.
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchPolicy:   ptr.To(admissionregistrationv1.Equivalent),
-			// It writes intents onto referenced objects, but not for a
-			// dry run.
-			SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
-			// A later mutating webhook may change a reference; the labels
-			// must then be computed again from the final object.
-			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
-			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
-			// Match everything: the index must not depend on labels the
-			// consumer controls.
-			NamespaceSelector: &metav1.LabelSelector{},
-			ObjectSelector:    &metav1.LabelSelector{},
-		}, {
-			Name:         v1alpha1.IntentWithdrawWebhookName,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-			Rules:        resourceRules(dependents, admissionregistrationv1.Delete),
-			// Withdrawing is a courtesy: an intent left behind delays the
-			// deletion of what it names until it expires, and deletes of
-			// dependents must not wait for the webhook.
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
-			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
-			NamespaceSelector:       &metav1.LabelSelector{},
-			// Only dependents whose last write recorded intents.
-			ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: v1alpha1.IntentLabel, Operator: metav1.LabelSelectorOpExists,
-			}}},
-		}},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{index, withdraw},
+	}
+}
+
+// mutating is the mutating webhook with v's fields. Both write intents onto
+// referenced objects, but not for a dry run.
+func mutating(v admissionregistrationv1.ValidatingWebhook, reinvocation admissionregistrationv1.ReinvocationPolicyType) admissionregistrationv1.MutatingWebhook {
+	return admissionregistrationv1.MutatingWebhook{
+		Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules,
+		FailurePolicy: v.FailurePolicy, MatchPolicy: v.MatchPolicy,
+		NamespaceSelector: v.NamespaceSelector, ObjectSelector: v.ObjectSelector,
+		SideEffects:    ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
+		TimeoutSeconds: v.TimeoutSeconds, AdmissionReviewVersions: v.AdmissionReviewVersions,
+		MatchConditions: v.MatchConditions, ReinvocationPolicy: &reinvocation,
 	}
 }
 

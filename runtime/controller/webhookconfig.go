@@ -87,29 +87,26 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *
 		},
 	}
 	for i, key := range sortedKeys(byScope) {
-		url := scopes[key].URL(s.URL)
-		c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:                    deletionWebhookName(i),
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-			Rules:                   resourceRules(byScope[key], admissionregistrationv1.Delete),
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			TimeoutSeconds:          ptr.To(s.TimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
-			// Match everything: protection must not depend on labels the
-			// consumer controls.
-			NamespaceSelector: &metav1.LabelSelector{},
-			ObjectSelector:    &metav1.LabelSelector{},
-		})
+		c.Webhooks = append(c.Webhooks, webhookEntry(s, deletionWebhookName(i), scopes[key].URL(s.URL), resourceRules(byScope[key], admissionregistrationv1.Delete)))
 	}
 	// Keeping intents needs no rules (it refuses to drop what a write
 	// recorded), so its URL names no scope.
-	url := s.URL
-	c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
-		Name:                    keepIntentsWebhookName,
+	keep := webhookEntry(s, keepIntentsWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Update))
+	// Only updates of objects that carry intents: everything else is
+	// updated without calling the webhook.
+	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "carries-intents", Expression: keepIntentsCondition}}
+	c.Webhooks = append(c.Webhooks, keep)
+	return c
+}
+
+// failClosed is a validating webhook at url for rules that refuses what it
+// cannot decide, has no side effects, and matches every object and
+// namespace: protection must not depend on labels the consumer controls.
+func webhookEntry(s WebhookSettings, name, url string, rules []admissionregistrationv1.RuleWithOperations) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    name,
 		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: s.CABundle},
-		Rules:                   resourceRules(all, admissionregistrationv1.Update),
+		Rules:                   rules,
 		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
@@ -117,14 +114,7 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *
 		AdmissionReviewVersions: []string{"v1"},
 		NamespaceSelector:       &metav1.LabelSelector{},
 		ObjectSelector:          &metav1.LabelSelector{},
-		// Only updates of objects that carry intents: everything else
-		// is updated without calling the webhook.
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
-			Name:       "carries-intents",
-			Expression: keepIntentsCondition,
-		}},
-	})
-	return c
+	}
 }
 
 // deletionWebhookName names the i-th deletion webhook of a configuration:
