@@ -3,14 +3,14 @@ package controller
 import (
 	"net/url"
 	"strings"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// The paths the webhook serves its two endpoints at (runtime/webhook).
-// The controller does not import the webhook for two strings; a test in
-// runtime/deploy checks that they agree.
+// The paths the webhook serves its two endpoints at.
 const (
-	validatePath = "/validate"
-	mutatePath   = "/mutate"
+	validatePath = v1alpha1.ValidatePath
+	mutatePath   = v1alpha1.MutatePath
 )
 
 // MutateURL is where kcp sends writes of dependents for the reference

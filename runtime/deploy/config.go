@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 )
 
 // Defaults of the deployment. The image tag has no default here: it is the
@@ -166,7 +165,7 @@ func (c Config) EffectiveWebhookURL() string {
 	if c.WebhookURL != "" {
 		return c.WebhookURL
 	}
-	return "https://" + c.WebhookName() + "." + c.Namespace + ".svc:443" + webhook.ValidatePath
+	return "https://" + c.WebhookName() + "." + c.Namespace + ".svc:443" + v1alpha1.ValidatePath
 }
 
 // ImageRef is image:tag.

@@ -10,13 +10,14 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// Where the admission endpoints are served: deletions are decided at
-// ValidatePath, dependents are indexed at MutatePath.
+// Where the admission endpoints are served (package v1alpha1 says why).
 const (
-	ValidatePath = "/validate"
-	MutatePath   = "/mutate"
+	ValidatePath = v1alpha1.ValidatePath
+	MutatePath   = v1alpha1.MutatePath
 )
 
 // Server serves the admission endpoints with controller-runtime's webhook
