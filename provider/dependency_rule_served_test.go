@@ -17,9 +17,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"

@@ -25,9 +25,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 )
 
 var (

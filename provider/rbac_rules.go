@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 )
 
 // ruleStrings renders policy rules one per line, so that a rule changed

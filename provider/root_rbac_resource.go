@@ -23,7 +23,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 )
 
 var (

@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
 )
 

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 // importRuntime reconstructs the configuration of a deployed runtime from

@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
 )
 
 var (

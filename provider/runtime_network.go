@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	networkingv1 "k8s.io/api/networking/v1"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 // networkPolicyModel is depctrl_runtime's network_policy: who may connect

@@ -14,7 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 // TestNetworkPolicyImport: what the renderer writes, an import reads back

@@ -26,8 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 var (

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/podrunner"

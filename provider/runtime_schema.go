@@ -19,8 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
 )
 
 // Resource defaults of both components.

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
 func TestPlanRenewal(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 var (

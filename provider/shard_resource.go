@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 )
 
 var (

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 

@@ -16,7 +16,7 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 // nonRootUser is the user the image runs as; the Deployments say the same.

@@ -16,7 +16,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 )
 
 // TestArchive builds the runtime image from the real binaries and reads it

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
 // TestServerTLS: the admission endpoint speaks TLS 1.3 only, never

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )

@@ -10,10 +10,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )

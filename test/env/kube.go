@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/certs"
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
 // Kube is a Kubernetes API server with its etcd, where tests deploy the
@@ -160,7 +160,7 @@ func writeKubePKI(dir, host string) error {
 	return nil
 }
 
-// certAuthorityFromPEM turns a PEM CA (as runtime/certs writes it) into one
+// certAuthorityFromPEM turns a PEM CA (as internal/certs writes it) into one
 // that signs client certificates.
 func certAuthorityFromPEM(certPEM, keyPEM []byte) (*certAuthority, error) {
 	cb, _ := pem.Decode(certPEM)
