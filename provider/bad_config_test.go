@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // TestAccBadConfigurations: each configuration is wrong in one way, and
@@ -26,7 +28,7 @@ func TestAccBadConfigurations(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := func(name, server string) string {
 		p := filepath.Join(dir, name)
-		must(t, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: "+server+
+		check.Must(t, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: "+server+
 			"\ncontexts:\n- name: k\n  context:\n    cluster: k\n    user: u\ncurrent-context: k\nusers:\n- name: u\n  user:\n    token: x\n"), 0o600))
 		return p
 	}

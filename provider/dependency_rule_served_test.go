@@ -20,6 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
@@ -102,14 +103,14 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 	paths := map[string]string{}
 	for _, name := range []string{"depctrl", "compute", "network"} {
 		ws, err := e.CreateWorkspace(ctx, org.Path, name)
-		must(t, err)
+		check.Must(t, err)
 		paths[name] = ws.Path
 	}
 	depctrl, compute, network = paths["depctrl"], paths["compute"], paths["network"]
 	apply := func(path string, docs ...string) {
 		t.Helper()
 		for _, d := range docs {
-			must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, path), d))
+			check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, path), d))
 		}
 	}
 	controllerOnly := []rbacv1.Subject{rbac.User(env.ControllerUser)}
@@ -120,7 +121,7 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 	}
 	binding := func(path string) {
 		m := providerBindingModel{Name: types.StringValue(defaultBindingName), ExportPath: types.StringValue(depctrl), ExportName: types.StringValue(v1alpha1.DefaultAPIExportName)}
-		must(t, applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()}))
+		check.Must(t, applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()}))
 	}
 	apply(compute, fixtures.ExportYAML(fixtures.VirtualMachines))
 	binding(compute)
@@ -135,7 +136,7 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 func ruleWriter(ctx context.Context, t *testing.T, e *env.Env, workspace string) string {
 	t.Helper()
 	id := e.MustIdentity(env.UniqueName("rule-writer"))
-	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, workspace), fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, workspace), fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: rule-writer
@@ -160,9 +161,9 @@ subjects:
   name: %s
 `, id.User)))
 	kubeconfig, err := e.IdentityKubeconfig(id, "root")
-	must(t, err)
+	check.Must(t, err)
 	p := filepath.Join(t.TempDir(), "rule-writer.kubeconfig")
-	must(t, os.WriteFile(p, kubeconfig, 0o600))
+	check.Must(t, os.WriteFile(p, kubeconfig, 0o600))
 	return fmt.Sprintf("provider \"depctrl\" {\n  kubeconfig_path = %q\n}\n", p)
 }
 
@@ -170,7 +171,7 @@ subjects:
 func grantYAML(t *testing.T, g rbac.Grant) string {
 	t.Helper()
 	s, err := fixtures.GrantYAML(g)
-	must(t, err)
+	check.Must(t, err)
 	return s
 }
 

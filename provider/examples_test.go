@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -31,7 +32,7 @@ func TestAccExamplesValidate(t *testing.T) {
 		}
 	}
 	root, err := env.RepoRoot()
-	must(t, err)
+	check.Must(t, err)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/terraform-provider-depctrl")
 	build.Dir = root
@@ -41,10 +42,10 @@ func TestAccExamplesValidate(t *testing.T) {
 	rc := filepath.Join(bin, "dev.tfrc")
 	// Examples without a required_providers block name the provider
 	// hashicorp/depctrl implicitly; both addresses use this build.
-	must(t, os.WriteFile(rc, []byte(fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n    \"hashicorp/depctrl\" = %q\n  }\n  direct {}\n}\n", bin, bin)), 0o600))
+	check.Must(t, os.WriteFile(rc, []byte(fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n    \"hashicorp/depctrl\" = %q\n  }\n  direct {}\n}\n", bin, bin)), 0o600))
 
 	var dirs []string
-	must(t, filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
+	check.Must(t, filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".tf") {
 			return err
 		}
@@ -61,16 +62,16 @@ func TestAccExamplesValidate(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			work := t.TempDir()
 			files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
-			must(t, err)
+			check.Must(t, err)
 			for _, f := range files {
 				data, err := os.ReadFile(f)
-				must(t, err)
-				must(t, os.WriteFile(filepath.Join(work, filepath.Base(f)), data, 0o600))
+				check.Must(t, err)
+				check.Must(t, os.WriteFile(filepath.Join(work, filepath.Base(f)), data, 0o600))
 				// Files that examples read with file() stand for the
 				// user's secrets; validate needs them to exist.
 				for _, m := range fileCallRE.FindAllStringSubmatch(string(data), -1) {
-					must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(m[1])), 0o700))
-					must(t, os.WriteFile(filepath.Join(work, m[1]), nil, 0o600))
+					check.Must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(m[1])), 0o700))
+					check.Must(t, os.WriteFile(filepath.Join(work, m[1]), nil, 0o600))
 				}
 			}
 			cmd := exec.Command(tf, "validate", "-no-color")

@@ -21,6 +21,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -107,17 +108,17 @@ func TestAccExportResource(t *testing.T) {
 				// subject dropped, by hand. The plan shows it; apply repairs.
 				PreConfig: func() {
 					export, err := d.Resource(apiExportsGVR).Get(ctx, v1alpha1.DefaultAPIExportName, metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					unstructured.RemoveNestedField(export.Object, "spec", "permissionClaims")
 					_, err = d.Resource(apiExportsGVR).Update(ctx, export, metav1.UpdateOptions{})
-					must(t, err)
+					check.Must(t, err)
 					role, err := d.Resource(clusterRolesGVR).Get(ctx, rbac.ExportAccessName, metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-					must(t, unstructured.SetNestedSlice(role.Object, rules[:1], "rules"))
+					check.Must(t, unstructured.SetNestedSlice(role.Object, rules[:1], "rules"))
 					_, err = d.Resource(clusterRolesGVR).Update(ctx, role, metav1.UpdateOptions{})
-					must(t, err)
-					must(t, d.Resource(clusterRoleBindingsGVR).Delete(ctx, rbac.ExportAccessName, metav1.DeleteOptions{}))
+					check.Must(t, err)
+					check.Must(t, d.Resource(clusterRoleBindingsGVR).Delete(ctx, rbac.ExportAccessName, metav1.DeleteOptions{}))
 				},
 				Config: exportConfig(e, ws.Path, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -146,14 +147,14 @@ func TestAccExportResource(t *testing.T) {
 				// provider version installed. Apply moves it onto the bundled
 				// schema and removes the old one.
 				PreConfig: func() {
-					must(t, applyObjects(ctx, d, object{apiResourceSchemasGVR, oldSchema}))
+					check.Must(t, applyObjects(ctx, d, object{apiResourceSchemasGVR, oldSchema}))
 					export, err := d.Resource(apiExportsGVR).Get(ctx, v1alpha1.DefaultAPIExportName, metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					resources, _, _ := unstructured.NestedSlice(export.Object, "spec", "resources")
 					resources[0].(map[string]interface{})["schema"] = oldSchema.Name
-					must(t, unstructured.SetNestedSlice(export.Object, resources, "spec", "resources"))
+					check.Must(t, unstructured.SetNestedSlice(export.Object, resources, "spec", "resources"))
 					_, err = d.Resource(apiExportsGVR).Update(ctx, export, metav1.UpdateOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				Config: exportConfig(e, ws.Path, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -192,7 +193,7 @@ func TestAccExportResource(t *testing.T) {
 			{
 				// Deleted outside Terraform: recreated.
 				PreConfig: func() {
-					must(t, d.Resource(apiExportsGVR).Delete(ctx, v1alpha1.DefaultAPIExportName, metav1.DeleteOptions{}))
+					check.Must(t, d.Resource(apiExportsGVR).Delete(ctx, v1alpha1.DefaultAPIExportName, metav1.DeleteOptions{}))
 				},
 				Config: exportConfig(e, ws.Path, `  runtime_groups = ["depctrl-runtime"]`+"\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -237,12 +238,5 @@ resource "depctrl_export" "test" {
 				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
 			})
 		})
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -56,9 +57,9 @@ func TestAccProviderBindingResource(t *testing.T) {
 	ctx := context.Background()
 	org := testOrg(t, e)
 	depCtrl, err := e.CreateWorkspace(ctx, org.Path, "dep-ctrl")
-	must(t, err)
+	check.Must(t, err)
 	network, err := e.CreateWorkspace(ctx, org.Path, "network")
-	must(t, err)
+	check.Must(t, err)
 	d := adminDynamic(t, e, network.Path)
 	addr := "depctrl_provider_binding.test"
 	attr := func(name string, v knownvalue.Check) statecheck.StateCheck {
@@ -107,12 +108,12 @@ func TestAccProviderBindingResource(t *testing.T) {
 				// Drift: the claim is rejected by hand; apply accepts it again.
 				PreConfig: func() {
 					b, err := d.Resource(apiBindingsGVR).Get(ctx, defaultBindingName, metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					claims, _, _ := unstructured.NestedSlice(b.Object, "spec", "permissionClaims")
 					claims[0].(map[string]interface{})["state"] = "Rejected"
-					must(t, unstructured.SetNestedSlice(b.Object, claims, "spec", "permissionClaims"))
+					check.Must(t, unstructured.SetNestedSlice(b.Object, claims, "spec", "permissionClaims"))
 					_, err = d.Resource(apiBindingsGVR).Update(ctx, b, metav1.UpdateOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -134,7 +135,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 			{
 				// Deleted outside Terraform: recreated.
 				PreConfig: func() {
-					must(t, d.Resource(apiBindingsGVR).Delete(ctx, defaultBindingName, metav1.DeleteOptions{}))
+					check.Must(t, d.Resource(apiBindingsGVR).Delete(ctx, defaultBindingName, metav1.DeleteOptions{}))
 				},
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -154,9 +155,9 @@ func TestAccProviderBindingResource(t *testing.T) {
 					theirs.Name, theirs.Labels = "someone-elses", nil
 					for i, obj := range []runtime.Object{controller.DesiredWebhookConfiguration(s, gvrs), controller.DesiredIndexConfiguration(s, gvrs), theirs} {
 						u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-						must(t, err)
+						check.Must(t, err)
 						_, err = d.Resource(webhookConfigurationGVRs[i%2]).Create(ctx, &unstructured.Unstructured{Object: u}, metav1.CreateOptions{})
-						must(t, err)
+						check.Must(t, err)
 					}
 				},
 				Config:           config,
@@ -171,7 +172,7 @@ func TestAccProviderBindingResourceErrors(t *testing.T) {
 	ctx := context.Background()
 	org := testOrg(t, e)
 	network, err := e.CreateWorkspace(ctx, org.Path, "network")
-	must(t, err)
+	check.Must(t, err)
 	tests := []struct {
 		name   string
 		config string

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -50,13 +51,13 @@ func TestAccRootRBACResource(t *testing.T) {
 	root, inOrg := adminDynamic(t, e, "root"), adminDynamic(t, e, org.Path)
 
 	id, err := e.Identity(user)
-	must(t, err)
+	check.Must(t, err)
 	controller, err := kcpclientset.NewForConfig(func() *rest.Config {
 		cfg := e.IdentityConfig(id, "root")
 		cfg.Host = e.FrontProxyURL
 		return cfg
 	}())
-	must(t, err)
+	check.Must(t, err)
 	// canResolve is what the controller does with the grant: read the
 	// Workspace objects along a path.
 	canResolve := func(parent string) error {
@@ -129,13 +130,13 @@ func TestAccRootRBACResource(t *testing.T) {
 				// Drift: the grant in the org is deleted and root's role is
 				// narrowed by hand.
 				PreConfig: func() {
-					must(t, inOrg.Resource(clusterRoleBindingsGVR).Delete(ctx, name, metav1.DeleteOptions{}))
+					check.Must(t, inOrg.Resource(clusterRoleBindingsGVR).Delete(ctx, name, metav1.DeleteOptions{}))
 					role, err := root.Resource(clusterRolesGVR).Get(ctx, name, metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
-					must(t, unstructured.SetNestedSlice(role.Object, rules[:1], "rules"))
+					check.Must(t, unstructured.SetNestedSlice(role.Object, rules[:1], "rules"))
 					_, err = root.Resource(clusterRolesGVR).Update(ctx, role, metav1.UpdateOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				Config: rootRBACConfig(e, name, user, org.Path),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

@@ -17,6 +17,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -27,14 +28,14 @@ func TestAccRuntimeManifests(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	dir := t.TempDir()
 	kc, err := e.IdentityKubeconfig(e.MustIdentity(env.ControllerUser), "root:depctrl")
-	must(t, err)
+	check.Must(t, err)
 	kcPath := filepath.Join(dir, "kubeconfig")
-	must(t, os.WriteFile(kcPath, kc, 0o600))
+	check.Must(t, os.WriteFile(kcPath, kc, 0o600))
 	bundle, err := certs.Issue("depctrl-webhook", []string{"depctrl-webhook.gitops.svc"}, 24*time.Hour)
-	must(t, err)
+	check.Must(t, err)
 
 	self, err := kcpconfig.SelfContained(kc, dir, "", "")
-	must(t, err)
+	check.Must(t, err)
 	want, err := deploy.Render(deploy.Config{
 		Namespace: "gitops", CreateNamespace: false, Name: "depctrl", Tag: "v9.9.9",
 		Controller: deploy.Component{Replicas: deploy.DefaultReplicas, Kubeconfig: self, ExtraArgs: []string{"--zap-log-level=debug"},
@@ -46,9 +47,9 @@ func TestAccRuntimeManifests(t *testing.T) {
 		NetworkPolicy: &deploy.NetworkPolicy{Enabled: true, WebhookCIDRs: deploy.DefaultNetworkPolicy().WebhookCIDRs, WebhookNamespaces: []string{"kcp"},
 			MetricsCIDRs: []string{"192.0.2.0/24"}, MetricsNamespaces: []string{deploy.AllNamespaces}},
 	}.WithDefaults())
-	must(t, err)
+	check.Must(t, err)
 	wantYAML, err := deploy.YAML(want)
-	must(t, err)
+	check.Must(t, err)
 
 	tls := fmt.Sprintf(`    tls_certificate = <<-EOT
 %sEOT

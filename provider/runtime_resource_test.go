@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/podrunner"
@@ -61,13 +62,13 @@ func TestAccRuntime(t *testing.T) {
 	kubeconfigs := map[string]string{}
 	for _, user := range []string{env.ControllerUser, env.WebhookUser} {
 		id, err := e.Identity(user)
-		must(t, err)
+		check.Must(t, err)
 		// Issued for the front-proxy in general; workspace_path points
 		// them at the dep-ctrl workspace.
 		kc, err := e.IdentityKubeconfig(id, "root")
-		must(t, err)
+		check.Must(t, err)
 		kubeconfigs[user] = filepath.Join(dir, user+".kubeconfig")
-		must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
+		check.Must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
 	}
 	webhookIP := podrunner.PodIP(ns, deploy.DefaultName+"-webhook", 0)
 	// replicas is both components'; with two or more each gets a
@@ -107,9 +108,9 @@ resource "depctrl_runtime" "this" {
   }`
 
 	kcfg, err := kube.Config()
-	must(t, err)
+	check.Must(t, err)
 	kc, err := kubernetes.NewForConfig(kcfg)
-	must(t, err)
+	check.Must(t, err)
 	runner := &podrunner.Runner{
 		Client: kc, Namespace: ns, BinDir: runtimetest.Binaries(t), Dir: filepath.Join(dir, "pods"),
 		Logf: t.Logf,
@@ -129,13 +130,13 @@ resource "depctrl_runtime" "this" {
 			if err := tp.expectProtected(ctx, t, c, vm); err != nil {
 				return err
 			}
-			must(t, adminDynamic(t, e, c).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, vm, metav1.DeleteOptions{}))
+			check.Must(t, adminDynamic(t, e, c).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, vm, metav1.DeleteOptions{}))
 		}
 		return nil
 	}
 	image := func(name string) string {
 		d, err := kc.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		return d.Spec.Template.Spec.Containers[0].Image
 	}
 	rt := "depctrl_runtime.this"
@@ -327,9 +328,9 @@ resource "depctrl_runtime" "this" {
 				// Drift of the new objects: a refresh reports the deleted
 				// NetworkPolicy and the loosened budget.
 				PreConfig: func() {
-					must(t, kc.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
+					check.Must(t, kc.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
 					_, err := kc.PolicyV1().PodDisruptionBudgets(ns).Patch(ctx, "depctrl-webhook", types.MergePatchType, []byte(`{"spec":{"maxUnavailable":2}}`), metav1.PatchOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				RefreshState:       true,
 				ExpectNonEmptyPlan: true,
@@ -348,9 +349,9 @@ resource "depctrl_runtime" "this" {
 				// Drift: the Service is deleted and the webhook scaled by
 				// hand too; the plan shows it and apply repairs all of it.
 				PreConfig: func() {
-					must(t, kc.CoreV1().Services(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
+					check.Must(t, kc.CoreV1().Services(ns).Delete(ctx, "depctrl-webhook", metav1.DeleteOptions{}))
 					_, err := kc.AppsV1().Deployments(ns).Patch(ctx, "depctrl-webhook", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"

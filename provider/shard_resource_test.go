@@ -23,6 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -44,9 +45,9 @@ resource "depctrl_shard" "s%d" {
 func shardAdmin(t *testing.T, e *env.Env, shard string) dynamic.Interface {
 	t.Helper()
 	cfg, err := e.ShardAdminConfig(shard, systemAdminCluster)
-	must(t, err)
+	check.Must(t, err)
 	d, err := dynamic.NewForConfig(cfg)
-	must(t, err)
+	check.Must(t, err)
 	return d
 }
 
@@ -60,15 +61,15 @@ func TestAccShardResource(t *testing.T) {
 	consumers := map[string]env.Workspace{}
 	for _, s := range e.Shards {
 		ws, err := e.CreateWorkspace(ctx, "root", env.UniqueName("consumer"), env.OnShard(s.Name))
-		must(t, err)
+		check.Must(t, err)
 		t.Cleanup(func() { _ = e.DeleteWorkspace(ctx, ws.Path) })
 		consumers[s.Name] = ws
 	}
 	id, err := e.Identity(user)
-	must(t, err)
+	check.Must(t, err)
 	read := func(shard, what string) error {
 		c, err := kubernetes.NewForConfig(e.IdentityConfig(id, consumers[shard].Path))
-		must(t, err)
+		check.Must(t, err)
 		switch what {
 		case "secrets":
 			_, err = c.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
@@ -137,7 +138,7 @@ func TestAccShardResource(t *testing.T) {
 			{
 				// Drift: the binding on the second shard is deleted by hand.
 				PreConfig: func() {
-					must(t, second.Resource(clusterRoleBindingsGVR).Delete(ctx, grant, metav1.DeleteOptions{}))
+					check.Must(t, second.Resource(clusterRoleBindingsGVR).Delete(ctx, grant, metav1.DeleteOptions{}))
 				},
 				Config: shardConfig(e, grant, user, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -301,7 +302,7 @@ func TestAccShardResourceContext(t *testing.T) {
 	// The shard's admin kubeconfig, with its context renamed and a current
 	// context that points nowhere.
 	cfg, err := clientcmd.LoadFromFile(shard.AdminKubeconfig)
-	must(t, err)
+	check.Must(t, err)
 	admin := cfg.Contexts[cfg.CurrentContext]
 	cfg.Contexts = map[string]*clientcmdapi.Context{
 		"system-masters": admin,
@@ -310,7 +311,7 @@ func TestAccShardResourceContext(t *testing.T) {
 	cfg.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
 	cfg.CurrentContext = "elsewhere"
 	kubeconfig := filepath.Join(t.TempDir(), "shard.kubeconfig")
-	must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
+	check.Must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
 
 	config := func(extra string) string {
 		return providerConfig(e) + fmt.Sprintf(`

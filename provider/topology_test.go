@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
@@ -276,12 +277,12 @@ data "depctrl_dependency_rules" "compute" {
 				// Drift: the field path is changed by hand; apply restores it.
 				PreConfig: func() {
 					u, err := compute.Resource(v1alpha1.GroupVersionResource).Get(ctx, "vm-needs-vpc", metav1.GetOptions{})
-					must(t, err)
+					check.Must(t, err)
 					deps, _, _ := unstructured.NestedSlice(u.Object, "spec", "dependencies")
-					must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.somewhereElse", "fieldRef", "path"))
-					must(t, unstructured.SetNestedSlice(u.Object, deps, "spec", "dependencies"))
+					check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.somewhereElse", "fieldRef", "path"))
+					check.Must(t, unstructured.SetNestedSlice(u.Object, deps, "spec", "dependencies"))
 					_, err = compute.Resource(v1alpha1.GroupVersionResource).Update(ctx, u, metav1.UpdateOptions{})
-					must(t, err)
+					check.Must(t, err)
 				},
 				Config: tp.withRules(".spec.vpcRef.name", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -343,9 +344,9 @@ resource "depctrl_dependency_rule" "cycle" {
 				// its claim has not consented: the rule says so.
 				PreConfig: func() {
 					ws, err := e.CreateWorkspace(ctx, "root", tp.prefix+"-refused")
-					must(t, err)
+					check.Must(t, err)
 					t.Cleanup(func() { _ = e.DeleteWorkspace(context.Background(), ws.Path) })
-					must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
+					check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
 						fixtures.BindingYAML("dep-ctrl", tp.path("depctrl"), v1alpha1.DefaultAPIExportName)))
 				},
 				Config:      tp.withRules(".spec.networks[*].vpc", managedDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
@@ -397,10 +398,10 @@ resource "depctrl_dependency_rule" %[1]q {
 // the network and compute APIs, and consumers binding them.
 func (tp topology) applyFixtures(ctx context.Context, t *testing.T, consumers []string) {
 	t.Helper()
-	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
-	must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
+	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("network")), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules)))
+	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, tp.path("compute")), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs)))
 	for _, c := range consumers {
-		must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, c),
+		check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, tp.e, c),
 			fixtures.BindingYAML("network", tp.path("network"), fixtures.VPCs.Group)+"---\n"+
 				fixtures.BindingYAML("compute", tp.path("compute"), fixtures.VirtualMachines.Group)+"---\n"+
 				"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n"))
@@ -418,7 +419,7 @@ func (tp topology) expectProtected(ctx context.Context, t *testing.T, consumer, 
 			"metadata": map[string]interface{}{"name": name, "namespace": "apps"},
 			"spec":     spec,
 		}}
-		runtimetest.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+consumer, func() error {
+		check.Eventually(ctx, t, time.Minute, "creating "+a.Resource+"/"+name+" in "+consumer, func() error {
 			_, err := d.Resource(a.GVR()).Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				return nil
@@ -438,6 +439,6 @@ func (tp topology) expectProtected(ctx context.Context, t *testing.T, consumer, 
 func adminConfig(t *testing.T, e *env.Env, path string) *rest.Config {
 	t.Helper()
 	cfg, err := e.AdminConfig(path)
-	must(t, err)
+	check.Must(t, err)
 	return cfg
 }

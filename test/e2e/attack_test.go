@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -98,7 +99,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 			a.top.object(ctx, t, a.ws, vpcs, n, map[string]interface{}{}, nil)
 			label(ctx, t, apps, n, "attack", "free")
 		}
-		must(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "attack=free"}))
+		check.Must(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "attack=free"}))
 		for _, n := range []string{"vpc-free-1", "vpc-free-2"} {
 			if a.top.exists(ctx, t, a.ws, vpcs, n) {
 				t.Fatalf("%s was not deleted by a collection delete although nothing references it", n)
@@ -132,7 +133,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		refused(t, apps.Delete(ctx, "vpc-dry", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}), "vpc-dry")
 		survived()
 		a.top.object(ctx, t, a.ws, vpcs, "vpc-dry-free", map[string]interface{}{}, nil)
-		must(t, apps.Delete(ctx, "vpc-dry-free", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}))
+		check.Must(t, apps.Delete(ctx, "vpc-dry-free", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}))
 		if !a.top.exists(ctx, t, a.ws, vpcs, "vpc-dry-free") {
 			t.Fatal("a dry-run delete removed the object")
 		}
@@ -140,9 +141,9 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 	t.Run("straight to the shard, past the front-proxy", func(t *testing.T) {
 		survived := referenced(t, "vpc-direct")
 		cfg, err := a.top.Env.ShardAdminConfig(a.ws.Shard, a.ws.Cluster)
-		must(t, err)
+		check.Must(t, err)
 		direct, err := dynamic.NewForConfig(cfg)
-		must(t, err)
+		check.Must(t, err)
 		onShard := direct.Resource(vpcs.GVR()).Namespace("apps")
 		refused(t, onShard.Delete(ctx, "vpc-direct", metav1.DeleteOptions{}), "vpc-direct")
 		refused(t, onShard.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=vpc-direct"}), "vpc-direct")
@@ -159,7 +160,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		// finalizer holds it while it is being deleted.
 		a.top.object(ctx, t, a.ws, vpcs, "vpc-doomed", map[string]interface{}{}, nil)
 		setFinalizers(ctx, t, apps, "vpc-doomed", "e2e.test.io/hold")
-		must(t, apps.Delete(ctx, "vpc-doomed", metav1.DeleteOptions{}))
+		check.Must(t, apps.Delete(ctx, "vpc-doomed", metav1.DeleteOptions{}))
 		want := "virtualmachines/%s cannot reference vpcs/vpc-doomed: vpcs/vpc-doomed is being deleted"
 
 		// A create naming it is refused ...
@@ -177,8 +178,8 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		a.top.object(ctx, t, a.ws, virtualMachines, "vm-moving", ref("elsewhere"), nil)
 		vms := a.vms.Namespace("apps")
 		obj, err := vms.Get(ctx, "vm-moving", metav1.GetOptions{})
-		must(t, err)
-		must(t, unstructured.SetNestedField(obj.Object, "vpc-doomed", "spec", "vpcRef", "name"))
+		check.Must(t, err)
+		check.Must(t, unstructured.SetNestedField(obj.Object, "vpc-doomed", "spec", "vpcRef", "name"))
 		_, err = vms.Update(ctx, obj, metav1.UpdateOptions{})
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf(want, "vm-moving")) {
 			t.Fatalf("updating a VM to reference a VPC being deleted: want %q, got %v", fmt.Sprintf(want, "vm-moving"), err)
@@ -186,7 +187,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		// Once its finalizer is done the VPC is gone, and nothing
 		// references it.
 		setFinalizers(ctx, t, apps, "vpc-doomed")
-		eventually(ctx, t, time.Minute, "vpc-doomed to be gone", func() error {
+		check.Eventually(ctx, t, time.Minute, "vpc-doomed to be gone", func() error {
 			if a.top.exists(ctx, t, a.ws, vpcs, "vpc-doomed") {
 				return fmt.Errorf("still there")
 			}
@@ -212,7 +213,7 @@ func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	namespaces := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	apply(ctx, t, top.admin(t, c.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n")
 	inDoomed := dyn.Resource(vpcs.GVR()).Namespace("doomed")
-	eventually(ctx, t, time.Minute, "creating VPC doomed/vpc-ns", func() error {
+	check.Eventually(ctx, t, time.Minute, "creating VPC doomed/vpc-ns", func() error {
 		_, err := inDoomed.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": vpcs.Group + "/v1", "kind": vpcs.Kind, "metadata": map[string]interface{}{"name": "vpc-ns"}, "spec": map[string]interface{}{},
 		}}, metav1.CreateOptions{})
@@ -223,13 +224,13 @@ func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	})
 	top.object(ctx, t, c, regions, "region-ns", map[string]interface{}{"vpc": "vpc-ns"}, nil)
 
-	must(t, namespaces.Delete(ctx, "doomed", metav1.DeleteOptions{}))
+	check.Must(t, namespaces.Delete(ctx, "doomed", metav1.DeleteOptions{}))
 	waitBlockerReported(ctx, t, namespaces, "doomed", "still referenced by Region/region-ns")
 	if _, err := inDoomed.Get(ctx, "vpc-ns", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the namespace deleter removed a referenced VPC: %v", err)
 	}
-	must(t, dyn.Resource(regions.GVR()).Delete(ctx, "region-ns", metav1.DeleteOptions{}))
-	eventually(ctx, t, 3*time.Minute, "the namespace to finish deleting once nothing references its VPC", func() error {
+	check.Must(t, dyn.Resource(regions.GVR()).Delete(ctx, "region-ns", metav1.DeleteOptions{}))
+	check.Eventually(ctx, t, 3*time.Minute, "the namespace to finish deleting once nothing references its VPC", func() error {
 		if _, err := namespaces.Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace still there (%v)", err)
 		}
@@ -249,13 +250,13 @@ func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	top.object(ctx, t, ws, vpcs, "vpc-b-free", map[string]interface{}{}, nil)
 
 	bindings := top.dynamicFor(t, ws.Path).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"})
-	must(t, bindings.Delete(ctx, "network", metav1.DeleteOptions{}))
+	check.Must(t, bindings.Delete(ctx, "network", metav1.DeleteOptions{}))
 	waitBlockerReported(ctx, t, bindings, "network", "still referenced by VirtualMachine/vm-b")
 	if !top.exists(ctx, t, ws, vpcs, "vpc-b") {
 		t.Fatal("deleting the APIBinding removed a referenced VPC")
 	}
 	top.expectDeleted(ctx, t, ws, virtualMachines, "vm-b")
-	eventually(ctx, t, 3*time.Minute, "the binding to finish deleting once nothing references its VPCs", func() error {
+	check.Eventually(ctx, t, 3*time.Minute, "the binding to finish deleting once nothing references its VPCs", func() error {
 		if _, err := bindings.Get(ctx, "network", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("binding still there (%v)", err)
 		}
@@ -268,7 +269,7 @@ func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 // want.
 func waitBlockerReported(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name, want string) {
 	t.Helper()
-	eventually(ctx, t, 2*time.Minute, name+" to report what blocks its deletion", func() error {
+	check.Eventually(ctx, t, 2*time.Minute, name+" to report what blocks its deletion", func() error {
 		o, err := res.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -296,22 +297,22 @@ func vmObject(name, vpc string) *unstructured.Unstructured {
 func label(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name, key, value string) {
 	t.Helper()
 	_, err := r.Patch(ctx, name, "application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, key, value), metav1.PatchOptions{})
-	must(t, err)
+	check.Must(t, err)
 }
 
 // setRef points a VM's vpcRef at vpc.
 func setRef(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name, vpc string) {
 	t.Helper()
 	_, err := r.Patch(ctx, name, "application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"vpcRef":{"name":%q}}}`, vpc), metav1.PatchOptions{})
-	must(t, err)
+	check.Must(t, err)
 }
 
 // setFinalizers replaces an object's finalizers.
 func setFinalizers(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, name string, finalizers ...string) {
 	t.Helper()
 	obj, err := r.Get(ctx, name, metav1.GetOptions{})
-	must(t, err)
+	check.Must(t, err)
 	obj.SetFinalizers(finalizers)
 	_, err = r.Update(ctx, obj, metav1.UpdateOptions{})
-	must(t, err)
+	check.Must(t, err)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // manyRulesResult is what protected DELETEs cost with the 1000+ rules of
@@ -35,7 +37,7 @@ func deletesWithManyRules(ctx context.Context, t *testing.T, bd deletes, oldStam
 	t.Helper()
 	top, consumer, vmAPI, vpcAPI := bd.top, bd.consumer, bd.vms, bd.vpcs
 	all, err := vmAPI.List(ctx, metav1.ListOptions{})
-	must(t, err)
+	check.Must(t, err)
 	res := manyRulesResult{dependents: len(all.Items)}
 
 	// Writing the probe until it carries a new stamp shows that writes are
@@ -46,7 +48,7 @@ func deletesWithManyRules(ctx context.Context, t *testing.T, bd deletes, oldStam
 	bd.warm(ctx, t)
 	read0 := bd.examined(ctx, t)
 	start := time.Now()
-	must(t, vpcAPI.Delete(ctx, "many-first", metav1.DeleteOptions{}))
+	check.Must(t, vpcAPI.Delete(ctx, "many-first", metav1.DeleteOptions{}))
 	res.first = time.Since(start)
 	res.firstRead = bd.examined(ctx, t) - read0
 	waitAllStamped(ctx, t, vmAPI, stamp)

@@ -11,6 +11,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -132,7 +133,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 		}
 	}
 	root, err := env.RepoRoot()
-	must(t, err)
+	check.Must(t, err)
 	dir := t.TempDir()
 	build := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./cmd/terraform-provider-depctrl")
 	build.Dir = root
@@ -140,16 +141,16 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 		t.Fatalf("building the provider: %v\n%s", err, out)
 	}
 	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n  }\n  direct {}\n}\n", dir)
-	must(t, os.WriteFile(filepath.Join(dir, "dev.tfrc"), []byte(rc), 0o644))
+	check.Must(t, os.WriteFile(filepath.Join(dir, "dev.tfrc"), []byte(rc), 0o644))
 	work := filepath.Join(dir, "topology")
-	must(t, os.MkdirAll(work, 0o755))
+	check.Must(t, os.MkdirAll(work, 0o755))
 	f, err := os.Create(filepath.Join(work, "main.tf"))
-	must(t, err)
-	must(t, tfBenchConfig.Execute(f, map[string]interface{}{
+	check.Must(t, err)
+	check.Must(t, tfBenchConfig.Execute(f, map[string]interface{}{
 		"Kubeconfig": e.AdminKubeconfig, "Shards": e.Shards, "Prefix": "tfbench-" + fmt.Sprint(time.Now().Unix()%100000),
 		"ControllerUser": env.ControllerUser, "WebhookUser": env.WebhookUser, "Workspaces": tfBenchWorkspaces,
 	}))
-	must(t, f.Close())
+	check.Must(t, f.Close())
 
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, tf, args...)
@@ -183,7 +184,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 	s.baseResources = 3 + len(e.Shards) + 2*tfBenchWorkspaces
 	s.shards = len(e.Shards)
 	out, err := command("output", "-raw", "dep_ctrl_path").Output()
-	must(t, err)
+	check.Must(t, err)
 	startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
 	s.applyRules = run("apply", "-auto-approve", "-input=false", "-no-color", "-var", rules)
 	s.ruleResources = tfBenchRules

@@ -20,6 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -123,7 +124,7 @@ func TestBenchmark(t *testing.T) {
 	unthrottled := top.admin(t, consumer.Path)
 	unthrottled.QPS, unthrottled.Burst, unthrottled.RateLimiter = -1, 0, nil
 	d, err := dynamic.NewForConfig(unthrottled)
-	must(t, err)
+	check.Must(t, err)
 	bd := newDeletes(top, consumer, d, rt.WebhookMetricsURL)
 	vmAPI, vpcAPI := bd.vms, bd.vpcs
 
@@ -153,7 +154,7 @@ func TestBenchmark(t *testing.T) {
 	reindex := func(n int) {
 		stamp = waitStamp(ctx, t, vmAPI, "zz-blocker", stamp)
 		start := time.Now()
-		must(t, inParallel(0, n, func(i int) error { return rewrite(ctx, vmAPI, fmt.Sprintf("vm-%05d", i), nil) }))
+		check.Must(t, inParallel(0, n, func(i int) error { return rewrite(ctx, vmAPI, fmt.Sprintf("vm-%05d", i), nil) }))
 		took := time.Since(start)
 		t.Logf("re-indexed %d VMs in %s", n, took.Round(time.Millisecond))
 		if n > idx.reindexed {
@@ -168,7 +169,7 @@ func TestBenchmark(t *testing.T) {
 		grantReindex(ctx, t, top, consumer)
 		top.object(ctx, t, consumer, vpcs, "reindex-trigger", map[string]interface{}{}, nil)
 		start := time.Now()
-		must(t, vpcAPI.Delete(ctx, "reindex-trigger", metav1.DeleteOptions{}))
+		check.Must(t, vpcAPI.Delete(ctx, "reindex-trigger", metav1.DeleteOptions{}))
 		waitAllStamped(ctx, t, vmAPI, stamp)
 		idx.selfReindexed, idx.selfReindexTook = n, time.Since(start)
 		t.Logf("the webhook re-indexed %d VMs in %s", n, idx.selfReindexTook.Round(time.Millisecond))
@@ -253,10 +254,10 @@ func TestBenchmark(t *testing.T) {
 		rows: rows, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
 		ready: readyWith1000, allReady: allReady, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
 	})
-	must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
-	must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
-	must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
-	must(t, plotAdmission(rows, filepath.Join(out, "bench", "admission.png")))
+	check.Must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
+	check.Must(t, os.WriteFile(filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), []byte(page), 0o644))
+	check.Must(t, os.MkdirAll(filepath.Join(out, "bench"), 0o755))
+	check.Must(t, plotAdmission(rows, filepath.Join(out, "bench", "admission.png")))
 	t.Logf("wrote %s and %s", filepath.Join(out, "templates", "guides", "benchmarks.md.tmpl"), filepath.Join(out, "bench", "admission.png"))
 }
 
@@ -290,7 +291,7 @@ func inParallel(from, to int, do func(i int) error) error {
 func createVMs(ctx context.Context, t *testing.T, api dynamic.ResourceInterface, from, to int) {
 	t.Helper()
 	start := time.Now()
-	must(t, inParallel(from, to, func(i int) error {
+	check.Must(t, inParallel(from, to, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": fmt.Sprintf("vm-%05d", i)},
@@ -341,7 +342,7 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 	// measures a new entry: written by the controller, then picked up by
 	// the consumer's shard through the cache server.
 	entryGone := func() {
-		eventually(ctx, t, time.Minute, "the FirewallRules entry to be removed", func() error {
+		check.Eventually(ctx, t, time.Minute, "the FirewallRules entry to be removed", func() error {
 			if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, firewallRules.Resource) {
 				return fmt.Errorf("still protects %v", got)
 			}
@@ -380,12 +381,12 @@ func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *ru
 	t.Helper()
 	rules := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR)
 	created := time.Now()
-	must(t, inParallel(0, n, func(i int) error {
+	check.Must(t, inParallel(0, n, func(i int) error {
 		r := ruleObject(fmt.Sprintf("many-%04d", i), virtualMachines, vpcs, top.Network.Path, fmt.Sprintf(".spec.field%d", i))
 		_, err := rules.Create(ctx, r, metav1.CreateOptions{})
 		return err
 	}))
-	eventually(ctx, t, 10*time.Minute, fmt.Sprintf("all %d rules to be Ready and Indexed", n), func() error {
+	check.Eventually(ctx, t, 10*time.Minute, fmt.Sprintf("all %d rules to be Ready and Indexed", n), func() error {
 		l, err := rules.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -459,16 +460,16 @@ func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, con
 	vms := d.Resource(virtualMachines.GVR()).Namespace("apps")
 	fws := d.Resource(firewallRules.GVR()).Namespace("apps")
 	direct, err := e.ShardAdminConfig(consumer.Shard, consumer.Cluster)
-	must(t, err)
+	check.Must(t, err)
 	direct.QPS, direct.Burst, direct.RateLimiter = -1, 0, nil
 	dd, err := dynamic.NewForConfig(direct)
-	must(t, err)
+	check.Must(t, err)
 	shardVMs := dd.Resource(virtualMachines.GVR()).Namespace("apps")
 	var r freshnessResult
 	listFrom := func(api dynamic.ResourceInterface, opts metav1.ListOptions) time.Duration {
 		start := time.Now()
 		_, err := api.List(ctx, opts)
-		must(t, err)
+		check.Must(t, err)
 		return time.Since(start)
 	}
 	list := func(opts metav1.ListOptions) time.Duration { return listFrom(vms, opts) }
@@ -481,12 +482,12 @@ func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, con
 		r.afterWrite = append(r.afterWrite, list(metav1.ListOptions{}))
 		r.quiet = append(r.quiet, list(metav1.ListOptions{}))
 		time.Sleep(settle)
-		must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.afterWriteSettled = append(r.afterWriteSettled, list(metav1.ListOptions{}))
 		r.cached = append(r.cached, list(metav1.ListOptions{ResourceVersion: "0"}))
 		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 		time.Sleep(settle)
-		must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.shardSettled = append(r.shardSettled, listFrom(shardVMs, metav1.ListOptions{}))
 		r.shardCached = append(r.shardCached, listFrom(shardVMs, metav1.ListOptions{ResourceVersion: "0"}))
 	}
@@ -511,10 +512,10 @@ const pagedSize = 2000
 func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace, dependents int) pagingResult {
 	t.Helper()
 	base, err := e.AdminConfig("root")
-	must(t, err)
+	check.Must(t, err)
 	base.Host = e.FrontProxyURL
 	finder, err := webhook.NewFrontProxyFinder(base)
-	must(t, err)
+	check.Must(t, err)
 	protection := registry.Protection{Rule: "bench", Dependent: virtualMachines.GVR(), DependentKind: virtualMachines.Kind,
 		Paths: []fieldpath.Path{fieldpath.MustParse(benchPaths[0])}}
 	fws := top.dynamicFor(t, consumer.Path).Resource(firewallRules.GVR()).Namespace("apps")
@@ -524,12 +525,12 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 			name := fmt.Sprintf("paging-%d-%d", i, size)
 			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 			time.Sleep(settle)
-			must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
+			check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 			finder.PageSize = size
 			start := time.Now()
 			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", vpcs.GVR().GroupResource(), "nothing-references-this", protection, 10)
 			took := time.Since(start)
-			must(t, err)
+			check.Must(t, err)
 			if len(blockers) != 0 {
 				t.Fatalf("lookup found %v, want nothing", blockers)
 			}

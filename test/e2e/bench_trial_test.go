@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -64,7 +65,7 @@ func (d deletes) examined(ctx context.Context, t *testing.T) float64 {
 func (d deletes) warm(ctx context.Context, t *testing.T) {
 	t.Helper()
 	_, err := d.vpcs.Get(ctx, "vpc-target", metav1.GetOptions{})
-	must(t, err)
+	check.Must(t, err)
 }
 
 func timed(f func() error) (time.Duration, error) {
@@ -93,11 +94,11 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	d.warm(ctx, t)
 	if list != nil {
 		r.listed, err = list()
-		must(t, err)
+		check.Must(t, err)
 		time.Sleep(settle)
 		d.warm(ctx, t)
 	}
-	must(t, d.fws.Delete(ctx, name, metav1.DeleteOptions{}))
+	check.Must(t, d.fws.Delete(ctx, name, metav1.DeleteOptions{}))
 	decided := func() (float64, float64) {
 		return d.metric(ctx, t, `depctrl_webhook_decision_duration_seconds_sum{outcome="allowed"}`),
 			d.metric(ctx, t, `depctrl_webhook_decision_duration_seconds_count{outcome="allowed"}`)
@@ -105,7 +106,7 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	sum0, count0 := decided()
 	read0 := d.examined(ctx, t)
 	r.allowed, err = timed(func() error { return d.vpcs.Delete(ctx, name, metav1.DeleteOptions{}) })
-	must(t, err)
+	check.Must(t, err)
 	sum1, count1 := decided()
 	r.read = d.examined(ctx, t) - read0
 	if count1 > count0 {
@@ -113,10 +114,10 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	}
 	if backToBack {
 		r.again, err = timed(func() error { return d.vpcs.Delete(ctx, name+"-again", metav1.DeleteOptions{}) })
-		must(t, err)
+		check.Must(t, err)
 	}
 	r.floor, err = timed(func() error { return d.fws.Delete(ctx, name+"-floor", metav1.DeleteOptions{}) })
-	must(t, err)
+	check.Must(t, err)
 	time.Sleep(settle)
 	d.warm(ctx, t)
 	r.denied, err = timed(func() error { return d.vpcs.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -23,9 +24,9 @@ func TestConsent(t *testing.T) {
 	startRuntime(ctx, t, e, top.DepCtrl.Path)
 
 	unbound, err := e.CreateWorkspace(ctx, top.Org.Path, "unbound")
-	must(t, err)
+	check.Must(t, err)
 	refused, err := e.CreateWorkspace(ctx, top.Org.Path, "refused")
-	must(t, err)
+	check.Must(t, err)
 	apply(ctx, t, top.admin(t, unbound.Path), exportYAML(vpcs))
 	// Bound, but the claim on webhook configurations is rejected.
 	apply(ctx, t, top.admin(t, refused.Path), exportYAML(vpcs),

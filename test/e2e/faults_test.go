@@ -23,6 +23,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -57,7 +58,7 @@ func TestFaults(t *testing.T) {
 		start := time.Now()
 		name := fmt.Sprintf("free-%d", start.UnixNano())
 		top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
-		eventually(ctx, t, bound, what, func() error {
+		check.Eventually(ctx, t, bound, what, func() error {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
 			if err == nil {
 				t.Fatal("vpc-1 was deleted while vm-1 references it")
@@ -113,7 +114,7 @@ func TestFaults(t *testing.T) {
 		restarted = true
 		rt.StartWebhookNoWait(t)
 		start := time.Now()
-		eventually(ctx, t, time.Minute, "the restarted webhook to report ready", func() error {
+		check.Eventually(ctx, t, time.Minute, "the restarted webhook to report ready", func() error {
 			if code := httpStatus(ctx, rt.WebhookReadyzURL); code != http.StatusOK {
 				return fmt.Errorf("readyz: %d", code)
 			}
@@ -144,7 +145,7 @@ func TestFaults(t *testing.T) {
 		// which vm-2 references nothing: a delete then is allowed, and the
 		// probe is recreated. Once refused, it must stay refused.
 		edited := time.Now()
-		eventually(ctx, t, convergenceBound, "the edited path to be enforced with the controller down", func() error {
+		check.Eventually(ctx, t, convergenceBound, "the edited path to be enforced with the controller down", func() error {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-2")
 			if err == nil {
 				top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
@@ -181,9 +182,9 @@ func TestFaults(t *testing.T) {
 		// Edited: the failure policy weakened to Ignore.
 		_, err := network.Patch(ctx, v1alpha1.WebhookConfigurationName, types.JSONPatchType,
 			[]byte(`[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`), metav1.PatchOptions{})
-		must(t, err)
+		check.Must(t, err)
 		start := time.Now()
-		eventually(ctx, t, convergenceBound, "the edited configuration to be restored", func() error {
+		check.Eventually(ctx, t, convergenceBound, "the edited configuration to be restored", func() error {
 			u := top.webhookConfiguration(ctx, t, top.Network)
 			if u == nil {
 				return fmt.Errorf("configuration missing")
@@ -196,9 +197,9 @@ func TestFaults(t *testing.T) {
 		})
 		t.Logf("hand-edited configuration restored after %s (bound %s)", time.Since(start).Round(time.Millisecond), convergenceBound)
 
-		must(t, network.Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
+		check.Must(t, network.Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
 		start = time.Now()
-		eventually(ctx, t, convergenceBound, "the deleted configuration to be recreated", func() error {
+		check.Eventually(ctx, t, convergenceBound, "the deleted configuration to be recreated", func() error {
 			if top.webhookConfiguration(ctx, t, top.Network) == nil {
 				return fmt.Errorf("not yet")
 			}
@@ -211,15 +212,15 @@ func TestFaults(t *testing.T) {
 	var rotated *certs.Bundle
 	t.Run("CA and serving certificate rotated", func(t *testing.T) {
 		bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
-		must(t, err)
+		check.Must(t, err)
 		rotated = bundle
 		start := time.Now()
 		// The controller reads the CA file, the webhook its certificate
 		// directory; both reload without a restart.
-		must(t, writeAtomic(rt.CAFile, bundle.CACert))
-		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), bundle.ServerCert))
-		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), bundle.ServerKey))
-		eventually(ctx, t, convergenceBound, "the new CA in the webhook configuration", func() error {
+		check.Must(t, writeAtomic(rt.CAFile, bundle.CACert))
+		check.Must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), bundle.ServerCert))
+		check.Must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), bundle.ServerKey))
+		check.Eventually(ctx, t, convergenceBound, "the new CA in the webhook configuration", func() error {
 			u := top.webhookConfiguration(ctx, t, top.Network)
 			if u == nil {
 				return fmt.Errorf("configuration missing")
@@ -245,20 +246,20 @@ func TestFaults(t *testing.T) {
 		// the new CA into the configurations. Here it never does: the CA
 		// file is left as it was.
 		newCA, newKey, err := certs.NewCA("depctrl-webhook-ca-2", 24*time.Hour)
-		must(t, err)
+		check.Must(t, err)
 		serving, err := certs.IssueServing(newCA, newKey, "depctrl-webhook", []string{"127.0.0.1", "localhost"}, 24*time.Hour)
-		must(t, err)
+		check.Must(t, err)
 		cross, err := certs.CrossSign(newCA, rotated.CACert, rotated.CAKey)
-		must(t, err)
+		check.Must(t, err)
 		leaf, _ := pem.Decode(serving.ServerCert)
 		// A new process, as a rollout starts new pods: kcp's connections
 		// to the old one, verified before, are gone, and every call
 		// handshakes with the new certificate.
 		rt.StopWebhook(t)
-		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), append(append([]byte{}, serving.ServerCert...), cross...)))
-		must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), serving.ServerKey))
+		check.Must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.crt"), append(append([]byte{}, serving.ServerCert...), cross...)))
+		check.Must(t, writeAtomic(filepath.Join(rt.CertDir, "tls.key"), serving.ServerKey))
 		rt.StartWebhook(ctx, t)
-		eventually(ctx, t, convergenceBound, "the webhook to serve the new certificate", func() error {
+		check.Eventually(ctx, t, convergenceBound, "the webhook to serve the new certificate", func() error {
 			u, err := url.Parse(rt.WebhookURL)
 			if err != nil {
 				return err
@@ -275,7 +276,7 @@ func TestFaults(t *testing.T) {
 		})
 		// kcp's first call may still meet a connection to the stopped
 		// process; a certificate kcp does not trust fails at once.
-		eventually(ctx, t, convergenceBound, "kcp to reach the restarted webhook", func() error {
+		check.Eventually(ctx, t, convergenceBound, "kcp to reach the restarted webhook", func() error {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
 			switch {
 			case err == nil:
@@ -302,7 +303,7 @@ func TestFaults(t *testing.T) {
 		}
 		// Then the controller gets the new CA too, as the next apply's
 		// bundle would have it; the rest of the test runs on it.
-		must(t, writeAtomic(rt.CAFile, append(append([]byte{}, newCA...), rotated.CACert...)))
+		check.Must(t, writeAtomic(rt.CAFile, append(append([]byte{}, newCA...), rotated.CACert...)))
 		enforced(t, "enforcement after the new CA reached the configurations", convergenceBound)
 	})
 
@@ -312,13 +313,13 @@ func TestFaults(t *testing.T) {
 		// The webhook drops the rule itself: the delete goes through
 		// without the controller.
 		start := time.Now()
-		eventually(ctx, t, convergenceBound, "vpc-1 to be deletable once its rule is gone", func() error {
+		check.Eventually(ctx, t, convergenceBound, "vpc-1 to be deletable once its rule is gone", func() error {
 			return top.remove(ctx, t, consumer, vpcs, "vpc-1")
 		})
 		t.Logf("rule deleted: protection lifted by the webhook after %s", time.Since(start).Round(time.Millisecond))
 		start = time.Now()
 		rt.StartController(t)
-		eventually(ctx, t, convergenceBound, "the controller to remove the configuration no rule needs", func() error {
+		check.Eventually(ctx, t, convergenceBound, "the controller to remove the configuration no rule needs", func() error {
 			if top.webhookConfiguration(ctx, t, top.Network) != nil && len(top.protectedResources(ctx, t, top.Network)) > 0 {
 				return fmt.Errorf("configuration still protects %v", top.protectedResources(ctx, t, top.Network))
 			}
@@ -345,12 +346,12 @@ func httpStatus(ctx context.Context, url string) int {
 func metricValue(ctx context.Context, t *testing.T, url, name string) string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	must(t, err)
+	check.Must(t, err)
 	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
+	check.Must(t, err)
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
-	must(t, err)
+	check.Must(t, err)
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			return strings.TrimSpace(v)
@@ -374,7 +375,7 @@ func counter(ctx context.Context, t *testing.T, url string) func(name string) fl
 	return func(name string) float64 {
 		t.Helper()
 		f, err := strconv.ParseFloat(counterValue(ctx, t, url, name), 64)
-		must(t, err)
+		check.Must(t, err)
 		return f
 	}
 }

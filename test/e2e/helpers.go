@@ -15,6 +15,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -47,13 +48,13 @@ func ruleObject(name string, dependent, target apiType, exportPath, fieldPath st
 func (top *Topology) createRule(ctx context.Context, t *testing.T, ws env.Workspace, rule *unstructured.Unstructured) {
 	t.Helper()
 	_, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Create(ctx, rule, metav1.CreateOptions{})
-	must(t, err)
+	check.Must(t, err)
 }
 
 func (top *Topology) getRule(ctx context.Context, t *testing.T, ws env.Workspace, name string) *unstructured.Unstructured {
 	t.Helper()
 	r, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Get(ctx, name, metav1.GetOptions{})
-	must(t, err)
+	check.Must(t, err)
 	return r
 }
 
@@ -88,7 +89,7 @@ func condition(rule *unstructured.Unstructured, condType string) (status, reason
 func (top *Topology) waitReady(ctx context.Context, t *testing.T, ws env.Workspace, name string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	eventually(ctx, t, time.Minute, "rule "+name+" to become Ready", func() error {
+	check.Eventually(ctx, t, time.Minute, "rule "+name+" to become Ready", func() error {
 		status, reason, msg := condition(top.getRule(ctx, t, ws, name), v1alpha1.ConditionReady)
 		if status != "True" {
 			return fmt.Errorf("condition Ready=%q %s: %s", status, reason, msg)
@@ -103,7 +104,7 @@ func (top *Topology) waitReady(ctx context.Context, t *testing.T, ws env.Workspa
 func (top *Topology) waitCondition(ctx context.Context, t *testing.T, ws env.Workspace, name, condType, wantStatus, wantReason string) string {
 	t.Helper()
 	var message string
-	eventually(ctx, t, time.Minute, fmt.Sprintf("%s/%s=%s (%s)", name, condType, wantStatus, wantReason), func() error {
+	check.Eventually(ctx, t, time.Minute, fmt.Sprintf("%s/%s=%s (%s)", name, condType, wantStatus, wantReason), func() error {
 		status, reason, msg := condition(top.getRule(ctx, t, ws, name), condType)
 		if status != wantStatus || reason != wantReason {
 			return fmt.Errorf("%s=%q reason %q: %s", condType, status, reason, msg)
@@ -120,7 +121,7 @@ func (top *Topology) waitEvent(ctx context.Context, t *testing.T, ws env.Workspa
 	t.Helper()
 	api := top.dynamicFor(t, ws.Path).Resource(events.GVR).Namespace(namespace)
 	var note string
-	eventually(ctx, t, 30*time.Second, fmt.Sprintf("a %s Event on %s in %s", reason, name, ws.Path), func() error {
+	check.Eventually(ctx, t, 30*time.Second, fmt.Sprintf("a %s Event on %s in %s", reason, name, ws.Path), func() error {
 		list, err := api.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -147,7 +148,7 @@ func (top *Topology) webhookConfiguration(ctx context.Context, t *testing.T, ws 
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	must(t, err)
+	check.Must(t, err)
 	return u
 }
 
@@ -187,7 +188,7 @@ func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace,
 	}
 	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
 	var err error
-	eventually(ctx, t, time.Minute, "creating "+a.Kind+"/"+name, func() error {
+	check.Eventually(ctx, t, time.Minute, "creating "+a.Kind+"/"+name, func() error {
 		if a.ClusterScoped {
 			_, err = res.Create(ctx, u, metav1.CreateOptions{})
 		} else {
@@ -223,7 +224,7 @@ func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace,
 	if apierrors.IsNotFound(err) {
 		return false
 	}
-	must(t, err)
+	check.Must(t, err)
 	return true
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -59,7 +60,7 @@ func TestReferenceIndex(t *testing.T) {
 	indexLabels := func(name string) map[string]string {
 		t.Helper()
 		vm, err := vms.Get(ctx, name, metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		out := map[string]string{}
 		for k, v := range vm.GetLabels() {
 			if refindex.IsIndexLabel(k) {
@@ -78,7 +79,7 @@ func TestReferenceIndex(t *testing.T) {
 	unindexed := func() float64 {
 		t.Helper()
 		v, err := strconv.ParseFloat(metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"), 64)
-		must(t, err)
+		check.Must(t, err)
 		return v
 	}
 
@@ -117,7 +118,7 @@ func TestReferenceIndex(t *testing.T) {
 			vm.SetLabels(map[string]string{"team": "a", refindex.RefLabel(vpcGR, "vpc-z"): ""})
 		})
 		got, err := vms.Get(ctx, "vm-a", metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		wantAll := want("vpc-a")
 		wantAll["team"] = "a"
 		if !maps.Equal(got.GetLabels(), wantAll) {
@@ -134,14 +135,14 @@ func TestReferenceIndex(t *testing.T) {
 			"spec":     ref("vpc-f"),
 		}}
 		_, err := vms.Create(ctx, u, metav1.CreateOptions{})
-		must(t, err)
+		check.Must(t, err)
 		top.expectDenied(ctx, t, consumer, vpcs, "vpc-f", "still referenced by VirtualMachine/vm-f")
 	})
 
 	t.Run("moving a reference moves its label", func(t *testing.T) {
 		top.object(ctx, t, consumer, vpcs, "vpc-b", map[string]interface{}{}, nil)
 		touch(ctx, t, vms, "vm-a", func(vm *unstructured.Unstructured) {
-			must(t, unstructured.SetNestedField(vm.Object, "vpc-b", "spec", "vpcRef", "name"))
+			check.Must(t, unstructured.SetNestedField(vm.Object, "vpc-b", "spec", "vpcRef", "name"))
 		})
 		if got := indexLabels("vm-a"); !maps.Equal(got, want("vpc-b")) {
 			t.Fatalf("vm-a index labels after the move = %v, want %v", got, want("vpc-b"))
@@ -181,7 +182,7 @@ func TestReferenceIndex(t *testing.T) {
 		top.object(ctx, t, consumer, virtualMachines, "vm-again", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-again"}}}, nil)
 
 		top.deleteRule(ctx, t, top.Compute, "vm-again")
-		eventually(ctx, t, time.Minute, "the rule to be gone", func() error {
+		check.Eventually(ctx, t, time.Minute, "the rule to be gone", func() error {
 			_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Get(ctx, "vm-again", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -204,7 +205,7 @@ func TestReferenceIndex(t *testing.T) {
 // retrying when the controller updated the rule's status in between.
 func addDependencyPath(ctx context.Context, t *testing.T, top *Topology, name, path string) {
 	t.Helper()
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	check.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rule := top.getRule(ctx, t, top.Compute, name)
 		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
 		extra := runtime.DeepCopyJSONValue(deps[0]).(map[string]interface{})
@@ -225,7 +226,7 @@ func addDependencyPath(ctx context.Context, t *testing.T, top *Topology, name, p
 func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name, not string) string {
 	t.Helper()
 	var stamp string
-	eventually(ctx, t, 2*time.Minute, "writes of "+name+" to be indexed under the current rules", func() error {
+	check.Eventually(ctx, t, 2*time.Minute, "writes of "+name+" to be indexed under the current rules", func() error {
 		touch(ctx, t, res, name, nil)
 		vm, err := res.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -243,7 +244,7 @@ func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface,
 // the webhook has re-indexed them all under the current rules.
 func waitAllStamped(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, stamp string) {
 	t.Helper()
-	eventually(ctx, t, 30*time.Minute, "the webhook to re-index every dependent", func() error {
+	check.Eventually(ctx, t, 30*time.Minute, "the webhook to re-index every dependent", func() error {
 		l, err := res.List(ctx, metav1.ListOptions{LabelSelector: refindex.StampLabel + "!=" + stamp, Limit: 1})
 		if err == nil && len(l.Items) > 0 {
 			err = fmt.Errorf("%s is not indexed under the current rules", l.Items[0].GetName())
@@ -256,7 +257,7 @@ func waitAllStamped(ctx context.Context, t *testing.T, res dynamic.ResourceInter
 // succeeds.
 func touch(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, name string, edit func(*unstructured.Unstructured)) {
 	t.Helper()
-	eventually(ctx, t, 30*time.Second, "updating "+name, func() error { return rewrite(ctx, res, name, edit) })
+	check.Eventually(ctx, t, 30*time.Second, "updating "+name, func() error { return rewrite(ctx, res, name, edit) })
 }
 
 // rewrite writes a dependent again, after edit if given, with a fresh
@@ -325,7 +326,7 @@ func TestReindex(t *testing.T) {
 	stamps := func(ws env.Workspace) map[string]string {
 		t.Helper()
 		list, err := top.dynamicFor(t, ws.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
-		must(t, err)
+		check.Must(t, err)
 		out := map[string]string{}
 		for _, vm := range list.Items {
 			if vm.GetName() != "vm-probe" {
@@ -341,7 +342,7 @@ func TestReindex(t *testing.T) {
 		if got := counter(unindexedMetric) - unindexed; got < n {
 			t.Fatalf("the deletion read %v unindexed dependents, want at least the %d written before the rule", got, n)
 		}
-		eventually(ctx, t, time.Minute, "the webhook to re-index the VMs written before the rule", func() error {
+		check.Eventually(ctx, t, time.Minute, "the webhook to re-index the VMs written before the rule", func() error {
 			for name, s := range stamps(granted) {
 				if s != stamp {
 					return fmt.Errorf("%s is stamped %q, want %q", name, s, stamp)
@@ -353,7 +354,7 @@ func TestReindex(t *testing.T) {
 			t.Errorf("depctrl_webhook_reindex_total{outcome=written} rose by %v, want at least %d", got, n)
 		}
 		vm, err := top.dynamicFor(t, granted.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-user", metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		if _, ok := vm.GetLabels()[refindex.RefLabel(vpcs.GVR().GroupResource(), "vpc-used")]; !ok {
 			t.Fatalf("re-indexed vm-user has no reference label for vpc-used: %v", vm.GetLabels())
 		}
@@ -378,10 +379,10 @@ func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Works
 	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "depctrl-reindex", "depctrl-reindex", "depctrl-reindex"
 	apply(ctx, t, top.admin(t, ws.Path), toYAML(t, g))
 	id, err := top.Env.Identity(env.WebhookUser)
-	must(t, err)
+	check.Must(t, err)
 	asWebhook, err := dynamic.NewForConfig(top.Env.IdentityConfig(id, ws.Path))
-	must(t, err)
-	eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+ws.Path, func() error {
+	check.Must(t, err)
+	check.Eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+ws.Path, func() error {
 		// Authorization comes before the lookup: NotFound means allowed.
 		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, "depctrl-no-such-vm", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -44,10 +45,10 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	stamp := waitStamp(ctx, t, vms, "vm-1", "")
 
 	rt.StopController(t)
-	must(t, top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
+	check.Must(t, top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
 	// Once kcp no longer calls the index webhook, a new VM is written
 	// without labels.
-	eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
+	check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
 		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
 		top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
 		vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
@@ -61,7 +62,7 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	})
 	setRef(ctx, t, vms, "vm-1", "vpc-b")
 	vm, err := vms.Get(ctx, "vm-1", metav1.GetOptions{})
-	must(t, err)
+	check.Must(t, err)
 	if vm.GetLabels()[refindex.StampLabel] != stamp {
 		t.Fatalf("vm-1's labels changed without the index webhook: %v", vm.GetLabels())
 	}
@@ -76,7 +77,7 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	// The controller back: it is ready only once the configuration is in
 	// place again; then a new epoch, and the labels follow the fields.
 	rt.StartController(t)
-	eventually(ctx, t, 2*time.Minute, "the restarted controller to become ready", func() error {
+	check.Eventually(ctx, t, 2*time.Minute, "the restarted controller to become ready", func() error {
 		if code := httpStatus(ctx, rt.ControllerReadyzURL); code != http.StatusOK {
 			return fmt.Errorf("readyz: %d", code)
 		}

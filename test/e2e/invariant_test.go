@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -119,13 +120,13 @@ func TestInvariantUnderLoad(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv(seedVariable); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
-		must(t, err)
+		check.Must(t, err)
 		seed = s
 	}
 	phases := 40
 	if v := os.Getenv(phasesVariable); v != "" {
 		n, err := strconv.Atoi(v)
-		must(t, err)
+		check.Must(t, err)
 		phases = n
 	}
 	t.Logf("seed %d (replay with %s=%d), %d phases of %d workers x %d steps", seed, seedVariable, seed, phases, workers, stepsPerPhase)
@@ -560,7 +561,7 @@ func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
 // controller updated the rule's status in between.
 func editRulePath(ctx context.Context, t *testing.T, top *Topology, name, path string) {
 	t.Helper()
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	check.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rule := top.getRule(ctx, t, top.Compute, name)
 		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
 		if err := unstructured.SetNestedField(deps[0].(map[string]interface{}), path, "fieldRef", "path"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -27,11 +28,11 @@ func TestLeaderElection(t *testing.T) {
 
 	replica := func(name string) (stop func(), leads func() bool) {
 		ports, err := env.FreePorts(2)
-		must(t, err)
+		check.Must(t, err)
 		p, logFile := rt.StartControllerReplica(t, name, "--leader-elect",
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 			"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]))
-		return func() { must(t, p.Stop(10*time.Second)) }, func() bool {
+		return func() { check.Must(t, p.Stop(10*time.Second)) }, func() bool {
 			data, _ := os.ReadFile(logFile)
 			return strings.Contains(strings.ToLower(string(data)), "successfully acquired lease")
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
@@ -46,7 +47,7 @@ func TestShardOutage(t *testing.T) {
 		t.Fatalf("no consumer on shard %s", home)
 	}
 	storage, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-storage"), env.OnShard(away))
-	must(t, err)
+	check.Must(t, err)
 	if storage.Shard != away {
 		t.Fatalf("the storage workspace is on shard %q, want %q", storage.Shard, away)
 	}
@@ -69,7 +70,7 @@ func TestShardOutage(t *testing.T) {
 	// The webhook restarts while shard-1 answers nothing.
 	rt.StopWebhook(t)
 	resume, err := e.PauseShard(away)
-	must(t, err)
+	check.Must(t, err)
 	resumed := false
 	defer func() {
 		if !resumed {
@@ -79,7 +80,7 @@ func TestShardOutage(t *testing.T) {
 	const partialReadyAfter = 5 * time.Second
 	start := time.Now()
 	rt.StartWebhookNoWait(t, fmt.Sprintf("--partial-ready-after=%s", partialReadyAfter))
-	eventually(ctx, t, time.Minute, "the webhook to report ready with one shard stopped", rt.WebhookReady)
+	check.Eventually(ctx, t, time.Minute, "the webhook to report ready with one shard stopped", rt.WebhookReady)
 	tookReady := time.Since(start)
 	t.Logf("ready %s after start with shard %s stopped (--partial-ready-after %s)", tookReady.Round(time.Millisecond), away, partialReadyAfter)
 	if tookReady < partialReadyAfter {
@@ -87,7 +88,7 @@ func TestShardOutage(t *testing.T) {
 	}
 
 	t.Run("rules on the shard read: decided", func(t *testing.T) {
-		eventually(ctx, t, 30*time.Second, "a referenced VPC to be refused by the webhook's decision", func() error {
+		check.Eventually(ctx, t, 30*time.Second, "a referenced VPC to be refused by the webhook's decision", func() error {
 			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
 			if err == nil {
 				t.Fatal("vpc-1 was deleted while vm-1 references it")
@@ -123,11 +124,11 @@ func TestShardOutage(t *testing.T) {
 		}
 	})
 
-	must(t, resume())
+	check.Must(t, resume())
 	resumed = true
 	resumeAt := time.Now()
 	t.Run("the shard back: everything decided", func(t *testing.T) {
-		eventually(ctx, t, time.Minute, "the FirewallRule's deletion to be decided again", func() error {
+		check.Eventually(ctx, t, time.Minute, "the FirewallRule's deletion to be decided again", func() error {
 			err := top.remove(ctx, t, consumer, firewallRules, "fw-1")
 			if err == nil {
 				t.Fatal("fw-1 was deleted while vol-1 references it")

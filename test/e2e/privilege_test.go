@@ -17,6 +17,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -37,9 +38,9 @@ func TestLeastPrivilege(t *testing.T) {
 	as := func(user, path string) dynamic.Interface {
 		t.Helper()
 		id, err := e.Identity(user)
-		must(t, err)
+		check.Must(t, err)
 		d, err := dynamic.NewForConfig(e.IdentityConfig(id, path))
-		must(t, err)
+		check.Must(t, err)
 		return d
 	}
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -151,7 +152,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		t.Helper()
 		for _, s := range e.Shards {
 			cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
-			must(t, err)
+			check.Must(t, err)
 			apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, access)))
 		}
 	}
@@ -170,17 +171,17 @@ func TestNarrowedReadAccess(t *testing.T) {
 	top.object(ctx, t, doomed, virtualMachines, "vm-d", ref("vpc-d"), nil)
 
 	// decided deletes a referenced and an unreferenced VPC in every
-	// consumer until check accepts what the webhook answered for the
+	// consumer until accept accepts what the webhook answered for the
 	// unreferenced one. The referenced one is never deleted.
-	decided := func(what string, check func(err error) error) {
+	decided := func(what string, accept func(err error) error) {
 		t.Helper()
 		for _, c := range top.Consumers {
-			eventually(ctx, t, time.Minute, what+" on shard "+c.Shard, func() error {
+			check.Eventually(ctx, t, time.Minute, what+" on shard "+c.Shard, func() error {
 				if err := top.remove(ctx, t, c, vpcs, "vpc-1"); err == nil {
 					t.Fatalf("vpc-1 was deleted in %s while vm-1 references it", c.Path)
 				}
 				top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
-				return check(top.remove(ctx, t, c, vpcs, "vpc-free"))
+				return accept(top.remove(ctx, t, c, vpcs, "vpc-free"))
 			})
 		}
 	}
@@ -212,10 +213,10 @@ func TestNarrowedReadAccess(t *testing.T) {
 	})
 	for _, c := range top.Consumers {
 		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
-		eventually(ctx, t, time.Minute, "a new reference to an unreadable type to be refused on shard "+c.Shard, func() error {
+		check.Eventually(ctx, t, time.Minute, "a new reference to an unreadable type to be refused on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			if err == nil {
-				must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
+				check.Must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
 				return fmt.Errorf("created: the narrowed grant is not in force yet")
 			}
 			if !strings.Contains(err.Error(), "cannot record on vpcs/vpc-1") || !strings.Contains(err.Error(), "forbidden") {
@@ -232,11 +233,11 @@ func TestNarrowedReadAccess(t *testing.T) {
 	})
 	for _, c := range top.Consumers {
 		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
-		eventually(ctx, t, time.Minute, "a new reference to be admitted on shard "+c.Shard, func() error {
+		check.Eventually(ctx, t, time.Minute, "a new reference to be admitted on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			return err
 		})
-		must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
+		check.Must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
 	}
 	for _, c := range top.Consumers {
 		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
@@ -255,11 +256,11 @@ func TestNarrowedReadAccess(t *testing.T) {
 	c := top.Consumers[0]
 	vm1 := func() string {
 		vm, err := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-1", metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		return vm.GetLabels()[refindex.StampLabel]
 	}
 	before, forbidden := vm1(), counter(forbiddenMetric)
-	eventually(ctx, t, time.Minute, "the webhook to be refused re-indexing in "+c.Path, func() error {
+	check.Eventually(ctx, t, time.Minute, "the webhook to be refused re-indexing in "+c.Path, func() error {
 		top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
 		if err := top.remove(ctx, t, c, vpcs, "vpc-free"); err != nil {
 			return err
@@ -279,9 +280,9 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 
 	id, err := e.Identity(env.WebhookUser)
-	must(t, err)
+	check.Must(t, err)
 	as, err := dynamic.NewForConfig(e.IdentityConfig(id, top.Consumers[0].Path))
-	must(t, err)
+	check.Must(t, err)
 	_, err = as.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("apps").List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("with read_resources narrowed the webhook must not read Secrets; got %v", err)

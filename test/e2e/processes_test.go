@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -27,28 +28,28 @@ func TestProcessesGuide(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e, nestedDepCtrl())
 	root, err := env.RepoRoot()
-	must(t, err)
+	check.Must(t, err)
 	script := filepath.Join(root, "examples", "processes", "run.sh")
 
 	dir := t.TempDir()
 	bundle, err := certs.Issue("depctrl-webhook", []string{"127.0.0.1"}, time.Hour)
-	must(t, err)
+	check.Must(t, err)
 	tlsDir := filepath.Join(dir, "tls")
-	must(t, os.MkdirAll(tlsDir, 0o700))
+	check.Must(t, os.MkdirAll(tlsDir, 0o700))
 	for name, data := range map[string][]byte{"tls.crt": bundle.ServerCert, "tls.key": bundle.ServerKey, "ca.crt": bundle.CACert} {
-		must(t, os.WriteFile(filepath.Join(tlsDir, name), data, 0o600))
+		check.Must(t, os.WriteFile(filepath.Join(tlsDir, name), data, 0o600))
 	}
 	kubeconfig := func(user string) string {
 		id, err := e.Identity(user)
-		must(t, err)
+		check.Must(t, err)
 		data, err := e.IdentityKubeconfig(id, top.DepCtrl.Path)
-		must(t, err)
+		check.Must(t, err)
 		p := filepath.Join(dir, user+".kubeconfig")
-		must(t, os.WriteFile(p, data, 0o600))
+		check.Must(t, os.WriteFile(p, data, 0o600))
 		return p
 	}
 	ports, err := env.FreePorts(5)
-	must(t, err)
+	check.Must(t, err)
 	settings := []string{
 		"DEPCTRL_BIN_DIR=" + runtimetest.Binaries(t),
 		"DEPCTRL_WEBHOOK_KUBECONFIG=" + kubeconfig(env.WebhookUser),
@@ -68,7 +69,7 @@ func TestProcessesGuide(t *testing.T) {
 	start := func(component string) {
 		logFile := filepath.Join(dir, component+".log")
 		p, err := env.StartProcess("run.sh "+component, script, []string{component}, dir, logFile, settings...)
-		must(t, err)
+		check.Must(t, err)
 		t.Cleanup(func() {
 			if err := p.Stop(10 * time.Second); err != nil {
 				t.Errorf("stopping %s: %v", component, err)
@@ -80,7 +81,7 @@ func TestProcessesGuide(t *testing.T) {
 		})
 	}
 	start("webhook")
-	eventually(ctx, t, time.Minute, "the webhook to report ready", func() error {
+	check.Eventually(ctx, t, time.Minute, "the webhook to report ready", func() error {
 		return runtimetest.Readyz(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]))
 	})
 	start("controller")
@@ -92,7 +93,7 @@ func TestProcessesGuide(t *testing.T) {
 	top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
 	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	top.expectDeleted(ctx, t, c, virtualMachines, "vm-1")
-	eventually(ctx, t, 30*time.Second, "vpc-1 to be deletable once vm-1 is gone", func() error {
+	check.Eventually(ctx, t, 30*time.Second, "vpc-1 to be deletable once vm-1 is gone", func() error {
 		return top.remove(ctx, t, c, vpcs, "vpc-1")
 	})
 }

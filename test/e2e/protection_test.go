@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -86,11 +87,11 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 
 		rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
 		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
-		must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.networks[*].vpc", "fieldRef", "path"))
-		must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
+		check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.networks[*].vpc", "fieldRef", "path"))
+		check.Must(t, unstructured.SetNestedSlice(rule.Object, deps, "spec", "dependencies"))
 		uid := rule.GetUID()
 		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
-		must(t, err)
+		check.Must(t, err)
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 		if top.getRule(ctx, t, top.Compute, "vm-needs-vpc").GetUID() != uid {
 			t.Fatal("the rule was recreated; the edit must apply in place")
@@ -113,7 +114,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 		top.expectDenied(ctx, t, consumer, vpcs, "vpc-r", "still referenced by VirtualMachine/vm-r")
 
 		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
-		eventually(ctx, t, time.Minute, "the webhook configuration to be removed", func() error {
+		check.Eventually(ctx, t, time.Minute, "the webhook configuration to be removed", func() error {
 			if top.webhookConfiguration(ctx, t, top.Network) != nil {
 				return errStill("webhook configuration present")
 			}
@@ -134,18 +135,18 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 		top.object(ctx, t, consumer, virtualMachines, "vm-fin", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-fin"}}}, nil)
 		vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
 		vm, err := vms.Get(ctx, "vm-fin", metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		vm.SetFinalizers([]string{"e2e.test.io/hold"})
 		_, err = vms.Update(ctx, vm, metav1.UpdateOptions{})
-		must(t, err)
+		check.Must(t, err)
 		top.expectDenied(ctx, t, consumer, vpcs, "vpc-fin", "still referenced by VirtualMachine/vm-fin")
 		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-fin") // now terminating, held by the finalizer
 		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-fin")
 		vm, err = vms.Get(ctx, "vm-fin", metav1.GetOptions{})
-		must(t, err)
+		check.Must(t, err)
 		vm.SetFinalizers(nil)
 		_, err = vms.Update(ctx, vm, metav1.UpdateOptions{})
-		must(t, err)
+		check.Must(t, err)
 	})
 
 	t.Run("a consumer workspace being deleted is not wedged", func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // restartBound is how long after a restarted kcp is ready again the
@@ -35,11 +37,11 @@ func TestKCPRestart(t *testing.T) {
 	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 
 	start := time.Now()
-	must(t, e.Restart(ctx))
+	check.Must(t, e.Restart(ctx))
 	ready := time.Now()
 	t.Logf("kcp stopped and ready again after %s", ready.Sub(start).Round(time.Millisecond))
 
-	eventually(ctx, t, restartBound, "protection after the restart", func() error {
+	check.Eventually(ctx, t, restartBound, "protection after the restart", func() error {
 		err := top.remove(ctx, t, c, vpcs, "vpc-1")
 		if err == nil {
 			t.Fatal("vpc-1 was deleted while vm-1 references it")
@@ -59,7 +61,7 @@ func TestKCPRestart(t *testing.T) {
 	top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
 	top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
 	top.object(ctx, t, c, managedDBs, "db-1", map[string]interface{}{"firewall": "fw-1"}, nil)
-	eventually(ctx, t, restartBound, "the rule changes after the restart to take effect", func() error {
+	check.Eventually(ctx, t, restartBound, "the rule changes after the restart to take effect", func() error {
 		if err := top.remove(ctx, t, c, firewallRules, "fw-1"); err == nil {
 			top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
 			return fmt.Errorf("fw-1 deletable: the new rule is not enforced yet")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -16,13 +17,6 @@ func startRuntime(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath str
 	return runtimetest.Start(ctx, t, e, depCtrlPath)
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // ownSingleShard starts a single-shard kcp for this test alone, whatever
 // environment the package's other tests share (usually two shards), and
 // stops it when the test ends.
@@ -30,7 +24,7 @@ func ownSingleShard(ctx context.Context, t *testing.T) *env.Env {
 	t.Helper()
 	start := time.Now()
 	e, err := env.StartSingleShard(ctx, env.Options{})
-	must(t, err)
+	check.Must(t, err)
 	t.Logf("own single-shard kcp ready in %s", time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -41,10 +35,4 @@ func ownSingleShard(ctx context.Context, t *testing.T) *env.Env {
 		}
 	})
 	return e
-}
-
-// eventually polls check until it returns nil or timeout passes.
-func eventually(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	runtimetest.Eventually(ctx, t, timeout, what, check)
 }

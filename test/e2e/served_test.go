@@ -14,6 +14,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
@@ -37,9 +38,9 @@ func TestTypesServed(t *testing.T) {
 	startRuntime(ctx, t, e, top.DepCtrl.Path)
 
 	wrongVersion := ruleObject("vm-v1beta1", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name")
-	must(t, unstructured.SetNestedField(wrongVersion.Object, "v1beta1", "spec", "dependent", "version"))
+	check.Must(t, unstructured.SetNestedField(wrongVersion.Object, "v1beta1", "spec", "dependent", "version"))
 	singular := ruleObject("vm-singular", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name")
-	must(t, unstructured.SetNestedField(singular.Object, "virtualmachine", "spec", "dependent", "resource"))
+	check.Must(t, unstructured.SetNestedField(singular.Object, "virtualmachine", "spec", "dependent", "resource"))
 	misspelt := ruleObject("volume-misspelt", volumes, vpcs, top.Network.Path, ".spec.vpcRef.nme")
 	for _, r := range []*unstructured.Unstructured{wrongVersion, singular, misspelt} {
 		top.createRule(ctx, t, top.Compute, r)
@@ -65,13 +66,13 @@ func TestTypesServed(t *testing.T) {
 
 	t.Run("fixed rules become Ready", func(t *testing.T) {
 		top.updateRule(ctx, t, top.Compute, "vm-v1beta1", func(r *unstructured.Unstructured) {
-			must(t, unstructured.SetNestedField(r.Object, "v1", "spec", "dependent", "version"))
+			check.Must(t, unstructured.SetNestedField(r.Object, "v1", "spec", "dependent", "version"))
 		})
 		top.waitReady(ctx, t, top.Compute, "vm-v1beta1")
 		top.updateRule(ctx, t, top.Compute, "volume-misspelt", func(r *unstructured.Unstructured) {
 			deps, _, _ := unstructured.NestedSlice(r.Object, "spec", "dependencies")
-			must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.attachments[*].vpc", "fieldRef", "path"))
-			must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
+			check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.attachments[*].vpc", "fieldRef", "path"))
+			check.Must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
 		})
 		top.waitReady(ctx, t, top.Compute, "volume-misspelt")
 		if _, reason, _ := condition(top.getRule(ctx, t, top.Compute, "vm-singular"), v1alpha1.ConditionReady); reason != controller.ReasonResourceNotServed {
@@ -93,7 +94,7 @@ func TestTypesServed(t *testing.T) {
 		}
 		// Only through the claim: the workspace itself grants it nothing.
 		direct, err := dynamic.NewForConfig(top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.Compute.Path))
-		must(t, err)
+		check.Must(t, err)
 		if _, err := direct.Resource(controller.APIExportsGVR).Get(ctx, virtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("getting the compute export directly must be refused, got %v", err)
 		}
@@ -106,7 +107,7 @@ func TestTypesServed(t *testing.T) {
 			t.Errorf("message %q does not name %s", msg, top.Network.Path)
 		}
 		top.waitCondition(ctx, t, top.Compute, "vm-v1beta1", v1alpha1.ConditionReady, "False", controller.ReasonTypesClaimNotAccepted)
-		eventually(ctx, t, 30*time.Second, "the controller to be refused the network export", func() error {
+		check.Eventually(ctx, t, 30*time.Second, "the controller to be refused the network export", func() error {
 			_, err := top.controllerVirtualWorkspace(ctx, t)(top.Network).Resource(controller.APIExportsGVR).Get(ctx, vpcs.Group, metav1.GetOptions{})
 			if !apierrors.IsForbidden(err) {
 				return errStill("not forbidden: " + errString(err))
@@ -127,7 +128,7 @@ func (top *Topology) updateRule(ctx context.Context, t *testing.T, ws env.Worksp
 	r := top.getRule(ctx, t, ws, name)
 	edit(r)
 	_, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Update(ctx, r, metav1.UpdateOptions{})
-	must(t, err)
+	check.Must(t, err)
 }
 
 // setTypeClaims sets the state of the dep-ctrl binding's claims on
@@ -135,7 +136,7 @@ func (top *Topology) updateRule(ctx context.Context, t *testing.T, ws env.Worksp
 func (top *Topology) setTypeClaims(ctx context.Context, t *testing.T, ws env.Workspace, state string) {
 	t.Helper()
 	api := top.dynamicFor(t, ws.Path).Resource(virtualworkspace.APIBindingsGVR)
-	eventually(ctx, t, 30*time.Second, "setting the type claims in "+ws.Path+" to "+state, func() error {
+	check.Eventually(ctx, t, 30*time.Second, "setting the type claims in "+ws.Path+" to "+state, func() error {
 		b, err := api.Get(ctx, "dep-ctrl", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -147,7 +148,7 @@ func (top *Topology) setTypeClaims(ctx context.Context, t *testing.T, ws env.Wor
 				m["state"] = state
 			}
 		}
-		must(t, unstructured.SetNestedSlice(b.Object, claims, "spec", "permissionClaims"))
+		check.Must(t, unstructured.SetNestedSlice(b.Object, claims, "spec", "permissionClaims"))
 		delete(b.Object, "status")
 		_, err = api.Update(ctx, b, metav1.UpdateOptions{})
 		return err
@@ -161,16 +162,16 @@ func (top *Topology) controllerVirtualWorkspace(ctx context.Context, t *testing.
 	t.Helper()
 	cfg := top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.DepCtrl.Path)
 	vw, err := virtualworkspace.New(cfg, v1alpha1.DefaultAPIExportName)
-	must(t, err)
+	check.Must(t, err)
 	urls, err := vw.URLs(ctx)
-	must(t, err)
+	check.Must(t, err)
 	bindings, err := vw.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR)
-	must(t, err)
+	check.Must(t, err)
 	return func(ws env.Workspace) dynamic.Interface {
 		for _, b := range bindings {
 			if b.Cluster == ws.Cluster {
 				c, err := vw.Client(b.URL, b.Cluster)
-				must(t, err)
+				check.Must(t, err)
 				return c
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
@@ -64,20 +65,20 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 	var err error
 	prefix := env.UniqueName("e2e")
 	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org", opts...)
-	must(t, err)
+	check.Must(t, err)
 	if o.nestedDepCtrl {
 		top.DepCtrl, err = e.CreateWorkspace(ctx, top.Org.Path, "depctrl", opts...)
 	} else {
 		top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl", opts...)
 	}
-	must(t, err)
+	check.Must(t, err)
 	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network", opts...)
-	must(t, err)
+	check.Must(t, err)
 	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute", opts...)
-	must(t, err)
+	check.Must(t, err)
 	for i, s := range e.Shards {
 		ws, err := e.CreateWorkspace(ctx, "root", fmt.Sprintf("%s-consumer-%d", prefix, i), env.OnShard(s.Name))
-		must(t, err)
+		check.Must(t, err)
 		top.Consumers = append(top.Consumers, ws)
 	}
 
@@ -95,7 +96,7 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 	// The webhook reads dependents on every shard.
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
-		must(t, err)
+		check.Must(t, err)
 		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{})))
 	}
 
@@ -123,7 +124,7 @@ func (top *Topology) bindConsumer(ctx context.Context, t *testing.T, ws env.Work
 func (top *Topology) newConsumer(ctx context.Context, t *testing.T, prefix string, opts ...env.WorkspaceOption) env.Workspace {
 	t.Helper()
 	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName(prefix), opts...)
-	must(t, err)
+	check.Must(t, err)
 	top.bindConsumer(ctx, t, ws)
 	return ws
 }
@@ -131,7 +132,7 @@ func (top *Topology) newConsumer(ctx context.Context, t *testing.T, prefix strin
 func (top *Topology) admin(t *testing.T, path string) *rest.Config {
 	t.Helper()
 	cfg, err := top.Env.AdminConfig(path)
-	must(t, err)
+	check.Must(t, err)
 	return cfg
 }
 
@@ -139,7 +140,7 @@ func (top *Topology) admin(t *testing.T, path string) *rest.Config {
 func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
 	t.Helper()
 	c, err := dynamic.NewForConfig(top.admin(t, path))
-	must(t, err)
+	check.Must(t, err)
 	return c
 }
 
@@ -194,13 +195,13 @@ spec:
 func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) {
 	t.Helper()
 	for _, d := range docs {
-		must(t, applyYAML(ctx, cfg, d))
+		check.Must(t, applyYAML(ctx, cfg, d))
 	}
 }
 
 func toYAML(t *testing.T, g rbac.Grant) string {
 	t.Helper()
 	s, err := fixtures.GrantYAML(g)
-	must(t, err)
+	check.Must(t, err)
 	return s
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -82,7 +83,7 @@ webhooks:
 `, slow.URL, ca, virtualMachines.Group, virtualMachines.Resource))
 
 	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
-	eventually(ctx, t, time.Minute, "kcp to call the slow webhook", func() error {
+	check.Eventually(ctx, t, time.Minute, "kcp to call the slow webhook", func() error {
 		start := time.Now()
 		_ = vms.Delete(ctx, "vm-slow-probe", metav1.DeleteOptions{})
 		if _, err := vms.Create(ctx, vmObject("vm-slow-probe", "nothing"), metav1.CreateOptions{}); err != nil {
@@ -122,7 +123,7 @@ webhooks:
 	top.expectDenied(ctx, t, consumer, vpcs, "vpc-w", "still referenced by VirtualMachine/vm-slow-1")
 	// Deleted, it withdraws its intent: the VPC goes at once, without
 	// waiting for the intent to expire.
-	must(t, vms.Delete(ctx, "vm-slow-1", metav1.DeleteOptions{}))
+	check.Must(t, vms.Delete(ctx, "vm-slow-1", metav1.DeleteOptions{}))
 	if err := top.remove(ctx, t, consumer, vpcs, "vpc-w"); err != nil {
 		t.Fatalf("deleting vpc-w right after its only dependent: %v", err)
 	}
@@ -156,6 +157,6 @@ webhooks:
 	// annotation, so set, lets the VPC go.
 	_, err = vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.SkipProtectionAnnotation+`":"true"}}}`), metav1.PatchOptions{})
-	must(t, err)
+	check.Must(t, err)
 	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-held")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -16,9 +17,9 @@ import (
 // binary does not accept.
 func TestEveryFlagDocumented(t *testing.T) {
 	root, err := env.RepoRoot()
-	must(t, err)
+	check.Must(t, err)
 	guide, err := os.ReadFile(filepath.Join(root, "docs", "guides", "processes.md"))
-	must(t, err)
+	check.Must(t, err)
 	bin := Binaries(t)
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	// The flags a table documents are those in the first cell of its rows.

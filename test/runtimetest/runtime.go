@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
@@ -84,19 +85,19 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		t.Fatal(err)
 	}
 	certDir := filepath.Join(dir, "tls")
-	must(t, os.MkdirAll(certDir, 0o700))
-	must(t, os.WriteFile(filepath.Join(certDir, "tls.crt"), bundle.ServerCert, 0o600))
-	must(t, os.WriteFile(filepath.Join(certDir, "tls.key"), bundle.ServerKey, 0o600))
+	check.Must(t, os.MkdirAll(certDir, 0o700))
+	check.Must(t, os.WriteFile(filepath.Join(certDir, "tls.crt"), bundle.ServerCert, 0o600))
+	check.Must(t, os.WriteFile(filepath.Join(certDir, "tls.key"), bundle.ServerKey, 0o600))
 	caFile := filepath.Join(dir, "ca.crt")
-	must(t, os.WriteFile(caFile, bundle.CACert, 0o600))
+	check.Must(t, os.WriteFile(caFile, bundle.CACert, 0o600))
 
 	kubeconfigFor := func(user string) string {
 		id, err := e.Identity(user)
-		must(t, err)
+		check.Must(t, err)
 		data, err := e.IdentityKubeconfig(id, depCtrlPath)
-		must(t, err)
+		check.Must(t, err)
 		p := filepath.Join(dir, user+".kubeconfig")
-		must(t, os.WriteFile(p, data, 0o600))
+		check.Must(t, os.WriteFile(p, data, 0o600))
 		return p
 	}
 	r := &Runtime{
@@ -171,7 +172,7 @@ func (r *Runtime) StartWebhookNoWait(t *testing.T, extra ...string) {
 	t.Helper()
 	args := append(append([]string(nil), r.whArgs...), extra...)
 	p, err := env.StartProcess("depctrl-webhook", filepath.Join(r.bin, "depctrl-webhook"), args, r.Dir, filepath.Join(r.Dir, "webhook.log"))
-	must(t, err)
+	check.Must(t, err)
 	r.webhook = p
 }
 
@@ -203,14 +204,14 @@ func Readyz(url string) error {
 func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
 	t.Helper()
 	r.StartWebhookNoWait(t)
-	Eventually(ctx, t, time.Minute, "the webhook to become ready", r.WebhookReady)
+	check.Eventually(ctx, t, time.Minute, "the webhook to become ready", r.WebhookReady)
 }
 
 // StartController starts the controller.
 func (r *Runtime) StartController(t *testing.T) {
 	t.Helper()
 	p, err := env.StartProcess("depctrl-controller", filepath.Join(r.bin, "depctrl-controller"), r.ctrlArgs, r.Dir, filepath.Join(r.Dir, "controller.log"))
-	must(t, err)
+	check.Must(t, err)
 	r.controller = p
 }
 
@@ -237,36 +238,8 @@ func (r *Runtime) StopController(t *testing.T) {
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	ports, err := env.FreePorts(n)
-	must(t, err)
+	check.Must(t, err)
 	return ports
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Eventually polls check until it returns nil or timeout passes, and fails
-// the test with the last error otherwise.
-func Eventually(ctx context.Context, t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for {
-		if last = check(); last == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, last)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v (last: %v)", what, ctx.Err(), last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // Tail returns the last lines of s, for logs in failure reports.
@@ -292,7 +265,7 @@ func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...str
 	logFile := filepath.Join(r.Dir, name+".log")
 	args := append(append([]string(nil), r.ctrlArgs...), extra...)
 	p, err := env.StartProcess(name, filepath.Join(r.bin, "depctrl-controller"), args, r.Dir, logFile)
-	must(t, err)
+	check.Must(t, err)
 	t.Cleanup(func() {
 		if err := p.Stop(10 * time.Second); err != nil {
 			t.Errorf("stopping %s: %v", name, err)
