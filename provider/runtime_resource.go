@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -208,6 +209,11 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	if config.ImageTag.IsNull() {
 		plan.ImageTag = types.StringValue(r.conn.versionTag())
+		if !releaseVersion.MatchString(r.conn.versionTag()) {
+			resp.Diagnostics.AddAttributeWarning(path.Root("image_tag"), "No published image for a development build",
+				fmt.Sprintf("This provider is a development build (version %q), so the default image tag %q names no published runtime image. "+
+					"Set image and image_tag to the image you built (make image) and pushed.", r.conn.versionTag(), r.conn.versionTag()))
+		}
 	}
 	// A missing or broken kubernetes block fails the plan, not the apply.
 	if r.conn != nil && r.conn.kubeErr != nil && !errors.Is(r.conn.kubeErr, errConfigUnknown) {
@@ -281,6 +287,10 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	plan.Objects = fingerprints(objs)
 }
+
+// releaseVersion matches the versions releases carry, whose runtime image
+// is published under the same tag.
+var releaseVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
 // userAgent names this provider and its version to the servers it calls.
 func (c *Connection) userAgent() string { return userAgent + "/" + c.versionTag() }

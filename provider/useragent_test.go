@@ -18,3 +18,16 @@ func TestUserAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseVersion: only a release version has a published image of its
+// tag; a development build (dev, a commit) is warned about at plan.
+func TestReleaseVersion(t *testing.T) {
+	for v, want := range map[string]bool{
+		"1.4.0": true, "v1.4.0": true, "1.4.0-rc.1": true,
+		"dev": false, "test": false, "4bbc5b7": false, "1.4": false, "": false,
+	} {
+		if got := releaseVersion.MatchString(v); got != want {
+			t.Errorf("releaseVersion(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

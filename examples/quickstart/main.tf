@@ -46,6 +46,12 @@ resource "depctrl_runtime" "this" {
     url             = var.webhook_url
   }
 
+  # The local API server has no nodes: depctrl-podrunner runs the binaries
+  # built here, so no image of this tag needs to exist. A real installation
+  # leaves image_tag unset (the provider's version) or names an image it
+  # pushed.
+  image_tag = "local"
+
   # It rolls out once its RBAC exists.
   depends_on = [depctrl_root_rbac.this, depctrl_shard.this]
 }
