@@ -1,5 +1,11 @@
 package webhook
 
+// This file is the recording path of intents: a write that newly
+// references an object records an intent on it (refusing the write when the
+// object is being deleted), a refused write retracts its intents, expired
+// ones are pruned, and a deletion withdraws them. intents.go holds their
+// encoding.
+
 import (
 	"context"
 	"encoding/json"
