@@ -121,7 +121,12 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 	}
 	binding := func(path string) {
 		m := providerBindingModel{Name: types.StringValue(defaultBindingName), ExportPath: types.StringValue(depctrl), ExportName: types.StringValue(v1alpha1.DefaultAPIExportName)}
-		check.Must(t, applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()}))
+		// kcp authorizes a binding through caches that trail a new export
+		// by a moment, on another shard more so: retry a refusal for as
+		// long as depctrl_provider_binding does (bindPermissionGrace).
+		check.Eventually(ctx, t, bindPermissionGrace, "binding the dep-ctrl export in "+path, func() error {
+			return applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()})
+		})
 	}
 	apply(compute, fixtures.ExportYAML(fixtures.VirtualMachines))
 	binding(compute)
