@@ -117,6 +117,9 @@ func (s *RuleSync) Ready() error {
 // be held.
 func (s *RuleSync) unreadLocked() string {
 	urls := slices.Sorted(maps.Keys(s.unread))
+	if len(urls) == 0 {
+		return "the shards' rules are still being read"
+	}
 	why := make([]string, 0, len(urls))
 	for _, u := range urls {
 		why = append(why, s.unread[u].Error())
