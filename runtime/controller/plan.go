@@ -12,6 +12,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // RuleInput is what planning needs of one DependencyRule.
@@ -26,6 +27,11 @@ type RuleInput struct {
 	Dependencies    []DependencyInput
 	// Invalid, when set, says why the rule's spec cannot be acted on.
 	Invalid string
+	// UID, Generation and IndexEpoch (status.indexEpoch) enter the stamp
+	// of the types the rule protects (package settle).
+	UID        string
+	Generation int64
+	IndexEpoch string
 }
 
 // DependencyInput is one protected type of a rule.
@@ -102,6 +108,9 @@ type Plan struct {
 	// configuration must cover.
 	Indexes map[string][]schema.GroupVersionResource
 	Rules   map[string]*RulePlan
+	// Stamps is the stamp of each protected resource: the digest of every
+	// valid rule that protects it, as the webhook's registry holds them.
+	Stamps Stamps
 }
 
 // ResolveFunc maps a workspace path to a logical cluster name.
@@ -117,6 +126,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // away.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
 	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string]map[schema.GroupVersionResource][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
+	p.Stamps = planStamps(rules)
 	var edges []Edge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
@@ -211,6 +221,33 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		p.Indexes[cluster] = dedupGVRs(gvrs)
 	}
 	return p
+}
+
+// planStamps computes the stamp of every resource a valid rule protects.
+// The webhook computes the same from its registry, which holds every valid
+// rule whether or not its workspaces resolve: the two must agree before any
+// object is settled, so both count the same rules.
+func planStamps(rules []RuleInput) Stamps {
+	refs := map[schema.GroupResource][]settle.RuleRef{}
+	for _, r := range rules {
+		if r.Invalid != "" {
+			continue
+		}
+		seen := map[schema.GroupResource]bool{}
+		for _, d := range r.Dependencies {
+			gr := d.GVR.GroupResource()
+			if seen[gr] {
+				continue
+			}
+			seen[gr] = true
+			refs[gr] = append(refs[gr], settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.IndexEpoch})
+		}
+	}
+	out := Stamps{}
+	for gr, rs := range refs {
+		out[gr] = settle.Stamp(rs)
+	}
+	return out
 }
 
 // planIndex decides whether rule r's dependent type gets the reference

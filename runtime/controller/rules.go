@@ -41,7 +41,9 @@ func ruleInput(o virtualworkspace.Object) RuleInput {
 		in.Invalid = errs.ToAggregate().Error()
 		return in
 	}
-	return SpecInput(in.Key, rule.Spec)
+	in = SpecInput(in.Key, rule.Spec)
+	in.UID, in.Generation, in.IndexEpoch = string(rule.UID), rule.Generation, rule.Status.IndexEpoch
+	return in
 }
 
 // SpecInput is the planning input for a valid spec of the rule key.

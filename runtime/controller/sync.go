@@ -157,7 +157,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		}
 	}
 	for cluster, gvrs := range plan.Webhooks {
-		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster)))
+		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), plan.Stamps))
 		if err != nil {
 			installErrs[cluster] = err
 			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // WebhookSettings are what every installed webhook configuration points at.
@@ -55,12 +56,17 @@ func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionRe
 	for _, gvr := range gvrs {
 		protected[gvr] = scope.Unnamed
 	}
-	return DesiredScopedWebhookConfiguration(s, protected)
+	return DesiredScopedWebhookConfiguration(s, protected, nil)
 }
 
 // Protected maps each resource a workspace's configuration protects to the
 // scope of the rules that protect it.
 type Protected map[schema.GroupVersionResource]scope.Scope
+
+// Stamps maps each protected resource to the stamp of the rules that
+// protect it (package settle): its deletion webhook leaves out the objects
+// settled under that stamp. A resource without one sends every deletion.
+type Stamps map[schema.GroupResource]string
 
 // DesiredScopedWebhookConfiguration renders the configuration for one
 // protected workspace: one deletion webhook for each scope, covering the
@@ -68,15 +74,20 @@ type Protected map[schema.GroupVersionResource]scope.Scope
 // cannot be read holds up the deletions of only the types its rules
 // protect; and one webhook that keeps intents, for every protected
 // resource. Entries and their rules are sorted, so the same rules always
-// give the same object and nothing is rewritten needlessly.
-func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *admissionregistrationv1.ValidatingWebhookConfiguration {
+// give the same object and nothing is rewritten needlessly. Resources of one
+// scope are split further by their stamp, since a webhook has one object
+// selector; and a guard entry sends every write that would settle an object
+// to the webhook, which refuses it unless it is its own.
+func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, stamps Stamps) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	byScope := map[string][]schema.GroupVersionResource{}
 	scopes := map[string]scope.Scope{}
+	stampOf := map[string]string{}
 	all := make([]schema.GroupVersionResource, 0, len(protected))
 	for gvr, sc := range protected {
-		key := sc.URL("")
+		stamp := stamps[gvr.GroupResource()]
+		key := sc.URL("") + " " + stamp
 		byScope[key] = append(byScope[key], gvr)
-		scopes[key] = sc
+		scopes[key], stampOf[key] = sc, stamp
 		all = append(all, gvr)
 	}
 	c := &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -87,7 +98,9 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *
 		},
 	}
 	for i, key := range sortedKeys(byScope) {
-		c.Webhooks = append(c.Webhooks, webhookEntry(s, deletionWebhookName(i), scopes[key].URL(s.URL), resourceRules(byScope[key], admissionregistrationv1.Delete)))
+		deletion := webhookEntry(s, deletionWebhookName(i), scopes[key].URL(s.URL), resourceRules(byScope[key], admissionregistrationv1.Delete))
+		deletion.ObjectSelector = settle.Selector(stampOf[key])
+		c.Webhooks = append(c.Webhooks, deletion)
 	}
 	// Keeping intents needs no rules (it refuses to drop what a write
 	// recorded), so its URL names no scope.
@@ -96,6 +109,15 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected) *
 	// updated without calling the webhook.
 	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "carries-intents", Expression: keepIntentsCondition}}
 	c.Webhooks = append(c.Webhooks, keep)
+	// Settling needs no rules either: only the webhook may do it.
+	guard := webhookEntry(s, settleGuardWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create, admissionregistrationv1.Update))
+	guard.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "settles", Expression: settle.GuardCondition}}
+	c.Webhooks = append(c.Webhooks, guard)
+	// New objects are candidates for settling. Missing one only leaves it
+	// unsettled, so this entry fails open and never holds up a create.
+	candidates := webhookEntry(s, settleCandidatesWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create))
+	candidates.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	c.Webhooks = append(c.Webhooks, candidates)
 	return c
 }
 
@@ -130,6 +152,15 @@ func deletionWebhookName(i int) string {
 // configuration, that refuses an update of a protected object dropping the
 // fresh intent of a dependent's write that may not be stored yet.
 const keepIntentsWebhookName = "keep-intents." + v1alpha1.Group
+
+// settleGuardWebhookName is the webhook, in each protected workspace's
+// configuration, that refuses a create or update setting or changing the
+// settled label, unless the webhook itself makes it.
+const settleGuardWebhookName = "settle-guard." + v1alpha1.Group
+
+// settleCandidatesWebhookName is the webhook that hands the webhook each
+// new protected object, to be settled once it is old enough.
+const settleCandidatesWebhookName = "settle-candidates." + v1alpha1.Group
 
 // keepIntentsCondition selects the updates of objects that carry an intent.
 var keepIntentsCondition = "has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('" +

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // TestDesiredScopedWebhookConfiguration: resources protected by the rules of
@@ -23,27 +24,43 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 		testFWs:  scope.Of("comp"),
 		testDBs:  scope.Of("apps", "comp"),
 		testVMs:  scope.Unnamed,
-	})
-	type entry struct{ name, url, resources string }
+	}, Stamps{testFWs.GroupResource(): "s1", testDBs.GroupResource(): "s2", testVPCs.GroupResource(): "s2"})
+	type entry struct{ name, url, resources, settledUnder string }
 	var got []entry
 	for _, w := range c.Webhooks {
 		var res []string
 		for _, r := range w.Rules {
 			res = append(res, r.Resources...)
 		}
-		got = append(got, entry{w.Name, *w.ClientConfig.URL, strings.Join(res, ",")})
+		got = append(got, entry{w.Name, *w.ClientConfig.URL, strings.Join(res, ","), settle.StampOf(w.ObjectSelector)})
 	}
+	all := "manageddbs,virtualmachines,firewallrules,vpcs"
 	want := []entry{
-		{webhookName, testSettings.URL, "virtualmachines"},
-		{"2." + webhookName, testSettings.URL + "/clusters/apps,comp", "manageddbs,vpcs"},
-		{"3." + webhookName, testSettings.URL + "/clusters/comp", "firewallrules"},
-		{keepIntentsWebhookName, testSettings.URL, "manageddbs,virtualmachines,firewallrules,vpcs"},
+		{webhookName, testSettings.URL, "virtualmachines", ""},
+		{"2." + webhookName, testSettings.URL + "/clusters/apps,comp", "manageddbs,vpcs", "s2"},
+		{"3." + webhookName, testSettings.URL + "/clusters/comp", "firewallrules", "s1"},
+		{keepIntentsWebhookName, testSettings.URL, all, ""},
+		{settleGuardWebhookName, testSettings.URL, all, ""},
+		{settleCandidatesWebhookName, testSettings.URL, all, ""},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("webhooks\n got %v\nwant %v", got, want)
 	}
 	if covered := coveredResources(c); len(covered) != 4 {
 		t.Errorf("covered %v, want the four resources", covered)
+	}
+	for _, w := range c.Webhooks {
+		switch w.Name {
+		case settleGuardWebhookName:
+			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail || len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != settle.GuardCondition ||
+				!reflect.DeepEqual(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
+				t.Errorf("the guard must fail closed on every create and update that settles: %+v", w)
+			}
+		case settleCandidatesWebhookName:
+			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Ignore || len(w.MatchConditions) != 0 {
+				t.Errorf("the candidates' webhook must see every create and fail open: %+v", w)
+			}
+		}
 	}
 }
 
@@ -53,8 +70,8 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 func TestDesiredWebhookConfiguration(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{testDBs, testVMs, testDBs}
 	c := DesiredWebhookConfiguration(testSettings, gvrs)
-	if len(c.Webhooks) != 2 {
-		t.Fatalf("%d webhooks, want 2", len(c.Webhooks))
+	if len(c.Webhooks) != 4 {
+		t.Fatalf("%d webhooks, want 4", len(c.Webhooks))
 	}
 	for i, want := range []struct {
 		name string
@@ -69,6 +86,9 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	if mc := c.Webhooks[0].MatchConditions; len(mc) != 0 {
 		t.Errorf("the deletion webhook must see every deletion, has match conditions %v", mc)
 	}
+	if sel := c.Webhooks[0].ObjectSelector; sel == nil || len(sel.MatchExpressions)+len(sel.MatchLabels) != 0 {
+		t.Errorf("without a stamp the deletion webhook must see every object, has selector %v", sel)
+	}
 	if mc := c.Webhooks[1].MatchConditions; len(mc) != 1 || mc[0].Expression != keepIntentsCondition {
 		t.Errorf("the keep-intents webhook must see only objects with intents: %v", mc)
 	}
@@ -80,7 +100,7 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	if webhookTargetChanged(c, other) {
 		t.Error("the same settings count as a moved webhook")
 	}
-	scoped := DesiredScopedWebhookConfiguration(testSettings, Protected{testVMs: scope.Of("comp"), testDBs: scope.Of("comp")})
+	scoped := DesiredScopedWebhookConfiguration(testSettings, Protected{testVMs: scope.Of("comp"), testDBs: scope.Of("comp")}, nil)
 	if got, want := *scoped.Webhooks[0].ClientConfig.URL, testSettings.URL+"/clusters/comp"; got != want {
 		t.Errorf("scoped URL %q, want %q", got, want)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // Protection is one way a protected object may be referenced: dependents of
@@ -305,4 +306,30 @@ func (r *Registry) Keys() []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Stamp is the stamp of the rules that protect target (package settle), and
+// whether objects may be settled under it: only while the reference index
+// configuration of every one of those rules is in place as the controller
+// wrote it, since the intents it records are what unsettles an object that
+// gains a reference.
+func (r *Registry) Stamp(target schema.GroupResource) (stamp string, settleable bool) {
+	r.read(func() {
+		seen := map[string]bool{}
+		var refs []settle.RuleRef
+		settleable = true
+		for _, p := range r.byTarget[target] {
+			rule := r.rules[p.Rule]
+			if rule == nil || seen[rule.Key] {
+				continue
+			}
+			seen[rule.Key] = true
+			if r.liveEpoch(rule) == "" {
+				settleable = false
+			}
+			refs = append(refs, settle.RuleRef{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, IndexEpoch: rule.IndexEpoch})
+		}
+		stamp = settle.Stamp(refs)
+	})
+	return stamp, settleable && stamp != ""
 }

@@ -208,16 +208,16 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 // object that have expired (their writes were stored or failed long ago, and
 // what references the object is then read from the dependents themselves),
 // and, on an object that carries many, those of dependents already stored
-// (settled).
+// (storedIntents).
 func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
 	fresh, expired := intentsOn(annotations, ix.now(), ix.IntentLifetime)
-	if len(expired) == 0 && len(fresh) <= settleThreshold {
+	if len(expired) == 0 && len(fresh) <= pruneThreshold {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), ix.RequestTimeout)
 		defer cancel()
-		keys := append(expired, ix.settled(ctx, cluster, ref.target, ref.name, fresh)...)
+		keys := append(expired, ix.storedIntents(ctx, cluster, ref.target, ref.name, fresh)...)
 		if len(keys) == 0 {
 			return
 		}

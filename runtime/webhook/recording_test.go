@@ -437,8 +437,8 @@ func TestFrontProxyTargets(t *testing.T) {
 		t.Fatalf("annotate: %+v %v", got, err)
 	}
 	want := []string{
-		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"}}}`,
-		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"}}}`,
+		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"},"labels":{"dependencies.opendefense.cloud/settled":null}}}`,
+		`PATCH application/merge-patch+json {"metadata":{"annotations":{"gone":null,"k":"x"},"labels":{"dependencies.opendefense.cloud/settled":null}}}`,
 	}
 	if !slices.Equal(sent, want) {
 		t.Errorf("annotate sent %q, want %q", sent, want)
@@ -495,10 +495,10 @@ func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Prot
 	return found, referencing, nil
 }
 
-// TestIntentsSettled: an object that carries more than settleThreshold
+// TestStoredIntentsPruned: an object that carries more than pruneThreshold
 // fresh intents sheds those of dependents stored and referencing it, but not
 // the youngest, nor those of dependents not stored or no longer referencing.
-func TestIntentsSettled(t *testing.T) {
+func TestStoredIntentsPruned(t *testing.T) {
 	now := time.Now()
 	annotations := map[string]string{}
 	stored := fakeDependents{}
@@ -508,7 +508,7 @@ func TestIntentsSettled(t *testing.T) {
 		annotations[intentKey(name)] = v
 		return intentKey(name)
 	}
-	for i := range settleThreshold {
+	for i := range pruneThreshold {
 		name := fmt.Sprintf("vm-%03d", i)
 		key := add(name, now.Add(-10*time.Second))
 		switch i % 3 {
@@ -537,9 +537,9 @@ func TestIntentsSettled(t *testing.T) {
 	select {
 	case got := <-targets.pruned:
 		if !slices.Equal(got, want) {
-			t.Fatalf("settled %d intents %v, want the %d of stored, referencing dependents %v", len(got), got, len(want), want)
+			t.Fatalf("pruned %d intents %v, want the %d of stored, referencing dependents %v", len(got), got, len(want), want)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("no intents were settled")
+		t.Fatal("no intents were pruned")
 	}
 }

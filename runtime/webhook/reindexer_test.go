@@ -82,9 +82,9 @@ func TestReindexer(t *testing.T) {
 	go func() { _ = r.Start(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	// settle waits until the server has had want requests in all and the
+	// await waits until the server has had want requests in all and the
 	// reindexer has nothing queued.
-	settle := func(want int) []string {
+	await := func(want int) []string {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -117,7 +117,7 @@ func TestReindexer(t *testing.T) {
 		"/clusters/ok/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-1",
 		"/clusters/ok/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-2",
 	}
-	if got := settle(len(want)); !reflect.DeepEqual(got, want) {
+	if got := await(len(want)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("patched %q\nwant %q", got, want)
 	}
 	if got := written() - writtenBefore; got != 3 {
@@ -126,21 +126,21 @@ func TestReindexer(t *testing.T) {
 
 	// Found again soon after: not written again; a minute later it is.
 	r.Enqueue("ok", vms, []objectKey{{"apps", "vm-1"}})
-	if got := settle(len(want)); len(got) != len(want) {
+	if got := await(len(want)); len(got) != len(want) {
 		t.Fatalf("a dependent written moments ago was written again: %q", got)
 	}
 	advance(reindexRecent)
 	r.Enqueue("ok", vms, []objectKey{{"apps", "vm-1"}})
-	if got := settle(len(want) + 1); len(got) != len(want)+1 {
+	if got := await(len(want) + 1); len(got) != len(want)+1 {
 		t.Fatalf("requests after the recent window = %q, want one more", got)
 	}
 
 	// A workspace that refuses is asked about one of its dependents, then
 	// left alone for that type, and asked again once the refusal expires.
 	r.Enqueue("denied", vms, []objectKey{{"apps", "vm-1"}})
-	settle(len(want) + 2)
+	await(len(want) + 2)
 	r.Enqueue("denied", vms, []objectKey{{"apps", "vm-2"}, {"apps", "vm-3"}})
-	if got := settle(len(want) + 2); len(got) != len(want)+2 {
+	if got := await(len(want) + 2); len(got) != len(want)+2 {
 		t.Fatalf("a workspace that refused was asked again at once: %q", got)
 	}
 	if got := forbidden() - forbiddenBefore; got != 1 {
@@ -149,7 +149,7 @@ func TestReindexer(t *testing.T) {
 	advance(reindexRefusedFor)
 	r.forget()
 	r.Enqueue("denied", vms, []objectKey{{"apps", "vm-2"}})
-	if got := settle(len(want) + 3); len(got) != len(want)+3 {
+	if got := await(len(want) + 3); len(got) != len(want)+3 {
 		t.Fatalf("requests after the refusal expired = %q, want one more", got)
 	}
 

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // The front-proxy implementation of Targets. A referenced object is looked
@@ -24,9 +26,12 @@ func (f *FrontProxyFinder) Target(ctx context.Context, cluster, namespace string
 	}, ctx, target, name)
 }
 
-// Annotate implements Targets with a JSON merge patch.
+// Annotate implements Targets with a JSON merge patch. The same patch
+// removes the settled label (package settle): an object that gains a
+// reference, or may, is no longer proven unreferenced, and its deletion goes
+// to the webhook again from the moment the intent is recorded.
 func (f *FrontProxyFinder) Annotate(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) (TargetState, error) {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set, "labels": map[string]any{settle.SettledLabel: nil}}})
 	if err != nil {
 		return TargetState{}, fmt.Errorf("encoding the annotations of %s %s: %w", target.GroupResource(), name, err)
 	}

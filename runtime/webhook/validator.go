@@ -79,8 +79,12 @@ type ValidatorOptions struct {
 	// counts as a write that may still be stored (DefaultIntentLifetime).
 	IntentLifetime time.Duration
 	// Self tells the webhook's own user: only its updates of a protected
-	// object may drop a fresh intent. Without it no update may.
+	// object may drop a fresh intent or settle it. Without it no update
+	// may.
 	Self func(ctx context.Context) (string, error)
+	// Candidates, when set, hears of every protected object created, and
+	// of the places where protected objects are deleted, to settle them.
+	Candidates Candidates
 }
 
 // Validator decides admission requests.
@@ -125,11 +129,19 @@ func observe(outcome string, start time.Time) {
 
 // Decide applies the deletion policy to one request.
 func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
-	if req.Operation == admissionv1.Update {
-		return v.keepIntents(ctx, req)
-	}
-	if req.Operation != admissionv1.Delete {
-		return allow("only DELETE and UPDATE are checked"), outcomeAllowed
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+		if resp, outcome, refused := v.guardSettled(ctx, req); refused {
+			return resp, outcome
+		}
+		if req.Operation == admissionv1.Update {
+			return v.keepIntents(ctx, req)
+		}
+		v.candidate(req)
+		return allow(""), outcomeAllowed
+	case admissionv1.Delete:
+	default:
+		return allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
 	if err := v.rules.Decidable(scopeOf(ctx)); err != nil {
 		return notDecidable(err), outcomeNotInitialized
@@ -167,6 +179,10 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		return allow(""), outcomeAllowed
 	}
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	if cluster != "" && v.opts.Candidates != nil && !dryRun(req) {
+		// The rest of the namespace may be settled before it follows.
+		v.opts.Candidates.Candidate(cluster, req)
+	}
 	if cluster == "" {
 		log.Info("cannot decide: object has no logical cluster annotation")
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
@@ -210,6 +226,22 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
 	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+}
+
+// candidate hands a created protected object's place to Candidates.
+func (v *Validator) candidate(req *admissionv1.AdmissionRequest) {
+	if v.opts.Candidates == nil || dryRun(req) {
+		return
+	}
+	var obj struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return
+	}
+	if cluster := obj.Metadata.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
+		v.opts.Candidates.Candidate(cluster, req)
+	}
 }
 
 // maySkip reports whether a user in groups may use the skip-protection

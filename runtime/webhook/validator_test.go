@@ -113,13 +113,13 @@ func TestDecide(t *testing.T) {
 		wantAsked string
 	}{
 		{
-			name: "create is not checked",
+			name: "a create without an object is a bad request",
 			req: func() *admissionv1.AdmissionRequest {
 				r := deleteRequest(vpcGVR, "v", inCluster)
 				r.Operation = admissionv1.Create
 				return r
 			}(),
-			wantAllowed: true, wantOutcome: outcomeAllowed,
+			wantCode: 400, wantMessage: "cannot decode the object", wantOutcome: outcomeBadRequest,
 		},
 		{
 			name:     "not initialized denies",

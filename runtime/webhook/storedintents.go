@@ -11,14 +11,14 @@ import (
 )
 
 // An object's annotations hold 256 KiB in all, some 1 400 intents. So once
-// an object carries more than settleThreshold fresh intents, recording one
+// an object carries more than pruneThreshold fresh intents, recording one
 // more also removes those whose dependents are stored and reference the
 // object: their writes are over, and a deletion finds such a dependent by
-// reading the dependents. Intents younger than settleMinAge are left alone;
+// reading the dependents. Intents younger than pruneMinAge are left alone;
 // their writes are most likely still on their way.
 const (
-	settleThreshold = 64
-	settleMinAge    = 2 * time.Second
+	pruneThreshold = 64
+	pruneMinAge    = 2 * time.Second
 )
 
 // DependentReader reads one dependent (FrontProxyFinder does).
@@ -26,16 +26,16 @@ type DependentReader interface {
 	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
 }
 
-// settled returns the keys of the fresh intents on the object called name of
+// storedIntents returns the keys of the fresh intents on the object called name of
 // target whose dependents are stored and reference it, when there are more
-// than settleThreshold fresh intents.
-func (ix *Indexer) settled(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []recordedIntent) []string {
-	if ix.Dependents == nil || len(fresh) <= settleThreshold {
+// than pruneThreshold fresh intents.
+func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []recordedIntent) []string {
+	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
 	}
 	var keys []string
 	for _, in := range fresh {
-		if in.Name == "" || ix.now().Sub(in.At.Time) < settleMinAge {
+		if in.Name == "" || ix.now().Sub(in.At.Time) < pruneMinAge {
 			continue
 		}
 		dependent := schema.ParseGroupResource(in.Resource)

@@ -1,0 +1,48 @@
+package settle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+)
+
+// SettledLabel marks a protected object proven unreferenced; its value is
+// the stamp of the rules it was proven under.
+const SettledLabel = v1alpha1.Group + "/settled"
+
+// RuleRef is what a stamp depends on of one rule that protects a type.
+type RuleRef struct {
+	// Key is "<cluster>/<name>".
+	Key string
+	// UID changes when the rule is recreated under the same key.
+	UID string
+	// Generation changes with every edit of the rule's spec.
+	Generation int64
+	// IndexEpoch is the rule's status.indexEpoch: the UID of the
+	// reference index configuration that records the intents of its
+	// dependents. A new configuration may have let writes go by unseen.
+	IndexEpoch string
+}
+
+// stampLength is how many hex digits of the digest a stamp keeps: 80 bits,
+// well within a label value's 63 characters.
+const stampLength = 20
+
+// Stamp is the digest of the rules that protect one type, "" when none do.
+// The order of refs does not matter.
+func Stamp(refs []RuleRef) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	lines := make([]string, len(refs))
+	for i, r := range refs {
+		lines[i] = fmt.Sprintf("%s\x00%s\x00%d\x00%s", r.Key, r.UID, r.Generation, r.IndexEpoch)
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:])[:stampLength]
+}
