@@ -158,9 +158,9 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"protected_resources": schema.ListAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
-				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get` and `patch` their objects, one at a time " +
-					"(never list them), to record on an object the intent of a create or update of a dependent that newly references it, " +
-					"and to refuse that write when the object is being deleted. " +
+				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, " +
+					"to record on an object the intent of a create or update of a dependent that newly references it, " +
+					"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. " +
 					"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes " +
 					"every new reference to it fail closed with a permission error.",
 				Validators: []validator.List{
@@ -536,11 +536,11 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 // grantsPatch reports whether rules let the webhook patch named dependent
-// types (reindex): those it may list and patch. The wildcard grant patches
-// everything without reindex, and protected types are patched without list.
+// types (reindex): those it may watch and patch. The wildcard grant patches
+// everything without reindex, and protected types are patched without watch.
 func grantsPatch(rules []rbacv1.PolicyRule) bool {
 	for _, r := range rules {
-		if slices.Contains(r.Verbs, "patch") && slices.Contains(r.Verbs, "list") && !slices.Contains(r.Resources, "*") {
+		if slices.Contains(r.Verbs, "patch") && slices.Contains(r.Verbs, "watch") && !slices.Contains(r.Resources, "*") {
 			return true
 		}
 	}

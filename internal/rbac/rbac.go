@@ -113,7 +113,7 @@ func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	}
 	rules = append(rules, logicalClusterReader)
 	rules = append(rules, byGroup(access.Dependents, verbs)...)
-	rules = append(rules, byGroup(access.Protected, []string{"get", "patch"})...)
+	rules = append(rules, byGroup(access.Protected, []string{"get", "list", "patch"})...)
 	return grant(ShardReaderName, subjects, rules...)
 }
 

@@ -44,7 +44,7 @@ func TestShardReader(t *testing.T) {
 			want: []rbacv1.PolicyRule{
 				workspaceAccess, eventWriter, logicalClusterReader,
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
-				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get", "patch"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get", "list", "patch"}},
 			},
 		},
 		{

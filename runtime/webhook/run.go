@@ -54,6 +54,10 @@ type Options struct {
 	// object counts as a write that may still be stored; the zero value is
 	// DefaultIntentLifetime.
 	IntentLifetime time.Duration
+	// SettleAfter is how old an object, and how long unchanged its
+	// rules, must be before it may be settled; the zero value is
+	// DefaultSettleAfter, a negative one settles nothing.
+	SettleAfter time.Duration
 	// PartialReadyAfter is how long a pod that could read the rules of
 	// some shards but not of all waits before it reports ready
 	// (RuleSync.PartialReadyAfter); negative: it waits for all.
@@ -135,13 +139,26 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	published := &PublishedStamps{}
+	var settler *Settler
+	if o.SettleAfter >= 0 {
+		settler = &Settler{Stamps: reg, Published: published, Objects: finder, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
+			Log: log.WithName("settler")}
+	}
 	validator := NewValidator(reg, finder, rules, ValidatorOptions{
 		Self:                 self,
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
 		IntentLifetime:       o.IntentLifetime,
+		Candidates:           candidates(settler),
 	}, log.WithName("validator"))
+	if settler != nil {
+		settler.Prover = validator
+		if err := mgr.GetLocalManager().Add(settler); err != nil {
+			return err
+		}
+	}
 	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
@@ -162,8 +179,19 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := watchObjects(mgr, "index-configurations", &admissionregistrationv1.MutatingWebhookConfiguration{}, indexConfigs.Observe); err != nil {
 		return fmt.Errorf("setting up the reference index configuration watch: %w", err)
 	}
+	if err := watchObjects(mgr, "published-stamps", &admissionregistrationv1.ValidatingWebhookConfiguration{}, published.Observe); err != nil {
+		return fmt.Errorf("setting up the protection configuration watch: %w", err)
+	}
 	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
 	return mgr.Start(ctx)
+}
+
+// candidates is settler as Candidates, nil when there is none.
+func candidates(settler *Settler) Candidates {
+	if settler == nil {
+		return nil
+	}
+	return settler
 }
 
 // watchObjects watches objects of obj's type through the virtual workspaces and

@@ -228,6 +228,21 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
 }
 
+// Unreferenced implements Prover: no dependent stored references the object
+// under the rules that protect it now, by the same reads a deletion makes.
+// Writes on their way show as intents on the object, which the caller
+// checks.
+func (v *Validator) Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, name string) (bool, error) {
+	protections := v.index.Protections(gvr)
+	if len(protections) == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
+	defer cancel()
+	blockers, more, err := v.findBlockers(ctx, cluster, namespace, gvr.GroupResource(), name, protections)
+	return err == nil && len(blockers)+more == 0, err
+}
+
 // candidate hands a created protected object's place to Candidates.
 func (v *Validator) candidate(req *admissionv1.AdmissionRequest) {
 	if v.opts.Candidates == nil || dryRun(req) {

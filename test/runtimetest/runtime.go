@@ -200,10 +200,11 @@ func Readyz(url string) error {
 	return nil
 }
 
-// StartWebhook starts the webhook and waits until it reports ready.
-func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T) {
+// StartWebhook starts the webhook, with extra arguments after the usual
+// ones (later flags win), and waits until it reports ready.
+func (r *Runtime) StartWebhook(ctx context.Context, t *testing.T, extra ...string) {
 	t.Helper()
-	r.StartWebhookNoWait(t)
+	r.StartWebhookNoWait(t, extra...)
 	check.Eventually(ctx, t, time.Minute, "the webhook to become ready", r.WebhookReady)
 }
 

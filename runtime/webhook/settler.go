@@ -1,0 +1,276 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+)
+
+// DefaultSettleAfter is how old an object, and how long-lived the stamp of
+// its rules, must be before the object is settled. A dependent admitted
+// while the object it references did not exist yet recorded no intent on
+// it, and the API server may store that dependent until the request's
+// timeout (60 s by default) has passed: only a proof made after that sees
+// it. The same wait lets a new rule's reference index reach every shard,
+// and every webhook replica learn the rule, before objects are settled
+// under it.
+const DefaultSettleAfter = 70 * time.Second
+
+// SettleObjects lists and settles protected objects.
+type SettleObjects interface {
+	// ListMeta reads the metadata of the objects of gvr in namespace ("":
+	// all, or a cluster-scoped type) of cluster, consistently.
+	ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error)
+	// Settle labels the object, provided it is still at resourceVersion.
+	Settle(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name, resourceVersion, stamp string) error
+}
+
+// Stamps gives the stamp of the rules over a resource (registry.Stamp).
+type Stamps interface {
+	Stamp(target schema.GroupResource) (stamp string, settleable bool)
+}
+
+// Prover tells whether nothing stored references an object (Validator
+// does, with the reads a deletion would make).
+type Prover interface {
+	Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, name string) (bool, error)
+}
+
+// place is where protected objects are swept for settling: one type in one
+// namespace (or cluster-wide) of one logical cluster.
+type place struct {
+	Cluster   string
+	GVR       schema.GroupVersionResource
+	Namespace string
+}
+
+// stampSince is a stamp and since when it has been both the registry's and
+// the published one.
+type stampSince struct {
+	stamp string
+	since time.Time
+}
+
+// Settler labels protected objects that nothing references (package
+// settle), so that their deletions skip the webhook. It sweeps the places
+// where it saw protected objects created or deleted: an object is settled
+// once it is older than After, carries no fresh intent, its rules' stamp has
+// been published and unchanged for After, and the reads a deletion would
+// make find no dependent; the label is written under the resourceVersion
+// the sweep read, so an intent recorded meanwhile wins. Nothing here is
+// needed for protection: an object it misses is only decided by the webhook.
+type Settler struct {
+	Stamps    Stamps
+	Published interface {
+		Published(gr schema.GroupResource) string
+	}
+	Objects SettleObjects
+	Prover  Prover
+	// After is DefaultSettleAfter unless set.
+	After time.Duration
+	// IntentLifetime is how long an intent counts as fresh.
+	IntentLifetime time.Duration
+	// Workers sweep places concurrently.
+	Workers int
+	Log     logr.Logger
+	now     func() time.Time
+
+	mu     sync.Mutex
+	known  map[schema.GroupResource]map[place]bool
+	stable map[schema.GroupResource]stampSince
+	queue  workqueue.TypedDelayingInterface[place]
+}
+
+func (s *Settler) init() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue != nil {
+		return
+	}
+	if s.After == 0 {
+		s.After = DefaultSettleAfter
+	}
+	if s.IntentLifetime == 0 {
+		s.IntentLifetime = DefaultIntentLifetime
+	}
+	if s.Workers == 0 {
+		s.Workers = 2
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.known = map[schema.GroupResource]map[place]bool{}
+	s.stable = map[schema.GroupResource]stampSince{}
+	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
+}
+
+// Candidate implements Candidates: a create is swept once the new object is
+// old enough; a deletion at once, so that its neighbours are settled before
+// their own deletions come.
+func (s *Settler) Candidate(cluster string, req *admissionv1.AdmissionRequest) {
+	s.init()
+	p := place{Cluster: cluster, GVR: schema.GroupVersionResource(req.Resource), Namespace: req.Namespace}
+	s.mu.Lock()
+	gr := p.GVR.GroupResource()
+	if s.known[gr] == nil {
+		s.known[gr] = map[place]bool{}
+	}
+	s.known[gr][p] = true
+	s.mu.Unlock()
+	if req.Operation == admissionv1.Create {
+		s.queue.AddAfter(p, s.After)
+		return
+	}
+	s.queue.Add(p)
+}
+
+// Start sweeps until ctx ends.
+func (s *Settler) Start(ctx context.Context) error {
+	s.init()
+	go func() {
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+	for range s.Workers {
+		go func() {
+			for {
+				p, shutdown := s.queue.Get()
+				if shutdown {
+					return
+				}
+				s.sweep(ctx, p)
+				s.queue.Done(p)
+			}
+		}()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			s.watchStamps()
+		}
+	}
+}
+
+// NeedLeaderElection: every replica settles the objects it heard of.
+func (s *Settler) NeedLeaderElection() bool { return false }
+
+// watchStamps notes when the stamp of each known resource changes, and
+// sweeps its places again once the new one has stood for After.
+func (s *Settler) watchStamps() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for gr, places := range s.known {
+		current := s.usable(gr)
+		if current == s.stable[gr].stamp {
+			continue
+		}
+		s.stable[gr] = stampSince{stamp: current, since: s.now()}
+		if current == "" {
+			continue
+		}
+		s.Log.V(1).Info("rules changed: sweeping again", "resource", gr.String(), "stamp", current, "places", len(places))
+		for p := range places {
+			s.queue.AddAfter(p, s.After)
+		}
+	}
+}
+
+// usable is the stamp objects of gr may be settled under now, "" for none.
+func (s *Settler) usable(gr schema.GroupResource) string {
+	stamp, ok := s.Stamps.Stamp(gr)
+	if !ok || s.Published.Published(gr) != stamp {
+		return ""
+	}
+	return stamp
+}
+
+// sweep settles what it can in p, and comes back when more may be.
+func (s *Settler) sweep(ctx context.Context, p place) {
+	gr := p.GVR.GroupResource()
+	s.mu.Lock()
+	st, tracked := s.stable[gr]
+	s.mu.Unlock()
+	stamp := s.usable(gr)
+	if !tracked || stamp == "" || stamp != st.stamp {
+		// watchStamps comes back when the stamp is usable and stable.
+		return
+	}
+	now := s.now()
+	if wait := st.since.Add(s.After).Sub(now); wait > 0 {
+		s.queue.AddAfter(p, wait)
+		return
+	}
+	log := s.Log.WithValues("cluster", p.Cluster, "resource", gr.String(), "namespace", p.Namespace)
+	objs, err := s.Objects.ListMeta(ctx, p.Cluster, p.GVR, p.Namespace)
+	if err != nil {
+		log.Info("listing objects to settle failed", "error", err.Error())
+		s.queue.AddAfter(p, s.After)
+		return
+	}
+	var again time.Duration
+	later := func(d time.Duration) {
+		if again == 0 || d < again {
+			again = d
+		}
+	}
+	settled := 0
+	for _, o := range objs {
+		if o.Labels[settle.SettledLabel] == stamp || o.DeletionTimestamp != nil {
+			continue
+		}
+		if age := now.Sub(o.CreationTimestamp.Time); age < s.After {
+			later(s.After - age)
+			continue
+		}
+		if fresh, _ := intentsOn(o.Annotations, now, s.IntentLifetime); len(fresh) > 0 {
+			// A write that references the object may still be stored.
+			latest := fresh[0].At.Time
+			for _, in := range fresh[1:] {
+				if in.At.After(latest) {
+					latest = in.At.Time
+				}
+			}
+			later(latest.Add(s.IntentLifetime).Sub(now) + time.Second)
+			continue
+		}
+		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
+		if err != nil {
+			log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
+			later(s.After)
+			continue
+		}
+		if !unreferenced || s.usable(gr) != stamp {
+			continue
+		}
+		switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.Namespace, o.Name, o.ResourceVersion, stamp); {
+		case err == nil:
+			settled++
+		case apierrors.IsConflict(err):
+			later(time.Second)
+		case apierrors.IsNotFound(err):
+		default:
+			log.Info("settling an object failed", "name", o.Name, "error", err.Error())
+			later(s.After)
+		}
+	}
+	objectsSettled.Add(float64(settled))
+	if settled > 0 {
+		log.V(1).Info("objects settled", "count", settled, "stamp", stamp)
+	}
+	if again > 0 {
+		s.queue.AddAfter(p, again)
+	}
+}

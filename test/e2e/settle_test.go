@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	settlepkg "github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
+)
+
+// settleAfter is the webhook's --settle-after in TestSettled: short, so the
+// test need not wait out the default.
+const settleAfter = 3 * time.Second
+
+// TestSettled: on the real two-shard kcp, an unreferenced VPC is settled and
+// its deletion then skips the webhook (it succeeds while the webhook is
+// down, where an unsettled VPC's fails closed); and nobody gets around
+// protection through the label: a client cannot set it or change it by any
+// write, a reference made to a settled VPC unsettles it before the reference
+// is admitted, and a rule change unsettles every VPC at once.
+func TestSettled(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e)
+	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt.StopWebhook(t)
+	rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+
+	for _, c := range top.Consumers {
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		t.Run("shard "+c.Shard, func(t *testing.T) { s.run(ctx, t) })
+	}
+
+	t.Run("a rule change unsettles every object", func(t *testing.T) {
+		c := top.Consumers[0]
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		s.create(ctx, t, "before-rule-change")
+		old := s.waitSettled(ctx, t, "before-rule-change")
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
+		check.Eventually(ctx, t, time.Minute, "a new stamp published", func() error {
+			if p := s.published(ctx, t); p == old || p == "" {
+				return fmt.Errorf("still %q", p)
+			}
+			return nil
+		})
+		s.failsClosedWithoutWebhook(ctx, t, "before-rule-change")
+		// Settled again under the new rules, and then deletable.
+		s.create(ctx, t, "after-rule-change")
+		s.waitSettled(ctx, t, "before-rule-change")
+		s.expectDeletedWithoutWebhook(ctx, t, "before-rule-change")
+	})
+}
+
+// settling holds one consumer's clients.
+type settling struct {
+	top  *Topology
+	rt   *runtimetest.Runtime
+	ws   env.Workspace
+	vpcs dynamic.ResourceInterface
+}
+
+func (s *settling) run(ctx context.Context, t *testing.T) {
+	for _, name := range []string{"free", "to-reference", "to-forge", "to-relabel", "to-unlabel"} {
+		s.create(ctx, t, name)
+	}
+	stamp := s.waitSettled(ctx, t, "free")
+	for _, name := range []string{"to-reference", "to-relabel", "to-unlabel"} {
+		s.waitSettled(ctx, t, name)
+	}
+
+	t.Run("a settled object's deletion skips the webhook", func(t *testing.T) {
+		s.expectDeletedWithoutWebhook(ctx, t, "free")
+	})
+	t.Run("a create cannot carry the label", func(t *testing.T) {
+		u := vpcObject("forged")
+		u.SetLabels(map[string]string{settlepkg.SettledLabel: stamp})
+		_, err := s.vpcs.Create(ctx, u, metav1.CreateOptions{})
+		refusedAsForged(t, err)
+	})
+	t.Run("an update cannot add the label to a referenced object", func(t *testing.T) {
+		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-forge", ref("to-forge"), nil)
+		refusedAsForged(t, s.labelPatch(ctx, "to-forge", types.MergePatchType, map[string]any{settlepkg.SettledLabel: stamp}))
+		if l := s.label(ctx, t, "to-forge"); l != "" {
+			t.Fatalf("the label was written: %q", l)
+		}
+		s.top.expectDenied(ctx, t, s.ws, vpcs, "to-forge", "still referenced by VirtualMachine/vm-of-to-forge")
+	})
+	t.Run("an update cannot change the label", func(t *testing.T) {
+		refusedAsForged(t, s.labelPatch(ctx, "to-relabel", types.MergePatchType, map[string]any{settlepkg.SettledLabel: "0000"}))
+		u, err := s.vpcs.Get(ctx, "to-relabel", metav1.GetOptions{})
+		check.Must(t, err)
+		u.SetLabels(map[string]string{settlepkg.SettledLabel: "0000"})
+		_, err = s.vpcs.Update(ctx, u, metav1.UpdateOptions{})
+		refusedAsForged(t, err)
+	})
+	t.Run("anyone may remove the label, which unsettles", func(t *testing.T) {
+		check.Must(t, s.labelPatch(ctx, "to-unlabel", types.MergePatchType, map[string]any{settlepkg.SettledLabel: nil}))
+		s.failsClosedWithoutWebhook(ctx, t, "to-unlabel")
+	})
+	t.Run("a new reference unsettles before it is admitted", func(t *testing.T) {
+		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-reference", ref("to-reference"), nil)
+		if l := s.label(ctx, t, "to-reference"); l != "" {
+			t.Fatalf("the referenced VPC is still settled (%q)", l)
+		}
+		s.top.expectDenied(ctx, t, s.ws, vpcs, "to-reference", "still referenced by VirtualMachine/vm-of-to-reference")
+	})
+}
+
+// create creates an unreferenced VPC.
+func (s *settling) create(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	s.top.object(ctx, t, s.ws, vpcs, name, map[string]interface{}{}, nil)
+}
+
+// label is the settled label of the VPC called name, "" without one.
+func (s *settling) label(ctx context.Context, t *testing.T, name string) string {
+	t.Helper()
+	u, err := s.vpcs.Get(ctx, name, metav1.GetOptions{})
+	check.Must(t, err)
+	return u.GetLabels()[settlepkg.SettledLabel]
+}
+
+// published is the stamp the VPCs' deletion webhook leaves out.
+func (s *settling) published(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	u := s.top.webhookConfiguration(ctx, t, s.top.Network)
+	if u == nil {
+		return ""
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	check.Must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg))
+	for _, w := range cfg.Webhooks {
+		for _, r := range w.Rules {
+			for _, res := range r.Resources {
+				if res == vpcs.Resource && strings.Contains(w.Name, "deletion-protection") {
+					return settlepkg.StampOf(w.ObjectSelector)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// waitSettled waits until the VPC is settled under the published stamp,
+// and returns it.
+func (s *settling) waitSettled(ctx context.Context, t *testing.T, name string) string {
+	t.Helper()
+	stamp := ""
+	check.Eventually(ctx, t, 2*time.Minute, "VPC "+name+" settled", func() error {
+		stamp = s.published(ctx, t)
+		if l := s.label(ctx, t, name); stamp == "" || l != stamp {
+			return fmt.Errorf("label %q, published %q", l, stamp)
+		}
+		return nil
+	})
+	return stamp
+}
+
+// labelPatch patches the VPC's labels.
+func (s *settling) labelPatch(ctx context.Context, name string, pt types.PatchType, labels map[string]any) error {
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	_, err := s.vpcs.Patch(ctx, name, pt, body, metav1.PatchOptions{})
+	return err
+}
+
+// expectDeletedWithoutWebhook deletes the VPC while the webhook is down: a
+// deletion that reached the webhook would fail closed.
+func (s *settling) expectDeletedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	s.rt.StopWebhook(t)
+	defer s.rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	if err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the settled VPC %s with the webhook down: %v", name, err)
+	}
+}
+
+// failsClosedWithoutWebhook asserts that the VPC's deletion reaches the
+// webhook: with the webhook down it fails, and the VPC stays.
+func (s *settling) failsClosedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	s.rt.StopWebhook(t)
+	defer s.rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("deleting the unsettled VPC %s with the webhook down: want the webhook's call to fail, got %v", name, err)
+	}
+	if _, err := s.vpcs.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		t.Fatalf("VPC %s is gone", name)
+	}
+}
+
+// refusedAsForged asserts err is the guard's refusal.
+func refusedAsForged(t *testing.T, err error) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "only the dependency webhook may set the label "+settlepkg.SettledLabel) {
+		t.Fatalf("want the write refused for setting the settled label, got %v", err)
+	}
+}
+
+func vpcObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": vpcs.Group + "/v1", "kind": vpcs.Kind,
+		"metadata": map[string]interface{}{"name": name}, "spec": map[string]interface{}{},
+	}}
+}
