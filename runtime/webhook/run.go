@@ -54,9 +54,11 @@ type Options struct {
 	// object counts as a write that may still be stored; the zero value is
 	// DefaultIntentLifetime.
 	IntentLifetime time.Duration
+	// Settle turns the settler on (package settle).
+	Settle bool
 	// SettleAfter is how old an object, and how long unchanged its
 	// rules, must be before it may be settled; the zero value is
-	// DefaultSettleAfter, a negative one settles nothing.
+	// DefaultSettleAfter.
 	SettleAfter time.Duration
 	// PartialReadyAfter is how long a pod that could read the rules of
 	// some shards but not of all waits before it reports ready
@@ -141,7 +143,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	published := &PublishedStamps{}
 	var settler *Settler
-	if o.SettleAfter >= 0 {
+	if o.Settle {
 		settler = &Settler{Stamps: reg, Published: published, Objects: finder, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
 			Log: log.WithName("settler")}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -197,6 +198,33 @@ func (s *Settler) usable(gr schema.GroupResource) string {
 	return stamp
 }
 
+// proofsAtOnce bounds the proofs one sweep runs at once.
+const proofsAtOnce = 8
+
+// settle proves o unreferenced and labels it; later hears when to try again.
+func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stamp string, later func(time.Duration), log logr.Logger) bool {
+	unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
+	if err != nil {
+		log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
+		later(s.After)
+		return false
+	}
+	if !unreferenced || s.usable(p.GVR.GroupResource()) != stamp {
+		return false
+	}
+	switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.Namespace, o.Name, o.ResourceVersion, stamp); {
+	case err == nil:
+		return true
+	case apierrors.IsConflict(err):
+		later(time.Second)
+	case apierrors.IsNotFound(err):
+	default:
+		log.Info("settling an object failed", "name", o.Name, "error", err.Error())
+		later(s.After)
+	}
+	return false
+}
+
 // sweep settles what it can in p, and comes back when more may be.
 func (s *Settler) sweep(ctx context.Context, p place) {
 	gr := p.GVR.GroupResource()
@@ -220,13 +248,22 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		s.queue.AddAfter(p, s.After)
 		return
 	}
-	var again time.Duration
+	var (
+		mu      sync.Mutex
+		again   time.Duration
+		settled int
+	)
 	later := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
 		if again == 0 || d < again {
 			again = d
 		}
 	}
-	settled := 0
+	// Proofs run side by side: each waits mostly for the API server's
+	// consistent reads, which concurrent reads share.
+	var g errgroup.Group
+	g.SetLimit(proofsAtOnce)
 	for _, o := range objs {
 		if o.Labels[settle.SettledLabel] == stamp || o.DeletionTimestamp != nil {
 			continue
@@ -246,26 +283,16 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			later(latest.Add(s.IntentLifetime).Sub(now) + time.Second)
 			continue
 		}
-		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
-		if err != nil {
-			log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
-			later(s.After)
-			continue
-		}
-		if !unreferenced || s.usable(gr) != stamp {
-			continue
-		}
-		switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.Namespace, o.Name, o.ResourceVersion, stamp); {
-		case err == nil:
-			settled++
-		case apierrors.IsConflict(err):
-			later(time.Second)
-		case apierrors.IsNotFound(err):
-		default:
-			log.Info("settling an object failed", "name", o.Name, "error", err.Error())
-			later(s.After)
-		}
+		g.Go(func() error {
+			if s.settle(ctx, p, o, stamp, later, log) {
+				mu.Lock()
+				settled++
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	objectsSettled.Add(float64(settled))
 	if settled > 0 {
 		log.V(1).Info("objects settled", "count", settled, "stamp", stamp)

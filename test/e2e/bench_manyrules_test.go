@@ -44,7 +44,7 @@ func deletesWithManyRules(ctx context.Context, t *testing.T, bd deletes, oldStam
 	// indexed under the new rules; every other VM still has the old one.
 	stamp := waitStamp(ctx, t, vmAPI, "zz-blocker", oldStamp)
 	top.object(ctx, t, consumer, vpcs, "many-first", map[string]interface{}{}, nil)
-	time.Sleep(settle)
+	time.Sleep(pause)
 	bd.warm(ctx, t)
 	read0 := bd.examined(ctx, t)
 	start := time.Now()

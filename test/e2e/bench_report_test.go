@@ -102,7 +102,7 @@ N dependents (VirtualMachines) in the consumer's namespace; 1 or 5 rules protect
 (a) deleting an unprotected object (the floor: a FirewallRule, which no rule protects), (b) deleting a protected VPC
 that nothing references (allowed), (c) deleting a VPC whose only dependent is listed last (denied), and (d) a plain
 full LIST of the N dependents, the cost of looking at all of them. Each trial writes (creates the objects it then
-deletes), and (d), (b) and (c) each come ` + settle.String() + ` after the previous read of the dependents, as an isolated DELETE
+deletes), and (d), (b) and (c) each come ` + pause.String() + ` after the previous read of the dependents, as an isolated DELETE
 does; (b') is a second allowed delete right after (b), so that its read comes within the API server's progress
 request period of the previous one (see below), and (a) comes right after (b'), with the servers as busy as (b) found them. p50 / p95 / p99 in milliseconds over ` + fmt.Sprint(benchTrials) + ` trials;
 "in the webhook" is the mean time the webhook itself spent deciding (b), from its
@@ -243,7 +243,7 @@ that newly references an existing object waits for a patch of it, about the floo
 above do not measure yet (their VMs reference objects that do not exist).
 
 `, constant.Round(100*time.Microsecond), backToBack.Round(100*time.Microsecond), first.inWebhook.Round(100*time.Microsecond), len(fresh.afterWrite),
-		ms(fresh.afterWrite.pct(.5)), ms(fresh.afterWriteSettled.pct(.5)), settle, ms(fresh.quiet.pct(.5)), ms(fresh.cached.pct(.5)),
+		ms(fresh.afterWrite.pct(.5)), ms(fresh.afterWriteSettled.pct(.5)), pause, ms(fresh.quiet.pct(.5)), ms(fresh.cached.pct(.5)),
 		ms(fresh.shardSettled.pct(.5)), ms(fresh.shardCached.pct(.5)), hop.Round(100*time.Microsecond),
 		perDependent.Round(time.Nanosecond), ms(first.inWebhook), ms(at10000.inWebhook), ms(at10000five.inWebhook),
 		idx.reindexed, idx.reindexTook.Round(time.Second), idx.selfReindexed, webhook.DefaultReindexWorkers, idx.selfReindexTook.Round(time.Second),

@@ -51,14 +51,14 @@ func (l latencies) pct(p float64) time.Duration {
 	return s[i]
 }
 
-// settle is how long the benchmark waits before an operation it measures
+// pause is how long the benchmark waits before an operation it measures
 // in isolation: longer than the API server's progress request period
 // (100 ms). A consistent read of a type whose cache is behind etcd waits
 // for the next progress notification, and the API server asks for one at
 // once only when it has not asked for that type in the last 100 ms; right
 // after another consistent read of the same type, it waits for the rest of
 // the period.
-const settle = 150 * time.Millisecond
+const pause = 150 * time.Millisecond
 
 // indexingResult is what the reference index costs the writes of
 // dependents.
@@ -444,7 +444,7 @@ func peakRSS(pid int) string {
 // no write in between, and ones that accept any cached state.
 type freshnessResult struct {
 	afterWrite, afterWriteSettled, quiet, cached latencies
-	// The same consistent LIST settle after a write, and a cached one,
+	// The same consistent LIST pause after a write, and a cached one,
 	// sent straight to the consumer's shard instead of through the
 	// front-proxy: what the front-proxy's hop adds to each read.
 	shardSettled, shardCached latencies
@@ -453,7 +453,7 @@ type freshnessResult struct {
 // freshness measures what a consistent read costs when the API server's
 // cache of the dependent type must first catch up with a write elsewhere
 // on the shard, the case of every protected DELETE, which follows writes:
-// right after another consistent read of the type, and settle after one.
+// right after another consistent read of the type, and pause after one.
 func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace) freshnessResult {
 	t.Helper()
 	d := top.dynamicFor(t, consumer.Path)
@@ -481,18 +481,18 @@ func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, con
 		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 		r.afterWrite = append(r.afterWrite, list(metav1.ListOptions{}))
 		r.quiet = append(r.quiet, list(metav1.ListOptions{}))
-		time.Sleep(settle)
+		time.Sleep(pause)
 		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.afterWriteSettled = append(r.afterWriteSettled, list(metav1.ListOptions{}))
 		r.cached = append(r.cached, list(metav1.ListOptions{ResourceVersion: "0"}))
 		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
-		time.Sleep(settle)
+		time.Sleep(pause)
 		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.shardSettled = append(r.shardSettled, listFrom(shardVMs, metav1.ListOptions{}))
 		r.shardCached = append(r.shardCached, listFrom(shardVMs, metav1.ListOptions{ResourceVersion: "0"}))
 	}
 	t.Logf("consistent LIST after a write %s, %s after the last one %s, without a write %s; cached LIST %s; straight to the shard %s, cached %s (p50)",
-		r.afterWrite.pct(.5), settle, r.afterWriteSettled.pct(.5), r.quiet.pct(.5), r.cached.pct(.5), r.shardSettled.pct(.5), r.shardCached.pct(.5))
+		r.afterWrite.pct(.5), pause, r.afterWriteSettled.pct(.5), r.quiet.pct(.5), r.cached.pct(.5), r.shardSettled.pct(.5), r.shardCached.pct(.5))
 	return r
 }
 
@@ -507,7 +507,7 @@ const pagedSize = 2000
 
 // pagingCost times the webhook's lookup (webhook.FrontProxyFinder, as the
 // webhook runs it) of an object nothing references, with each page size,
-// each settle after the last read of the dependents and after a write, as
+// each pause after the last read of the dependents and after a write, as
 // the admission benchmark's (b).
 func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace, dependents int) pagingResult {
 	t.Helper()
@@ -524,7 +524,7 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 		for _, size := range []int64{webhook.DefaultPageSize, 0, pagedSize} {
 			name := fmt.Sprintf("paging-%d-%d", i, size)
 			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
-			time.Sleep(settle)
+			time.Sleep(pause)
 			check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 			finder.PageSize = size
 			start := time.Now()

@@ -75,7 +75,7 @@ func timed(f func() error) (time.Duration, error) {
 }
 
 // trial creates its objects, named after name, and measures, each read of
-// the dependents settle after the previous one: when list is set, (d) by
+// the dependents a pause after the previous one: when list is set, (d) by
 // calling it; an unmeasured unprotected delete, so that (b) finds the
 // servers as busy as (a) will; (b), the allowed delete of the VPC name;
 // when backToBack, (b') right after it; (a), the unprotected delete of
@@ -90,12 +90,12 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	}
 	var r trialResult
 	var err error
-	time.Sleep(settle)
+	time.Sleep(pause)
 	d.warm(ctx, t)
 	if list != nil {
 		r.listed, err = list()
 		check.Must(t, err)
-		time.Sleep(settle)
+		time.Sleep(pause)
 		d.warm(ctx, t)
 	}
 	check.Must(t, d.fws.Delete(ctx, name, metav1.DeleteOptions{}))
@@ -118,7 +118,7 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	}
 	r.floor, err = timed(func() error { return d.fws.Delete(ctx, name+"-floor", metav1.DeleteOptions{}) })
 	check.Must(t, err)
-	time.Sleep(settle)
+	time.Sleep(pause)
 	d.warm(ctx, t)
 	r.denied, err = timed(func() error { return d.vpcs.Delete(ctx, "vpc-target", metav1.DeleteOptions{}) })
 	if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/zz-blocker") {

@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -251,4 +254,28 @@ func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Wor
 
 func ref(name string) map[string]interface{} {
 	return map[string]interface{}{"vpcRef": map[string]interface{}{"name": name}}
+}
+
+// publishedStamp is the stamp whose settled objects of type a the deletion
+// webhook in a's export workspace leaves out, "" for none.
+func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a apiType) string {
+	t.Helper()
+	ws := top.Network
+	if a.Group != vpcs.Group {
+		ws = top.Compute
+	}
+	u := top.webhookConfiguration(ctx, t, ws)
+	if u == nil {
+		return ""
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	check.Must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg))
+	for _, w := range cfg.Webhooks {
+		for _, r := range w.Rules {
+			if slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Operations, admissionregistrationv1.Delete) {
+				return settle.StampOf(w.ObjectSelector)
+			}
+		}
+	}
+	return ""
 }

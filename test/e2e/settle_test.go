@@ -11,13 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-
-	settlepkg "github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
@@ -26,6 +23,9 @@ import (
 // settleAfter is the webhook's --settle-after in TestSettled: short, so the
 // test need not wait out the default.
 const settleAfter = 3 * time.Second
+
+// settleFlags turn settling on with settleAfter.
+var settleFlags = []string{"--settle-objects", "--settle-after", settleAfter.String()}
 
 // TestSettled: on the real two-shard kcp, an unreferenced VPC is settled and
 // its deletion then skips the webhook (it succeeds while the webhook is
@@ -41,7 +41,7 @@ func TestSettled(t *testing.T) {
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
 	rt.StopWebhook(t)
-	rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	rt.StartWebhook(ctx, t, settleFlags...)
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
@@ -93,28 +93,28 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 	})
 	t.Run("a create cannot carry the label", func(t *testing.T) {
 		u := vpcObject("forged")
-		u.SetLabels(map[string]string{settlepkg.SettledLabel: stamp})
+		u.SetLabels(map[string]string{settle.SettledLabel: stamp})
 		_, err := s.vpcs.Create(ctx, u, metav1.CreateOptions{})
 		refusedAsForged(t, err)
 	})
 	t.Run("an update cannot add the label to a referenced object", func(t *testing.T) {
 		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-forge", ref("to-forge"), nil)
-		refusedAsForged(t, s.labelPatch(ctx, "to-forge", types.MergePatchType, map[string]any{settlepkg.SettledLabel: stamp}))
+		refusedAsForged(t, s.labelPatch(ctx, "to-forge", types.MergePatchType, map[string]any{settle.SettledLabel: stamp}))
 		if l := s.label(ctx, t, "to-forge"); l != "" {
 			t.Fatalf("the label was written: %q", l)
 		}
 		s.top.expectDenied(ctx, t, s.ws, vpcs, "to-forge", "still referenced by VirtualMachine/vm-of-to-forge")
 	})
 	t.Run("an update cannot change the label", func(t *testing.T) {
-		refusedAsForged(t, s.labelPatch(ctx, "to-relabel", types.MergePatchType, map[string]any{settlepkg.SettledLabel: "0000"}))
+		refusedAsForged(t, s.labelPatch(ctx, "to-relabel", types.MergePatchType, map[string]any{settle.SettledLabel: "0000"}))
 		u, err := s.vpcs.Get(ctx, "to-relabel", metav1.GetOptions{})
 		check.Must(t, err)
-		u.SetLabels(map[string]string{settlepkg.SettledLabel: "0000"})
+		u.SetLabels(map[string]string{settle.SettledLabel: "0000"})
 		_, err = s.vpcs.Update(ctx, u, metav1.UpdateOptions{})
 		refusedAsForged(t, err)
 	})
 	t.Run("anyone may remove the label, which unsettles", func(t *testing.T) {
-		check.Must(t, s.labelPatch(ctx, "to-unlabel", types.MergePatchType, map[string]any{settlepkg.SettledLabel: nil}))
+		check.Must(t, s.labelPatch(ctx, "to-unlabel", types.MergePatchType, map[string]any{settle.SettledLabel: nil}))
 		s.failsClosedWithoutWebhook(ctx, t, "to-unlabel")
 	})
 	t.Run("a new reference unsettles before it is admitted", func(t *testing.T) {
@@ -137,28 +137,13 @@ func (s *settling) label(ctx context.Context, t *testing.T, name string) string 
 	t.Helper()
 	u, err := s.vpcs.Get(ctx, name, metav1.GetOptions{})
 	check.Must(t, err)
-	return u.GetLabels()[settlepkg.SettledLabel]
+	return u.GetLabels()[settle.SettledLabel]
 }
 
 // published is the stamp the VPCs' deletion webhook leaves out.
 func (s *settling) published(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	u := s.top.webhookConfiguration(ctx, t, s.top.Network)
-	if u == nil {
-		return ""
-	}
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	check.Must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg))
-	for _, w := range cfg.Webhooks {
-		for _, r := range w.Rules {
-			for _, res := range r.Resources {
-				if res == vpcs.Resource && strings.Contains(w.Name, "deletion-protection") {
-					return settlepkg.StampOf(w.ObjectSelector)
-				}
-			}
-		}
-	}
-	return ""
+	return s.top.publishedStamp(ctx, t, vpcs)
 }
 
 // waitSettled waits until the VPC is settled under the published stamp,
@@ -188,7 +173,7 @@ func (s *settling) labelPatch(ctx context.Context, name string, pt types.PatchTy
 func (s *settling) expectDeletedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	s.rt.StopWebhook(t)
-	defer s.rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	defer s.rt.StartWebhook(ctx, t, settleFlags...)
 	if err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the settled VPC %s with the webhook down: %v", name, err)
 	}
@@ -199,7 +184,7 @@ func (s *settling) expectDeletedWithoutWebhook(ctx context.Context, t *testing.T
 func (s *settling) failsClosedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	s.rt.StopWebhook(t)
-	defer s.rt.StartWebhook(ctx, t, "--settle-after", settleAfter.String())
+	defer s.rt.StartWebhook(ctx, t, settleFlags...)
 	err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("deleting the unsettled VPC %s with the webhook down: want the webhook's call to fail, got %v", name, err)
@@ -212,7 +197,7 @@ func (s *settling) failsClosedWithoutWebhook(ctx context.Context, t *testing.T, 
 // refusedAsForged asserts err is the guard's refusal.
 func refusedAsForged(t *testing.T, err error) {
 	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), "only the dependency webhook may set the label "+settlepkg.SettledLabel) {
+	if err == nil || !strings.Contains(err.Error(), "only the dependency webhook may set the label "+settle.SettledLabel) {
 		t.Fatalf("want the write refused for setting the settled label, got %v", err)
 	}
 }
