@@ -1,0 +1,58 @@
+package registry
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+)
+
+// TestStamp: the stamp of a protected type covers every rule over it, once
+// each however many paths it has, and no other; objects may be settled
+// under it only while the reference index configuration of each of those
+// rules is intact.
+func TestStamp(t *testing.T) {
+	r := New()
+	vm := indexed(rule("vm-rule", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"), dep(vpcs, ".spec.backup")), "epoch-1")
+	vm.UID = types.UID("uid-vm")
+	db := indexed(rule("db-rule", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")), "epoch-2")
+	db.UID, db.Generation = types.UID("uid-db"), 4
+	for key, rl := range map[string]*v1alpha1.DependencyRule{"c1/vm-rule": vm, "c2/db-rule": db} {
+		if _, err := r.Register(key, rl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := settle.Stamp([]settle.RuleRef{
+		{Key: "c1/vm-rule", UID: "uid-vm", Generation: 1, IndexEpoch: "epoch-1"},
+		{Key: "c2/db-rule", UID: "uid-db", Generation: 4, IndexEpoch: "epoch-2"},
+	})
+	if got, ok := r.Stamp(vpcs.GroupResource()); got != want || ok {
+		t.Errorf("before the index configurations are seen: Stamp = %q, %v; want %q, not settleable", got, ok, want)
+	}
+	r.SetIndexConfiguration("c1", "epoch-1")
+	if _, ok := r.Stamp(vpcs.GroupResource()); ok {
+		t.Error("settleable while the configuration of c2 is not seen")
+	}
+	r.SetIndexConfiguration("c2", "epoch-2")
+	if got, ok := r.Stamp(vpcs.GroupResource()); got != want || !ok {
+		t.Errorf("Stamp = %q, %v; want %q, settleable", got, ok, want)
+	}
+	fwStamp, _ := r.Stamp(fws.GroupResource())
+	if fwStamp != settle.Stamp([]settle.RuleRef{{Key: "c2/db-rule", UID: "uid-db", Generation: 4, IndexEpoch: "epoch-2"}}) {
+		t.Errorf("firewallrules' stamp %q covers other rules", fwStamp)
+	}
+	r.SetIndexConfiguration("c2", "epoch-other")
+	if got, ok := r.Stamp(vpcs.GroupResource()); got != want || ok {
+		t.Errorf("after c2's configuration changed: Stamp = %q, %v; want the same stamp, not settleable", got, ok)
+	}
+	r.Unregister("c2/db-rule")
+	if got, _ := r.Stamp(vpcs.GroupResource()); got == want {
+		t.Error("the stamp did not change when a rule went")
+	}
+	if got, ok := r.Stamp(schema.GroupResource{Resource: "nothing"}); got != "" || ok {
+		t.Errorf("an unprotected type has stamp %q, %v", got, ok)
+	}
+}
