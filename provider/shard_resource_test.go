@@ -174,7 +174,7 @@ func TestAccShardResource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch,patch`),
-						knownvalue.StringExact(`groups="" resources=services verbs=get,patch`),
+						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),

@@ -36,7 +36,13 @@ type Indexer struct {
 	// Dependents, when set, reads dependents named by intents, so that an
 	// object carrying many sheds those of dependents already stored.
 	Dependents DependentReader
-	// RequestTimeout bounds that work for one request.
+	// Pending, when set, marks the references a write makes to objects
+	// that do not exist, so that they are not settled before it is
+	// stored (PendingReferences).
+	Pending interface {
+		Mark(ctx context.Context, cluster string, gr schema.GroupResource, name string) error
+	}
+		// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may
 	// still be stored (DefaultIntentLifetime).

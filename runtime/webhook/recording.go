@@ -174,6 +174,16 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		} else {
 			state, err = ix.Targets.Target(ctx, cluster, namespace, ref.target, ref.name)
 		}
+		if err == nil && record && !state.Found && ix.Pending != nil {
+			// Nothing to record the intent on: mark the reference as
+			// pending instead, so the object is not settled before this
+			// write is stored. Then look again, since the object may have
+			// been created after it was found missing, and before the
+			// mark, which the settler would then not see.
+			if err = ix.Pending.Mark(ctx, cluster, ref.target.GroupResource(), ref.name); err == nil {
+				state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
+			}
+		}
 		if err != nil {
 			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
 			ix.retract(ctx, cluster, namespace, recorded, set)

@@ -11,6 +11,7 @@ import (
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,10 +57,13 @@ type Options struct {
 	IntentLifetime time.Duration
 	// Settle turns the settler on (package settle).
 	Settle bool
-	// SettleAfter is how old an object, and how long unchanged its
-	// rules, must be before it may be settled; the zero value is
+	// SettleAfter is how long the rules over a type must stand unchanged
+	// before its objects may be settled; the zero value is
 	// DefaultSettleAfter.
 	SettleAfter time.Duration
+	// PendingNamespace is the namespace of the dep-ctrl workspace that
+	// holds the marks of references to objects that do not exist yet.
+	PendingNamespace string
 	// PartialReadyAfter is how long a pod that could read the rules of
 	// some shards but not of all waits before it reports ready
 	// (RuleSync.PartialReadyAfter); negative: it waits for all.
@@ -141,10 +145,17 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	kube, err := kubernetes.NewForConfig(ws.Config)
+	if err != nil {
+		return fmt.Errorf("building a client of the dep-ctrl workspace: %w", err)
+	}
+	// References to objects that do not exist are marked whether or not
+	// this replica settles: another one may.
+	pending := NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
 	published := &PublishedStamps{}
 	var settler *Settler
 	if o.Settle {
-		settler = &Settler{Stamps: reg, Published: published, Objects: finder, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
+		settler = &Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
 			Log: log.WithName("settler")}
 	}
 	validator := NewValidator(reg, finder, rules, ValidatorOptions{
@@ -164,6 +175,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
+	indexer.Pending = pending
 	if o.IntentLifetime > 0 {
 		indexer.IntentLifetime = o.IntentLifetime
 	}

@@ -16,15 +16,18 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
-// DefaultSettleAfter is how old an object, and how long-lived the stamp of
-// its rules, must be before the object is settled. A dependent admitted
-// while the object it references did not exist yet recorded no intent on
-// it, and the API server may store that dependent until the request's
-// timeout (60 s by default) has passed: only a proof made after that sees
-// it. The same wait lets a new rule's reference index reach every shard,
-// and every webhook replica learn the rule, before objects are settled
-// under it.
-const DefaultSettleAfter = 70 * time.Second
+// DefaultSettleAfter is how long the stamp of the rules over a type must
+// have stood, and been published, before objects are settled under it: as
+// long as an intent lives. By then a new rule's reference index has reached
+// every shard and every webhook replica knows the rule (a rule is reported
+// Ready after --webhook-propagation-delay, 2 s), and every write admitted
+// before the stamp was published, by a replica of any version, is stored or
+// has failed.
+const DefaultSettleAfter = DefaultIntentLifetime
+
+// sweepDelay is how long after a create its place is swept: creates that
+// come together are settled by one sweep.
+const sweepDelay = time.Second
 
 // SettleObjects lists and settles protected objects.
 type SettleObjects interface {
@@ -38,6 +41,12 @@ type SettleObjects interface {
 // Stamps gives the stamp of the rules over a resource (registry.Stamp).
 type Stamps interface {
 	Stamp(target schema.GroupResource) (stamp string, settleable bool)
+}
+
+// PendingMarks tell when a write last referenced an object while it did not
+// exist (PendingReferences).
+type PendingMarks interface {
+	PendingSince(ctx context.Context, cluster string, gr schema.GroupResource, name string) (time.Time, error)
 }
 
 // Prover tells whether nothing stored references an object (Validator
@@ -64,10 +73,11 @@ type stampSince struct {
 // Settler labels protected objects that nothing references (package
 // settle), so that their deletions skip the webhook. It sweeps the places
 // where it saw protected objects created or deleted: an object is settled
-// once it is older than After, carries no fresh intent, its rules' stamp has
-// been published and unchanged for After, and the reads a deletion would
-// make find no dependent; the label is written under the resourceVersion
-// the sweep read, so an intent recorded meanwhile wins. Nothing here is
+// once its rules' stamp has been published and unchanged for After, it
+// carries no fresh intent, no write referenced it while it did not exist
+// within an intent's lifetime, and the reads a deletion would make find no
+// dependent; the label is written under the resourceVersion the sweep read,
+// so an intent recorded meanwhile wins. Nothing here is
 // needed for protection: an object it misses is only decided by the webhook.
 type Settler struct {
 	Stamps    Stamps
@@ -76,6 +86,7 @@ type Settler struct {
 	}
 	Objects SettleObjects
 	Prover  Prover
+	Pending PendingMarks
 	// After is DefaultSettleAfter unless set.
 	After time.Duration
 	// IntentLifetime is how long an intent counts as fresh.
@@ -128,7 +139,7 @@ func (s *Settler) Candidate(cluster string, req *admissionv1.AdmissionRequest) {
 	s.known[gr][p] = true
 	s.mu.Unlock()
 	if req.Operation == admissionv1.Create {
-		s.queue.AddAfter(p, s.After)
+		s.queue.AddAfter(p, sweepDelay)
 		return
 	}
 	s.queue.Add(p)
@@ -203,6 +214,19 @@ const proofsAtOnce = 8
 
 // settle proves o unreferenced and labels it; later hears when to try again.
 func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stamp string, later func(time.Duration), log logr.Logger) bool {
+	// The object was read before this: a write that referenced it while
+	// it did not exist marked that before it looked for it the last time,
+	// so before the object was created, so before this read.
+	since, err := s.Pending.PendingSince(ctx, p.Cluster, p.GVR.GroupResource(), o.Name)
+	if err != nil {
+		log.Info("reading the pending references to an object failed", "name", o.Name, "error", err.Error())
+		later(s.After)
+		return false
+	}
+	if until := since.Add(s.IntentLifetime); until.After(s.now()) {
+		later(until.Sub(s.now()) + time.Second)
+		return false
+	}
 	unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
 	if err != nil {
 		log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
@@ -266,10 +290,6 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	g.SetLimit(proofsAtOnce)
 	for _, o := range objs {
 		if o.Labels[settle.SettledLabel] == stamp || o.DeletionTimestamp != nil {
-			continue
-		}
-		if age := now.Sub(o.CreationTimestamp.Time); age < s.After {
-			later(s.After - age)
 			continue
 		}
 		if fresh, _ := intentsOn(o.Annotations, now, s.IntentLifetime); len(fresh) > 0 {

@@ -46,6 +46,12 @@ func (f *fakeObjects) Settle(_ context.Context, _ string, gvr schema.GroupVersio
 	return nil
 }
 
+type fakePending map[string]time.Time
+
+func (f fakePending) PendingSince(_ context.Context, _ string, _ schema.GroupResource, name string) (time.Time, error) {
+	return f[name], nil
+}
+
 type fakeProver map[string]bool // name: referenced
 
 func (f fakeProver) Unreferenced(_ context.Context, _, _ string, _ schema.GroupVersionResource, name string) (bool, error) {
@@ -55,11 +61,12 @@ func (f fakeProver) Unreferenced(_ context.Context, _, _ string, _ schema.GroupV
 	return !f[name], nil
 }
 
-// TestSettlerSweep: a sweep settles exactly the objects that are old
-// enough, carry no fresh intent, are not settled under the stamp already,
-// are not being deleted and that nothing references, each under the
-// resourceVersion the sweep read; and only under a stamp that the registry
-// and the controller agree on and that has stood for After.
+// TestSettlerSweep: a sweep settles exactly the objects that carry no fresh
+// intent, that no write referenced while they did not exist within an
+// intent's lifetime, are not settled under the stamp already, are not being
+// deleted and that nothing references, each under the resourceVersion the
+// sweep read, however young; and only under a stamp that the registry and
+// the controller agree on and that has stood for After.
 func TestSettlerSweep(t *testing.T) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	after := time.Minute
@@ -69,7 +76,9 @@ func TestSettlerSweep(t *testing.T) {
 	objects := []metav1.ObjectMeta{
 		{Name: "free", ResourceVersion: "1", CreationTimestamp: old},
 		{Name: "free-with-old-intent", ResourceVersion: "2", CreationTimestamp: old, Annotations: map[string]string{intentKey("t0"): staleIntent}},
-		{Name: "young", ResourceVersion: "3", CreationTimestamp: metav1.NewTime(start.Add(-after / 2))},
+		{Name: "young", ResourceVersion: "3", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
+		{Name: "referenced-before-it-existed", ResourceVersion: "11", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
+		{Name: "referenced-before-it-existed-long-ago", ResourceVersion: "12", CreationTimestamp: old},
 		{Name: "referenced", ResourceVersion: "4", CreationTimestamp: old},
 		{Name: "pending-write", ResourceVersion: "5", CreationTimestamp: old, Annotations: map[string]string{intentKey("t1"): intent}},
 		{Name: "already", ResourceVersion: "6", CreationTimestamp: old, Labels: map[string]string{settle.SettledLabel: "s1"}},
@@ -78,7 +87,7 @@ func TestSettlerSweep(t *testing.T) {
 		{Name: "changed-meanwhile", ResourceVersion: "9", CreationTimestamp: old},
 		{Name: "unreadable", ResourceVersion: "10", CreationTimestamp: old},
 	}
-	want := []string{"free-with-old-intent@2=s1", "free@1=s1", "under-old-rules@7=s1"}
+	want := []string{"free-with-old-intent@2=s1", "free@1=s1", "referenced-before-it-existed-long-ago@12=s1", "under-old-rules@7=s1", "young@3=s1"}
 
 	tests := []struct {
 		name    string
@@ -96,7 +105,8 @@ func TestSettlerSweep(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := start.Add(-tt.elapsed)
 			objs := &fakeObjects{objs: objects, conflict: map[string]bool{"changed-meanwhile": true}}
-			s := &Settler{Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true},
+			pending := fakePending{"referenced-before-it-existed": start.Add(-time.Second), "referenced-before-it-existed-long-ago": start.Add(-time.Hour)}
+			s := &Settler{Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending,
 				After: after, Log: logr.Discard(), now: func() time.Time { return clock }}
 			s.init()
 			defer s.queue.ShutDown()

@@ -58,10 +58,11 @@ func met(got, target time.Duration) string {
 
 // benchResults is everything one run of the benchmark measured.
 type benchResults struct {
-	rows   []admissionRow
-	fresh  freshnessResult
-	paging pagingResult
-	idx    indexingResult
+	rows    []admissionRow
+	settled settleResults
+	fresh   freshnessResult
+	paging  pagingResult
+	idx     indexingResult
 	// conv is measured with the handful of rules of the admission
 	// scenarios, convMany with the 1000+ of readyWithManyRules as well.
 	conv, convMany convergenceResult
@@ -265,6 +266,7 @@ p50 / p95 / p99 in milliseconds over %d trials:
 `, res.registered, res.registered, many.dependents, many.firstRead, ms(many.first), many.reindexTook.Round(time.Second), len(many.allowed),
 		res.registered, p(many.floor), p(many.allowed), ms(many.inWebhook), many.examined, p(many.denied),
 		ratio(many.allowed.pct(.5), many.floor.pct(.5)), ratio(many.denied.pct(.5), many.floor.pct(.5)))
+	b.WriteString(res.settled.section() + "\n")
 	b.WriteString("## Convergence\n\nTime from a DependencyRule change to the webhook enforcing the new state, measured with dry-run deletes (they pass through admission and delete nothing) in a consumer on another shard than the protected workspace, which sees the webhook configuration through the cache server; 10 trials each. \"Rule created\" starts with no entry for the protected type, so it covers the controller writing a new entry and kcp carrying it to the other shard. It is what `--webhook-propagation-delay` (default " + controller.DefaultPropagation.String() + ") covers before a rule is reported `Ready`. Measured twice: with the few rules of the admission scenarios, and again with the " + res.registered + " rules of the readiness measurement in place as well (the controller then recomputes a webhook configuration that covers all of them, and the webhook's registry holds them all).\n\n| change | p50 | p99 | p50 with " + res.registered + " rules | p99 with " + res.registered + " rules | target p99 |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, c := range []struct {
 		name       string

@@ -117,6 +117,8 @@ func TestBenchmark(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt.StopWebhook(t)
+	rt.StartWebhook(ctx, t, "--settle-objects")
 	consumer := top.Consumers[0]
 	// Unthrottled: the benchmark's bulk writes (creating and rewriting
 	// thousands of VMs) must measure the servers, not client-go's token
@@ -133,7 +135,11 @@ func TestBenchmark(t *testing.T) {
 		top.waitReady(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 		top.waitCondition(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i), v1alpha1.ConditionIndexed, "True", "Indexed")
 	}
+	var settled settleResults
+	settled.writes.noRule = bd.createDependents(ctx, t, "norule", false)
 	rule(0)
+	settled.writes.first = bd.createDependents(ctx, t, "first", false)
+	settled.writes.later = bd.createDependents(ctx, t, "later", true)
 	// The denied delete's blocker is listed last: the worst case. It is
 	// also the probe that shows when writes are indexed under the current
 	// rules.
@@ -215,6 +221,9 @@ func TestBenchmark(t *testing.T) {
 			t.Logf("N=%d rules=%d: floor %s, allowed %s (in the webhook %s, %.0f dependents read; back to back %s), denied %s, list %s (p50)", n, r,
 				row.floor.pct(.5), row.allowed.pct(.5), row.inWebhook, row.examined, row.allowedBackToBack.pct(.5), row.denied.pct(.5), row.listed.pct(.5))
 			rows = append(rows, row)
+			if r == 1 {
+				settled.rows = append(settled.rows, bd.settledTrials(ctx, t, n))
+			}
 			for i := 1; i < r; i++ {
 				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 			}
@@ -228,6 +237,7 @@ func TestBenchmark(t *testing.T) {
 		memByN = append(memByN, peakRSS(hookPid))
 	}
 
+	settled.teardown = bd.teardown(ctx, t, d)
 	paging := pagingCost(ctx, t, e, top, consumer, have+1)
 
 	// Convergence is measured where it is slowest: from a consumer on
@@ -251,7 +261,7 @@ func TestBenchmark(t *testing.T) {
 
 	tfScale := terraformAtScale(ctx, t, e)
 	page := benchmarkPage(benchResults{
-		rows: rows, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
+		rows: rows, settled: settled, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
 		ready: readyWith1000, allReady: allReady, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
 	})
 	check.Must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))

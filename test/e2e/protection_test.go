@@ -198,14 +198,17 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 	t.Helper()
 	u := top.webhookConfiguration(ctx, t, top.Network)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	if len(hooks) != 2 {
-		t.Fatalf("want two webhooks (deletions, and updates that would drop an intent), got %d", len(hooks))
+	if len(hooks) != 4 {
+		t.Fatalf("want four webhooks (deletions, updates that would drop an intent, writes that would settle, creates to settle), got %d", len(hooks))
 	}
-	for i, op := range []string{"DELETE", "UPDATE"} {
+	for i, want := range []struct {
+		ops     []string
+		failure string
+	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}, {[]string{"CREATE"}, "Ignore"}} {
 		h := hooks[i].(map[string]interface{})
-		for field, want := range map[string]string{"failurePolicy": "Fail", "sideEffects": "None", "matchPolicy": "Equivalent"} {
-			if got, _, _ := unstructured.NestedString(h, field); got != want {
-				t.Errorf("webhook %d: %s = %q, want %q", i, field, got, want)
+		for field, value := range map[string]string{"failurePolicy": want.failure, "sideEffects": "None", "matchPolicy": "Equivalent"} {
+			if got, _, _ := unstructured.NestedString(h, field); got != value {
+				t.Errorf("webhook %d: %s = %q, want %q", i, field, got, value)
 			}
 		}
 		rules, _, _ := unstructured.NestedSlice(h, "rules")
@@ -213,8 +216,8 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 			t.Errorf("webhook %d: no rules", i)
 		}
 		for _, r := range rules {
-			if ops, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "operations"); !slices.Equal(ops, []string{op}) {
-				t.Errorf("webhook %d: operations %v, want [%s]", i, ops, op)
+			if ops, _, _ := unstructured.NestedStringSlice(r.(map[string]interface{}), "operations"); !slices.Equal(ops, want.ops) {
+				t.Errorf("webhook %d: operations %v, want %v", i, ops, want.ops)
 			}
 		}
 	}

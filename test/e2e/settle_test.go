@@ -11,9 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -117,6 +119,21 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 		check.Must(t, s.labelPatch(ctx, "to-unlabel", types.MergePatchType, map[string]any{settle.SettledLabel: nil}))
 		s.failsClosedWithoutWebhook(ctx, t, "to-unlabel")
 	})
+	t.Run("an object referenced before it existed is not settled while that write may be in flight", func(t *testing.T) {
+		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-later", ref("later"), nil)
+		if !s.marked(ctx, t, "later") {
+			t.Fatal("no pending mark for the reference to the VPC that does not exist yet")
+		}
+		s.create(ctx, t, "later")
+		s.top.expectDeleted(ctx, t, s.ws, virtualMachines, "vm-of-later")
+		// Nothing references it now, and nothing but the mark keeps it
+		// from being settled: a write like vm-of-later's could still be
+		// on its way.
+		time.Sleep(3 * settleAfter)
+		if l := s.label(ctx, t, "later"); l != "" {
+			t.Fatalf("settled (%q) within an intent's lifetime of a write that referenced it before it existed", l)
+		}
+	})
 	t.Run("a new reference unsettles before it is admitted", func(t *testing.T) {
 		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-reference", ref("to-reference"), nil)
 		if l := s.label(ctx, t, "to-reference"); l != "" {
@@ -145,6 +162,22 @@ func (s *settling) published(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	return s.top.publishedStamp(ctx, t, vpcs)
 }
+
+// marked reports whether the dep-ctrl workspace holds a pending mark for
+// the VPC called name in this consumer.
+func (s *settling) marked(ctx context.Context, t *testing.T, name string) bool {
+	t.Helper()
+	leases, err := s.top.dynamicFor(t, s.top.DepCtrl.Path).Resource(leasesGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+	check.Must(t, err)
+	for _, l := range leases.Items {
+		if strings.HasSuffix(l.GetAnnotations()[v1alpha1.Group+"/references"], "/"+vpcs.Resource+"."+vpcs.Group+"/"+name) {
+			return true
+		}
+	}
+	return false
+}
+
+var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 
 // waitSettled waits until the VPC is settled under the published stamp,
 // and returns it.
