@@ -195,7 +195,13 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		ctx = withoutSideEffects(ctx)
 	}
 	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
-	blockers, more, err := v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
+	// The dependents the object's intents name come first: one of them
+	// still referencing it decides a denial without reading the others.
+	var more int
+	blockers := v.recordedBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+	if len(blockers) == 0 {
+		blockers, more, err = v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
+	}
 	if err == nil && len(blockers) == 0 {
 		// None stored: a write admitted but not stored yet shows only as
 		// the intent it recorded on this very revision of the object.
