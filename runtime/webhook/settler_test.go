@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ func (f *fakeStamps) Published(schema.GroupResource) string     { return f.publi
 
 // fakeObjects holds objects by name and records what was settled.
 type fakeObjects struct {
+	mu       sync.Mutex
 	objs     []metav1.ObjectMeta
 	conflict map[string]bool
 	settled  []string
@@ -42,6 +44,8 @@ func (f *fakeObjects) Settle(_ context.Context, _ string, gvr schema.GroupVersio
 	if f.conflict[name] {
 		return apierrors.NewConflict(gvr.GroupResource(), name, errors.New("changed"))
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.settled = append(f.settled, name+"@"+rv+"="+stamp)
 	return nil
 }
