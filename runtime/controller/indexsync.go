@@ -187,3 +187,23 @@ func confirmWrittenGeneration(ctx context.Context, res dynamic.ResourceInterface
 	}
 	return nil
 }
+
+// liveIndexEpochs maps each workspace to the UID of its reference index
+// configuration among objs, where that is intact as the controller wrote it
+// (v1alpha1.IntactIndexEpoch); one that cannot be decoded is not.
+func liveIndexEpochs(objs []virtualworkspace.Object) map[string]string {
+	out := map[string]string{}
+	for _, o := range objs {
+		if o.Obj.GetName() != v1alpha1.WebhookConfigurationName {
+			continue
+		}
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, cfg); err != nil {
+			continue
+		}
+		if epoch := v1alpha1.IntactIndexEpoch(cfg); epoch != "" {
+			out[o.Cluster] = epoch
+		}
+	}
+	return out
+}

@@ -108,8 +108,8 @@ type Plan struct {
 	// configuration must cover.
 	Indexes map[string][]schema.GroupVersionResource
 	Rules   map[string]*RulePlan
-	// Stamps is the stamp of each protected resource: the digest of every
-	// valid rule that protects it, as the webhook's registry holds them.
+	// Stamps is the stamp of each protected resource (PlanStamps); Sync
+	// fills it in.
 	Stamps Stamps
 }
 
@@ -126,7 +126,6 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // away.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
 	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string]map[schema.GroupVersionResource][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
-	p.Stamps = planStamps(rules)
 	var edges []Edge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
@@ -223,16 +222,23 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 	return p
 }
 
-// planStamps computes the stamp of every resource a valid rule protects.
-// The webhook computes the same from its registry, which holds every valid
-// rule whether or not its workspaces resolve: the two must agree before any
-// object is settled, so both count the same rules.
-func planStamps(rules []RuleInput) Stamps {
+// PlanStamps computes the stamp of every resource valid rules protect,
+// given the UID of the intact reference index configuration in each
+// workspace (liveEpochs). The webhook computes the same from its registry,
+// which holds every valid rule whether or not its workspaces resolve: the
+// two must agree before any object is settled, so both count the same
+// rules. A resource protected by a rule whose reference index is not in
+// place as its status.indexEpoch says gets no stamp, so that every deletion
+// of it goes to the webhook: writes may have skipped the index, recording
+// no intent and leaving settled objects they reference settled.
+func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
 	refs := map[schema.GroupResource][]settle.RuleRef{}
+	broken := map[schema.GroupResource]bool{}
 	for _, r := range rules {
 		if r.Invalid != "" {
 			continue
 		}
+		live := r.IndexEpoch != "" && liveEpochs[ruleCluster(r.Key)] == r.IndexEpoch
 		seen := map[schema.GroupResource]bool{}
 		for _, d := range r.Dependencies {
 			gr := d.GVR.GroupResource()
@@ -240,12 +246,15 @@ func planStamps(rules []RuleInput) Stamps {
 				continue
 			}
 			seen[gr] = true
+			broken[gr] = broken[gr] || !live
 			refs[gr] = append(refs[gr], settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.IndexEpoch})
 		}
 	}
 	out := Stamps{}
 	for gr, rs := range refs {
-		out[gr] = settle.Stamp(rs)
+		if !broken[gr] {
+			out[gr] = settle.Stamp(rs)
+		}
 	}
 	return out
 }

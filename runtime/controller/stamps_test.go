@@ -33,11 +33,12 @@ func TestPlanStampsMatchTheRegistry(t *testing.T) {
 	}
 	rules := map[string]*v1alpha1.DependencyRule{
 		"c1/a": rule("a", "u1", 2, "e1", dep(vpcs, ".spec.vpc"), dep(vpcs, ".spec.backup")),
-		"c2/b": rule("b", "u2", 1, "", dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")),
+		"c2/b": rule("b", "u2", 1, "e2", dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")),
 	}
 	reg := registry.New()
 	var inputs []RuleInput
-	for key, r := range rules {
+	for _, key := range []string{"c1/a", "c2/b"} {
+		r := rules[key]
 		if _, err := reg.Register(key, r); err != nil {
 			t.Fatal(err)
 		}
@@ -46,14 +47,34 @@ func TestPlanStampsMatchTheRegistry(t *testing.T) {
 		inputs = append(inputs, in)
 	}
 	inputs = append(inputs, RuleInput{Key: "c3/broken", Invalid: "no", Dependencies: []DependencyInput{{GVR: vpcs}}})
-	stamps := planStamps(inputs)
+	live := map[string]string{"c1": "e1", "c2": "e2"}
+	for cluster, epoch := range live {
+		reg.SetIndexConfiguration(cluster, epoch)
+	}
+	stamps := PlanStamps(inputs, live)
 	for _, gvr := range []schema.GroupVersionResource{vpcs, fws} {
-		want, _ := reg.Stamp(gvr.GroupResource())
-		if got := stamps[gvr.GroupResource()]; got == "" || got != want {
-			t.Errorf("%s: controller's stamp %q, webhook's %q", gvr.Resource, got, want)
+		want, settleable := reg.Stamp(gvr.GroupResource())
+		if got := stamps[gvr.GroupResource()]; got == "" || got != want || !settleable {
+			t.Errorf("%s: controller's stamp %q, webhook's %q (settleable: %v)", gvr.Resource, got, want, settleable)
 		}
 	}
 	if stamps[vpcs.GroupResource()] == stamps[fws.GroupResource()] {
 		t.Error("two types protected by different rules share a stamp")
+	}
+
+	// c2's index configuration replaced (a new UID) or tampered with: the
+	// types c2's rule protects get no stamp, the others keep theirs.
+	for name, epochs := range map[string]map[string]string{"replaced": {"c1": "e1", "c2": "e9"}, "gone": {"c1": "e1"}} {
+		stamps := PlanStamps(inputs, epochs)
+		if s, ok := stamps[vpcs.GroupResource()]; ok {
+			t.Errorf("%s: vpcs keep the stamp %q although a rule over them lost its index", name, s)
+		}
+		if s, ok := stamps[fws.GroupResource()]; ok {
+			t.Errorf("%s: firewallrules keep the stamp %q although their rule lost its index", name, s)
+		}
+	}
+	only := PlanStamps(inputs[:1], map[string]string{"c1": "e1"})
+	if len(only) != 1 || only[vpcs.GroupResource()] == "" {
+		t.Errorf("stamps with c1's rule alone: %v", only)
 	}
 }

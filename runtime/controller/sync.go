@@ -147,6 +147,11 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}}
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve, exports.read)
+	if indexListErr == nil {
+		// Without the index configurations nothing is known intact, and
+		// no resource gets a stamp.
+		plan.Stamps = PlanStamps(rules, liveIndexEpochs(indexObjs))
+	}
 	settings := s.Settings()
 
 	installErrs := map[string]error{}

@@ -3,13 +3,11 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -61,8 +59,15 @@ func (c *IndexConfigurations) Apply(objs []virtualworkspace.Object) {
 			c.Log.Error(err, "decoding a reference index configuration", "cluster", o.Cluster)
 			continue
 		}
-		c.Registry.SetIndexConfiguration(o.Cluster, intactIndexEpoch(cfg))
+		c.Registry.SetIndexConfiguration(o.Cluster, v1alpha1.IntactIndexEpoch(cfg))
 	}
+}
+
+// Populated reports whether every shard's configurations have been read.
+func (c *IndexConfigurations) Populated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.populated
 }
 
 // Complete marks every shard read: from now on only watch events change
@@ -96,45 +101,10 @@ func (c *IndexConfigurations) Observe(ctx context.Context, cl client.Client, clu
 	case err != nil:
 		return fmt.Errorf("reading the reference index configuration in %s: %w", cluster, err)
 	}
-	epoch := intactIndexEpoch(cfg)
+	epoch := v1alpha1.IntactIndexEpoch(cfg)
 	if epoch == "" {
 		c.Log.Info("reference index configuration changed by someone other than the controller: its rules' labels are not trusted until it is rewritten", "cluster", cluster)
 	}
 	c.Registry.SetIndexConfiguration(cluster, epoch)
 	return nil
-}
-
-// intactIndexEpoch is the UID of cfg when it is the controller's reference
-// index configuration as the controller last wrote it, else "". Every write
-// of a dependent must still reach the index: its webhook, failing closed,
-// selecting every object and namespace, with no match conditions. Only the
-// controller's own webhooks may be in it (the other one withdraws intents).
-func intactIndexEpoch(cfg *admissionregistrationv1.MutatingWebhookConfiguration) string {
-	if cfg.DeletionTimestamp != nil ||
-		cfg.Labels[v1alpha1.ManagedByLabel] != v1alpha1.WebhookConfigurationManager ||
-		cfg.Annotations[v1alpha1.WrittenGenerationAnnotation] != strconv.FormatInt(cfg.Generation, 10) {
-		return ""
-	}
-	index := 0
-	for _, h := range cfg.Webhooks {
-		switch h.Name {
-		case v1alpha1.IndexWebhookName:
-			index++
-			if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail ||
-				len(h.MatchConditions) > 0 || !selectsAll(h.NamespaceSelector) || !selectsAll(h.ObjectSelector) {
-				return ""
-			}
-		case v1alpha1.IntentWithdrawWebhookName:
-		default:
-			return ""
-		}
-	}
-	if index != 1 {
-		return ""
-	}
-	return string(cfg.UID)
-}
-
-func selectsAll(s *metav1.LabelSelector) bool {
-	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
 }

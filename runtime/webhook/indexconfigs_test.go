@@ -67,7 +67,7 @@ func TestIntactIndexEpoch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := written()
 			tt.change(c)
-			if got := intactIndexEpoch(c); got != tt.want {
+			if got := v1alpha1.IntactIndexEpoch(c); got != tt.want {
 				t.Fatalf("epoch = %q, want %q", got, tt.want)
 			}
 		})

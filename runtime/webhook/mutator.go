@@ -42,7 +42,7 @@ type Indexer struct {
 	Pending interface {
 		Mark(ctx context.Context, cluster string, gr schema.GroupResource, name string) error
 	}
-		// RequestTimeout bounds that work for one request.
+	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may
 	// still be stored (DefaultIntentLifetime).

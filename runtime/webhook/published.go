@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -27,6 +29,9 @@ type PublishedStamps struct {
 	// byCluster maps each protected workspace to the stamp of each
 	// resource its configuration covers, "" for none.
 	byCluster map[string]map[schema.GroupResource]string
+	// clients reach each protected workspace through the virtual
+	// workspace, to withdraw a stamp.
+	clients map[string]client.Client
 }
 
 // Published is the stamp every configuration that covers gr publishes, ""
@@ -48,6 +53,23 @@ func (p *PublishedStamps) Published(gr schema.GroupResource) string {
 	return stamp
 }
 
+// Stamped lists the resources some configuration publishes a stamp for.
+func (p *PublishedStamps) Stamped() []schema.GroupResource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[schema.GroupResource]bool{}
+	var out []schema.GroupResource
+	for _, stamps := range p.byCluster {
+		for gr, s := range stamps {
+			if s != "" && !seen[gr] {
+				seen[gr] = true
+				out = append(out, gr)
+			}
+		}
+	}
+	return out
+}
+
 // Observe records the configuration called name in cluster, read through cl.
 func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster, name string) error {
 	if name != v1alpha1.WebhookConfigurationName {
@@ -62,7 +84,9 @@ func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster
 	defer p.mu.Unlock()
 	if p.byCluster == nil {
 		p.byCluster = map[string]map[schema.GroupResource]string{}
+		p.clients = map[string]client.Client{}
 	}
+	p.clients[cluster] = cl
 	if err != nil || cfg.DeletionTimestamp != nil {
 		delete(p.byCluster, cluster)
 		return nil
@@ -95,4 +119,62 @@ func publishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) ma
 		}
 	}
 	return out
+}
+
+// Withdraw makes every configuration that publishes a stamp for gr send all
+// of gr's deletions to the webhook again, as the controller does when a
+// reference index that the stamp relies on is gone. The webhook does it
+// itself so that this holds while the controller is down: writes that skip
+// the index record no intent, and a settled object they reference must not
+// be deleted without a decision.
+func (p *PublishedStamps) Withdraw(ctx context.Context, gr schema.GroupResource) error {
+	p.mu.Lock()
+	var clusters []string
+	for cluster, stamps := range p.byCluster {
+		if stamps[gr] != "" {
+			clusters = append(clusters, cluster)
+		}
+	}
+	clients := make([]client.Client, len(clusters))
+	for i, c := range clusters {
+		clients[i] = p.clients[c]
+	}
+	p.mu.Unlock()
+	var errs []error
+	for i, cl := range clients {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.WebhookConfigurationName}, cfg); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			if !withdrawStamp(cfg, gr) {
+				return nil
+			}
+			return cl.Update(ctx, cfg)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("withdrawing the stamp of %s in %s: %w", gr, clusters[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// withdrawStamp makes the entries of cfg that leave out gr's settled objects
+// select every object, and reports whether it changed any.
+func withdrawStamp(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, gr schema.GroupResource) bool {
+	changed := false
+	for i := range cfg.Webhooks {
+		w := &cfg.Webhooks[i]
+		if settle.StampOf(w.ObjectSelector) == "" {
+			continue
+		}
+		for _, r := range w.Rules {
+			if slices.Contains(r.APIGroups, gr.Group) && slices.Contains(r.Resources, gr.Resource) {
+				w.ObjectSelector = settle.Selector("")
+				changed = true
+				break
+			}
+		}
+	}
+	return changed
 }

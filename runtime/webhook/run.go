@@ -156,7 +156,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	var settler *Settler
 	if o.Settle {
 		settler = &Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
-			Log: log.WithName("settler")}
+			Log:   log.WithName("settler"),
+			Guard: &PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}}
 	}
 	validator := NewValidator(reg, finder, rules, ValidatorOptions{
 		Self:                 self,

@@ -87,6 +87,9 @@ type Settler struct {
 	Objects SettleObjects
 	Prover  Prover
 	Pending PendingMarks
+	// Guard, when set, takes back published stamps that the registry no
+	// longer trusts (PublishedGuard).
+	Guard *PublishedGuard
 	// After is DefaultSettleAfter unless set.
 	After time.Duration
 	// IntentLifetime is how long an intent counts as fresh.
@@ -172,6 +175,9 @@ func (s *Settler) Start(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			s.watchStamps()
+			if s.Guard != nil {
+				s.Guard.Check(ctx)
+			}
 		}
 	}
 }
@@ -319,5 +325,38 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	if again > 0 {
 		s.queue.AddAfter(p, again)
+	}
+}
+
+// PublishedGuard takes back a stamp the controller published once a
+// reference index it relies on is no longer in place as the controller wrote
+// it (deleted, or changed by someone else): writes that skip the index record
+// no intent, so objects settled under the stamp that they reference would
+// stay settled. The controller does the same at its next run
+// (controller.PlanStamps); the webhook does not wait for it, since it may be
+// down.
+type PublishedGuard struct {
+	Stamps    Stamps
+	Published *PublishedStamps
+	// IndexRead reports whether every shard's reference index
+	// configurations have been read: before that, none counts as intact.
+	IndexRead func() bool
+	Log       logr.Logger
+}
+
+// Check withdraws every published stamp whose rules' reference indexes are
+// not all intact.
+func (g *PublishedGuard) Check(ctx context.Context) {
+	if !g.IndexRead() {
+		return
+	}
+	for _, gr := range g.Published.Stamped() {
+		if stamp, settleable := g.Stamps.Stamp(gr); stamp == "" || settleable {
+			continue
+		}
+		g.Log.Info("a reference index the published stamp relies on is not intact: sending every deletion to the webhook again", "resource", gr.String())
+		if err := g.Published.Withdraw(ctx, gr); err != nil {
+			g.Log.Error(err, "withdrawing a published stamp failed", "resource", gr.String())
+		}
 	}
 }

@@ -270,8 +270,12 @@ func TestNarrowedReadAccess(t *testing.T) {
 		}
 		return nil
 	})
-	unindexed := counter(unindexedMetric)
+	// A denial may come from vm-1's intent on vpc-1 alone; an allowed
+	// delete reads every dependent, vm-1 in full.
 	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	unindexed := counter(unindexedMetric)
+	top.object(ctx, t, c, vpcs, "vpc-free-too", map[string]interface{}{}, nil)
+	top.expectDeleted(ctx, t, c, vpcs, "vpc-free-too")
 	if got := counter(unindexedMetric) - unindexed; got < 1 {
 		t.Fatalf("%v unindexed dependents read: vm-1 must still be read in full", got)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -70,6 +71,44 @@ func TestSettled(t *testing.T) {
 		s.create(ctx, t, "after-rule-change")
 		s.waitSettled(ctx, t, "before-rule-change")
 		s.expectDeletedWithoutWebhook(ctx, t, "before-rule-change")
+	})
+
+	t.Run("a reference index removed while the controller is down unsettles", func(t *testing.T) {
+		c := top.Consumers[1]
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		s.create(ctx, t, "index-gone")
+		stamp := s.waitSettled(ctx, t, "index-gone")
+		rt.StopController(t)
+		check.Must(t, top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
+		check.Eventually(ctx, t, time.Minute, "the webhook to withdraw the published stamp", func() error {
+			if p := s.published(ctx, t); p != "" {
+				return fmt.Errorf("still %q", p)
+			}
+			return nil
+		})
+		// Without the index the VM's create records no intent, so the
+		// VPC keeps its label; only the withdrawn stamp sends its
+		// deletion to the webhook.
+		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
+			_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
+			s.top.object(ctx, t, s.ws, virtualMachines, "vm-probe", ref("nothing"), nil)
+			vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if l := vm.GetLabels()[refindex.StampLabel]; l != "" {
+				return fmt.Errorf("vm-probe was still indexed (%q)", l)
+			}
+			return nil
+		})
+		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-index-gone", ref("index-gone"), nil)
+		if l := s.label(ctx, t, "index-gone"); l != stamp {
+			t.Fatalf("the VPC's label is %q: the VM's create was indexed after all", l)
+		}
+		s.top.expectDenied(ctx, t, s.ws, vpcs, "index-gone", "still referenced by VirtualMachine/vm-of-index-gone")
+		rt.StartController(t)
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	})
 }
 
