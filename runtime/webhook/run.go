@@ -156,8 +156,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	var settler *Settler
 	if o.Settle {
 		settler = &Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
-			Log:   log.WithName("settler"),
-			Guard: &PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}}
+			Log: log.WithName("settler")}
+	}
+	guard := &PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
+	if err := mgr.GetLocalManager().Add(guard); err != nil {
+		return err
 	}
 	validator := NewValidator(reg, finder, rules, ValidatorOptions{
 		Self:                 self,

@@ -87,9 +87,6 @@ type Settler struct {
 	Objects SettleObjects
 	Prover  Prover
 	Pending PendingMarks
-	// Guard, when set, takes back published stamps that the registry no
-	// longer trusts (PublishedGuard).
-	Guard *PublishedGuard
 	// After is DefaultSettleAfter unless set.
 	After time.Duration
 	// IntentLifetime is how long an intent counts as fresh.
@@ -175,9 +172,6 @@ func (s *Settler) Start(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			s.watchStamps()
-			if s.Guard != nil {
-				s.Guard.Check(ctx)
-			}
 		}
 	}
 }
@@ -343,6 +337,25 @@ type PublishedGuard struct {
 	IndexRead func() bool
 	Log       logr.Logger
 }
+
+// Start checks every second until ctx ends. It runs whether or not this
+// replica settles: objects settled earlier, or by other replicas, keep their
+// labels.
+func (g *PublishedGuard) Start(ctx context.Context) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			g.Check(ctx)
+		}
+	}
+}
+
+// NeedLeaderElection: every replica guards.
+func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 
 // Check withdraws every published stamp whose rules' reference indexes are
 // not all intact.
