@@ -139,6 +139,14 @@ func (d deletes) createDependents(ctx context.Context, t *testing.T, prefix stri
 		check.Must(t, err)
 		out = append(out, took)
 	}
+	// The admission scenarios count the VMs in the namespace.
+	check.Must(t, inParallel(-1, writeTrials, func(i int) error {
+		name := fmt.Sprintf("vm-%s-%03d", prefix, i)
+		if i < 0 {
+			name = "vm-" + prefix + "-warm"
+		}
+		return d.vms.Delete(ctx, name, metav1.DeleteOptions{})
+	}))
 	return out
 }
 

@@ -84,20 +84,23 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	t.Helper()
 	d.top.object(ctx, t, d.consumer, firewallRules, name, map[string]interface{}{}, nil)
 	d.top.object(ctx, t, d.consumer, firewallRules, name+"-floor", map[string]interface{}{}, nil)
+	var r trialResult
+	var err error
+	if list != nil {
+		time.Sleep(pause)
+		d.warm(ctx, t)
+		r.listed, err = list()
+		check.Must(t, err)
+	}
+	// The VPCs come last, so that they are deleted before the webhook's
+	// settler gets to them (a second after their creation): (b) is a
+	// decided delete.
 	d.top.object(ctx, t, d.consumer, vpcs, name, map[string]interface{}{}, nil)
 	if backToBack {
 		d.top.object(ctx, t, d.consumer, vpcs, name+"-again", map[string]interface{}{}, nil)
 	}
-	var r trialResult
-	var err error
 	time.Sleep(pause)
 	d.warm(ctx, t)
-	if list != nil {
-		r.listed, err = list()
-		check.Must(t, err)
-		time.Sleep(pause)
-		d.warm(ctx, t)
-	}
 	check.Must(t, d.fws.Delete(ctx, name, metav1.DeleteOptions{}))
 	decided := func() (float64, float64) {
 		return d.metric(ctx, t, `depctrl_webhook_decision_duration_seconds_sum{outcome="allowed"}`),
