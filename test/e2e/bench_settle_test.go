@@ -128,7 +128,11 @@ func (d deletes) createDependents(ctx context.Context, t *testing.T, prefix stri
 	if shared {
 		target = func(int) string { return "w-" + prefix + "-shared" }
 	}
-	check.Must(t, inParallel(0, writeTrials, func(i int) error { return createNamed(ctx, d.vpcs, vpcs, target(i), nil) }))
+	targets := writeTrials
+	if shared {
+		targets = 1
+	}
+	check.Must(t, inParallel(0, targets, func(i int) error { return createNamed(ctx, d.vpcs, vpcs, target(i), nil) }))
 	check.Must(t, createNamed(ctx, d.vms, virtualMachines, "vm-"+prefix+"-warm", ref(target(0))))
 	time.Sleep(pause)
 	var out latencies
