@@ -41,6 +41,7 @@ type manifestsWebhookModel struct {
 	URL            types.String `tfsdk:"url"`
 	TLSSecretName  types.String `tfsdk:"tls_secret_name"`
 	SkipGroups     types.List   `tfsdk:"skip_protection_groups"`
+	SettleObjects  types.Bool   `tfsdk:"settle_objects"`
 	CACertificate  types.String `tfsdk:"ca_certificate"`
 	TLSCertificate types.String `tfsdk:"tls_certificate"`
 	TLSPrivateKey  types.String `tfsdk:"tls_private_key"`
@@ -115,6 +116,7 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 	webhook["port"] = schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["port"]}
 	webhook["url"] = opt("url")
 	webhook["skip_protection_groups"] = schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["skip_protection_groups"]}
+	webhook["settle_objects"] = schema.BoolAttribute{Optional: true, MarkdownDescription: runtimeDocs["settle_objects"]}
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true,
 		MarkdownDescription: "An existing `kubernetes.io/tls` Secret to serve with; then `ca_certificate` must be its CA. " +
@@ -243,6 +245,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 			URL:                  m.Webhook.URL,
 			TLSSecretName:        m.Webhook.TLSSecretName,
 			SkipProtectionGroups: m.Webhook.SkipGroups,
+			SettleObjects:        types.BoolValue(m.Webhook.SettleObjects.ValueBool()),
 		},
 	}
 }

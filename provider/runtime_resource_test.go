@@ -276,7 +276,8 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`, narrowed),
+    skip_protection_groups   = ["platform-admins"]
+    settle_objects           = true`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -299,7 +300,8 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "59m59s"
-    skip_protection_groups   = ["platform-admins"]`, narrowed),
+    skip_protection_groups   = ["platform-admins"]
+    settle_objects           = true`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -311,7 +313,8 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`, narrowed),
+    skip_protection_groups   = ["platform-admins"]
+    settle_objects           = true`, narrowed),
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
 			{
@@ -356,7 +359,8 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`, narrowed),
+    skip_protection_groups   = ["platform-admins"]
+    settle_objects           = true`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},
@@ -376,7 +380,8 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]`, `  network_policy = { enabled = false }`),
+    skip_protection_groups   = ["platform-admins"]
+    settle_objects           = true`, `  network_policy = { enabled = false }`),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(13)),
 				},

@@ -118,6 +118,9 @@ type Config struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone may use it.
 	SkipProtectionGroups []string
+	// SettleObjects turns on the webhook's settling (--settle-objects):
+	// protected objects found unreferenced skip the webhook on deletion.
+	SettleObjects bool
 	// NetworkPolicy says who may connect to the pods; nil means
 	// DefaultNetworkPolicy.
 	NetworkPolicy *NetworkPolicy

@@ -217,6 +217,9 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 	if len(c.SkipProtectionGroups) > 0 {
 		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
 	}
+	if c.SettleObjects {
+		args = append(args, "--settle-objects=true")
+	}
 	args = append(args, c.Webhook.ExtraArgs...)
 	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources)
 	container.Ports = append([]corev1.ContainerPort{{Name: "https", ContainerPort: c.WebhookPort, Protocol: corev1.ProtocolTCP}}, container.Ports...)
