@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 )
 
@@ -38,7 +39,7 @@ func main() {
 	fs.IntVar(&o.ReindexWorkers, "reindex-workers", webhook.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
 	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", webhook.DefaultIntentLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
 	fs.BoolVar(&o.Settle, "settle-objects", false, "label the protected objects found unreferenced as settled, so that their deletions skip the webhook (see the architecture guide; off by default until a reference index configuration removed while the controller is down also unsettles them)")
-	fs.DurationVar(&o.SettleAfter, "settle-after", webhook.DefaultSettleAfter, "with --settle-objects: how long the rules over a type must stand unchanged, and published by the controller, before its objects may be settled; must exceed the shards' --request-timeout (60s by default)")
+	fs.DurationVar(&o.SettleAfter, "settle-after", settle.DefaultSettleAfter, "with --settle-objects: how long the rules over a type must stand unchanged, and published by the controller, before its objects may be settled; must exceed the shards' --request-timeout (60s by default)")
 	fs.StringVar(&o.PendingNamespace, "pending-references-namespace", "default", "namespace in the dep-ctrl workspace that holds the Leases marking references to objects that do not exist yet, so that such objects are not settled before those writes are stored")
 	fs.DurationVar(&o.PartialReadyAfter, "partial-ready-after", webhook.DefaultPartialReadyAfter, "when some shard's rules cannot be read, report ready this long after start anyway, having read the others: requests whose rules live on the shards read are then decided, the others refused (retry later); negative: stay unready until every shard is read")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")

@@ -108,3 +108,20 @@ func (in recordedIntent) names(resource, namespace, name string) bool {
 	}
 	return in.Name == name
 }
+
+// intentClock tells until when the intents on an object stand for writes
+// that may still be stored (settle.Intents).
+type intentClock struct{ lifetime time.Duration }
+
+// FreshUntil is when the newest fresh intent in annotations expires, the
+// zero time when there is none.
+func (c intentClock) FreshUntil(annotations map[string]string, now time.Time) time.Time {
+	fresh, _ := intentsOn(annotations, now, c.lifetime)
+	var until time.Time
+	for _, in := range fresh {
+		if t := in.At.Add(c.lifetime); t.After(until) {
+			until = t
+		}
+	}
+	return until
+}

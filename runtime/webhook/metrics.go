@@ -50,10 +50,6 @@ var (
 		Name: "depctrl_webhook_reindex_total",
 		Help: "Dependents found without a current index stamp and written again to index them, by outcome: written, gone (deleted meanwhile), forbidden (no patch permission in that workspace), failed, dropped (queue full).",
 	}, []string{"outcome"})
-	objectsSettled = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "depctrl_webhook_objects_settled_total",
-		Help: "Protected objects proven unreferenced and labelled settled: their deletions skip the webhook until a write references them or their rules change.",
-	})
 	skipProtectionUses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "depctrl_webhook_skip_protection_total",
 		Help: "Deletions allowed because the object carried the skip-protection annotation, by resource.",
@@ -61,5 +57,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses, indexRequests, indexLatency, unindexedExamined, reindexed, objectsSettled)
+	metrics.Registry.MustRegister(decisions, latency, objectsExamined, rulesRegistered, skipProtectionUses, indexRequests, indexLatency, unindexedExamined, reindexed)
 }

@@ -38,7 +38,7 @@ type Indexer struct {
 	Dependents DependentReader
 	// Pending, when set, marks the references a write makes to objects
 	// that do not exist, so that they are not settled before it is
-	// stored (PendingReferences).
+	// stored (settle.PendingReferences).
 	Pending interface {
 		Mark(ctx context.Context, cluster string, gr schema.GroupResource, name string) error
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -151,14 +152,18 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	// References to objects that do not exist are marked whether or not
 	// this replica settles: another one may.
-	pending := NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
-	published := &PublishedStamps{}
-	var settler *Settler
-	if o.Settle {
-		settler = &Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, After: o.SettleAfter, IntentLifetime: o.IntentLifetime,
-			Log: log.WithName("settler")}
+	pending := settle.NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
+	published := &settle.PublishedStamps{}
+	intentLifetime := o.IntentLifetime
+	if intentLifetime == 0 {
+		intentLifetime = DefaultIntentLifetime
 	}
-	guard := &PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
+	var settler *settle.Settler
+	if o.Settle {
+		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: intentClock{lifetime: intentLifetime},
+			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
+	}
+	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
 	if err := mgr.GetLocalManager().Add(guard); err != nil {
 		return err
 	}
@@ -205,7 +210,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 }
 
 // candidates is settler as Candidates, nil when there is none.
-func candidates(settler *Settler) Candidates {
+func candidates(settler *settle.Settler) Candidates {
 	if settler == nil {
 		return nil
 	}

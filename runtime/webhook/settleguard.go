@@ -13,7 +13,7 @@ import (
 )
 
 // Candidates are told of the places where protected objects are created or
-// deleted, so that the objects there can be settled (Settler).
+// deleted, so that the objects there can be settled (settle.Settler).
 type Candidates interface {
 	Candidate(cluster string, req *admissionv1.AdmissionRequest)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -170,7 +169,7 @@ func createNamed(ctx context.Context, api dynamic.ResourceInterface, a apiType, 
 func (d deletes) waitSettled(ctx context.Context, t *testing.T, api dynamic.ResourceInterface, names []string) {
 	t.Helper()
 	start := time.Now()
-	check.Eventually(ctx, t, 2*webhook.DefaultSettleAfter+time.Minute, fmt.Sprintf("%d VPCs settled", len(names)), func() error {
+	check.Eventually(ctx, t, 2*settle.DefaultSettleAfter+time.Minute, fmt.Sprintf("%d VPCs settled", len(names)), func() error {
 		if len(names) <= 2 {
 			return d.settledNow(ctx, api, names)
 		}

@@ -1,4 +1,4 @@
-package webhook
+package settle
 
 import (
 	"context"
@@ -14,9 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 type fakeStamps struct {
@@ -50,6 +47,19 @@ func (f *fakeObjects) Settle(_ context.Context, _ string, gvr schema.GroupVersio
 	return nil
 }
 
+// freshUntil is where the fake intents keep until when an object's intents
+// are fresh.
+const freshUntil = "test/fresh-until"
+
+type fakeIntents struct{}
+
+func (fakeIntents) FreshUntil(annotations map[string]string, _ time.Time) time.Time {
+	t, _ := time.Parse(time.RFC3339, annotations[freshUntil])
+	return t
+}
+
+var vpcGVR = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+
 type fakePending map[string]time.Time
 
 func (f fakePending) PendingSince(_ context.Context, _ string, _ schema.GroupResource, name string) (time.Time, error) {
@@ -75,18 +85,18 @@ func TestSettlerSweep(t *testing.T) {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	after := time.Minute
 	old := metav1.NewTime(start.Add(-2 * after))
-	intent, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.io", Version: "v1", Name: "vm", At: metav1.NewTime(start.Add(-time.Second))})
-	staleIntent, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.io", Version: "v1", Name: "vm", At: metav1.NewTime(start.Add(-time.Hour))})
+	intent := start.Add(time.Minute).Format(time.RFC3339)
+	staleIntent := start.Add(-time.Hour).Format(time.RFC3339)
 	objects := []metav1.ObjectMeta{
 		{Name: "free", ResourceVersion: "1", CreationTimestamp: old},
-		{Name: "free-with-old-intent", ResourceVersion: "2", CreationTimestamp: old, Annotations: map[string]string{intentKey("t0"): staleIntent}},
+		{Name: "free-with-old-intent", ResourceVersion: "2", CreationTimestamp: old, Annotations: map[string]string{freshUntil: staleIntent}},
 		{Name: "young", ResourceVersion: "3", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
 		{Name: "referenced-before-it-existed", ResourceVersion: "11", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
 		{Name: "referenced-before-it-existed-long-ago", ResourceVersion: "12", CreationTimestamp: old},
 		{Name: "referenced", ResourceVersion: "4", CreationTimestamp: old},
-		{Name: "pending-write", ResourceVersion: "5", CreationTimestamp: old, Annotations: map[string]string{intentKey("t1"): intent}},
-		{Name: "already", ResourceVersion: "6", CreationTimestamp: old, Labels: map[string]string{settle.SettledLabel: "s1"}},
-		{Name: "under-old-rules", ResourceVersion: "7", CreationTimestamp: old, Labels: map[string]string{settle.SettledLabel: "s0"}},
+		{Name: "pending-write", ResourceVersion: "5", CreationTimestamp: old, Annotations: map[string]string{freshUntil: intent}},
+		{Name: "already", ResourceVersion: "6", CreationTimestamp: old, Labels: map[string]string{SettledLabel: "s1"}},
+		{Name: "under-old-rules", ResourceVersion: "7", CreationTimestamp: old, Labels: map[string]string{SettledLabel: "s0"}},
 		{Name: "deleting", ResourceVersion: "8", CreationTimestamp: old, DeletionTimestamp: &old},
 		{Name: "changed-meanwhile", ResourceVersion: "9", CreationTimestamp: old},
 		{Name: "unreadable", ResourceVersion: "10", CreationTimestamp: old},
@@ -110,7 +120,7 @@ func TestSettlerSweep(t *testing.T) {
 			clock := start.Add(-tt.elapsed)
 			objs := &fakeObjects{objs: objects, conflict: map[string]bool{"changed-meanwhile": true}}
 			pending := fakePending{"referenced-before-it-existed": start.Add(-time.Second), "referenced-before-it-existed-long-ago": start.Add(-time.Hour)}
-			s := &Settler{Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending,
+			s := &Settler{Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending, Intents: fakeIntents{},
 				After: after, Log: logr.Discard(), now: func() time.Time { return clock }}
 			s.init()
 			defer s.queue.ShutDown()

@@ -1,4 +1,4 @@
-package webhook
+package settle
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // DefaultSettleAfter is how long the stamp of the rules over a type must
@@ -23,7 +21,9 @@ import (
 // Ready after --webhook-propagation-delay, 2 s), and every write admitted
 // before the stamp was published, by a replica of any version, is stored or
 // has failed.
-const DefaultSettleAfter = DefaultIntentLifetime
+//
+// It equals the webhook's default intent lifetime (a test there says so).
+const DefaultSettleAfter = 90 * time.Second
 
 // sweepDelay is how long after a create its place is swept: creates that
 // come together are settled by one sweep.
@@ -47,6 +47,12 @@ type Stamps interface {
 // exist (PendingReferences).
 type PendingMarks interface {
 	PendingSince(ctx context.Context, cluster string, gr schema.GroupResource, name string) (time.Time, error)
+}
+
+// Intents tell until when the intents on an object stand for writes that
+// may still be stored: the zero time when it carries no fresh one.
+type Intents interface {
+	FreshUntil(annotations map[string]string, now time.Time) time.Time
 }
 
 // Prover tells whether nothing stored references an object (Validator
@@ -87,6 +93,7 @@ type Settler struct {
 	Objects SettleObjects
 	Prover  Prover
 	Pending PendingMarks
+	Intents Intents
 	// After is DefaultSettleAfter unless set.
 	After time.Duration
 	// IntentLifetime is how long an intent counts as fresh.
@@ -112,7 +119,7 @@ func (s *Settler) init() {
 		s.After = DefaultSettleAfter
 	}
 	if s.IntentLifetime == 0 {
-		s.IntentLifetime = DefaultIntentLifetime
+		s.IntentLifetime = DefaultSettleAfter
 	}
 	if s.Workers == 0 {
 		s.Workers = 2
@@ -289,18 +296,12 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	var g errgroup.Group
 	g.SetLimit(proofsAtOnce)
 	for _, o := range objs {
-		if o.Labels[settle.SettledLabel] == stamp || o.DeletionTimestamp != nil {
+		if o.Labels[SettledLabel] == stamp || o.DeletionTimestamp != nil {
 			continue
 		}
-		if fresh, _ := intentsOn(o.Annotations, now, s.IntentLifetime); len(fresh) > 0 {
+		if until := s.Intents.FreshUntil(o.Annotations, now); until.After(now) {
 			// A write that references the object may still be stored.
-			latest := fresh[0].At.Time
-			for _, in := range fresh[1:] {
-				if in.At.After(latest) {
-					latest = in.At.Time
-				}
-			}
-			later(latest.Add(s.IntentLifetime).Sub(now) + time.Second)
+			later(until.Sub(now) + time.Second)
 			continue
 		}
 		g.Go(func() error {
@@ -319,57 +320,5 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	if again > 0 {
 		s.queue.AddAfter(p, again)
-	}
-}
-
-// PublishedGuard takes back a stamp the controller published once a
-// reference index it relies on is no longer in place as the controller wrote
-// it (deleted, or changed by someone else): writes that skip the index record
-// no intent, so objects settled under the stamp that they reference would
-// stay settled. The controller does the same at its next run
-// (controller.PlanStamps); the webhook does not wait for it, since it may be
-// down.
-type PublishedGuard struct {
-	Stamps    Stamps
-	Published *PublishedStamps
-	// IndexRead reports whether every shard's reference index
-	// configurations have been read: before that, none counts as intact.
-	IndexRead func() bool
-	Log       logr.Logger
-}
-
-// Start checks every second until ctx ends. It runs whether or not this
-// replica settles: objects settled earlier, or by other replicas, keep their
-// labels.
-func (g *PublishedGuard) Start(ctx context.Context) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			g.Check(ctx)
-		}
-	}
-}
-
-// NeedLeaderElection: every replica guards.
-func (g *PublishedGuard) NeedLeaderElection() bool { return false }
-
-// Check withdraws every published stamp whose rules' reference indexes are
-// not all intact.
-func (g *PublishedGuard) Check(ctx context.Context) {
-	if !g.IndexRead() {
-		return
-	}
-	for _, gr := range g.Published.Stamped() {
-		if stamp, settleable := g.Stamps.Stamp(gr); stamp == "" || settleable {
-			continue
-		}
-		g.Log.Info("a reference index the published stamp relies on is not intact: sending every deletion to the webhook again", "resource", gr.String())
-		if err := g.Published.Withdraw(ctx, gr); err != nil {
-			g.Log.Error(err, "withdrawing a published stamp failed", "resource", gr.String())
-		}
 	}
 }

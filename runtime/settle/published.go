@@ -1,4 +1,4 @@
-package webhook
+package settle
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // PublishedStamps tells which stamp the controller has published for each
@@ -101,7 +100,7 @@ func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster
 func publishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
 	out := map[schema.GroupResource]string{}
 	for _, w := range cfg.Webhooks {
-		stamp := settle.StampOf(w.ObjectSelector)
+		stamp := StampOf(w.ObjectSelector)
 		for _, r := range w.Rules {
 			if !slices.Contains(r.Operations, admissionregistrationv1.Delete) && !slices.Contains(r.Operations, admissionregistrationv1.OperationAll) {
 				continue
@@ -165,12 +164,12 @@ func withdrawStamp(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, 
 	changed := false
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if settle.StampOf(w.ObjectSelector) == "" {
+		if StampOf(w.ObjectSelector) == "" {
 			continue
 		}
 		for _, r := range w.Rules {
 			if slices.Contains(r.APIGroups, gr.Group) && slices.Contains(r.Resources, gr.Resource) {
-				w.ObjectSelector = settle.Selector("")
+				w.ObjectSelector = Selector("")
 				changed = true
 				break
 			}

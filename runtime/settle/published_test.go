@@ -1,4 +1,4 @@
-package webhook
+package settle
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // stampsByResource answers Stamp from a map of stamp and settleability.
@@ -36,7 +35,7 @@ func TestPublishedGuard(t *testing.T) {
 	vpcs := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
 	fws := schema.GroupResource{Group: "network.test.io", Resource: "firewallrules"}
 	entry := func(name, resource, stamp string) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{Name: name, ObjectSelector: settle.Selector(stamp), Rules: []admissionregistrationv1.RuleWithOperations{{
+		return admissionregistrationv1.ValidatingWebhook{Name: name, ObjectSelector: Selector(stamp), Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
 			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"network.test.io"}, APIVersions: []string{"v1"}, Resources: []string{resource}},
 		}}}
@@ -66,7 +65,7 @@ func TestPublishedGuard(t *testing.T) {
 		if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.WebhookConfigurationName}, got); err != nil {
 			t.Fatal(err)
 		}
-		return settle.StampOf(got.Webhooks[0].ObjectSelector), settle.StampOf(got.Webhooks[1].ObjectSelector)
+		return StampOf(got.Webhooks[0].ObjectSelector), StampOf(got.Webhooks[1].ObjectSelector)
 	}
 	g.Check(ctx)
 	if a, b := selectors(); a != "s-vpcs" || b != "s-fws" {

@@ -1,0 +1,15 @@
+package settle
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var objectsSettled = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "depctrl_webhook_objects_settled_total",
+	Help: "Protected objects proven unreferenced and labelled settled: their deletions skip the webhook until a write references them or their rules change.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(objectsSettled)
+}
