@@ -2,7 +2,6 @@ package settle
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-logr/logr"
 )
@@ -27,16 +26,8 @@ type PublishedGuard struct {
 // replica settles: objects settled earlier, or by other replicas, keep their
 // labels.
 func (g *PublishedGuard) Start(ctx context.Context) error {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			g.Check(ctx)
-		}
-	}
+	everySecond(ctx, func() { g.Check(ctx) })
+	return nil
 }
 
 // NeedLeaderElection: every replica guards.

@@ -171,14 +171,20 @@ func (s *Settler) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	everySecond(ctx, s.watchStamps)
+	return nil
+}
+
+// everySecond calls f every second until ctx ends.
+func everySecond(ctx context.Context, f func()) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
-			s.watchStamps()
+			f()
 		}
 	}
 }
