@@ -49,7 +49,6 @@ type webhookModel struct {
 	ExtraSANs              types.List   `tfsdk:"extra_sans"`
 	TLSSecretName          types.String `tfsdk:"tls_secret_name"`
 	SkipProtectionGroups   types.List   `tfsdk:"skip_protection_groups"`
-	SettleObjects          types.Bool   `tfsdk:"settle_objects"`
 	CertificateValidity    types.String `tfsdk:"certificate_validity"`
 	CertificateRenewBefore types.String `tfsdk:"certificate_renew_before"`
 }
@@ -65,6 +64,7 @@ type runtimeInputs struct {
 	ImagePullPolicy types.String    `tfsdk:"image_pull_policy"`
 	APIExportName   types.String    `tfsdk:"api_export_name"`
 	WorkspacePath   types.String    `tfsdk:"workspace_path"`
+	SettleObjects   types.Bool      `tfsdk:"settle_objects"`
 	Controller      *componentModel `tfsdk:"controller"`
 	Webhook         *webhookModel   `tfsdk:"webhook"`
 	// NetworkPolicy is an object, not a model, since a configuration may
@@ -80,7 +80,7 @@ func (in *runtimeInputs) known() bool {
 		return false
 	}
 	vals := []unknowable{in.WorkspacePath, in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
-		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.Webhook.SettleObjects, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
+		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.SettleObjects, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
 	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
 	}
@@ -108,7 +108,7 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 		WebhookPort:     int32(in.Webhook.Port.ValueInt64()), //nolint:gosec // validated range
 		WebhookURL:      in.Webhook.URL.ValueString(),
 		TLS:             deploy.TLS{SecretName: in.Webhook.TLSSecretName.ValueString()},
-		SettleObjects:   in.Webhook.SettleObjects.ValueBool(),
+		SettleObjects:   in.SettleObjects.ValueBool(),
 	}
 	var d diag.Diagnostics
 	diags.Append(in.Webhook.SkipProtectionGroups.ElementsAs(ctx, &cfg.SkipProtectionGroups, false)...)

@@ -95,7 +95,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		}
 		m.Webhook.SkipProtectionGroups = types.ListValueMust(types.StringType, groups)
 	}
-	m.Webhook.SettleObjects = types.BoolValue(hookArgs["settle-objects"] == "true")
+	m.SettleObjects = types.BoolValue(hookArgs["settle-objects"] == "true")
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)
 	m.Webhook.URL = types.StringNull()

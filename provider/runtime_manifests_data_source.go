@@ -41,7 +41,6 @@ type manifestsWebhookModel struct {
 	URL            types.String `tfsdk:"url"`
 	TLSSecretName  types.String `tfsdk:"tls_secret_name"`
 	SkipGroups     types.List   `tfsdk:"skip_protection_groups"`
-	SettleObjects  types.Bool   `tfsdk:"settle_objects"`
 	CACertificate  types.String `tfsdk:"ca_certificate"`
 	TLSCertificate types.String `tfsdk:"tls_certificate"`
 	TLSPrivateKey  types.String `tfsdk:"tls_private_key"`
@@ -56,6 +55,7 @@ type runtimeManifestsModel struct {
 	ImagePullPolicy types.String           `tfsdk:"image_pull_policy"`
 	APIExportName   types.String           `tfsdk:"api_export_name"`
 	WorkspacePath   types.String           `tfsdk:"workspace_path"`
+	SettleObjects   types.Bool             `tfsdk:"settle_objects"`
 	Controller      *componentModel        `tfsdk:"controller"`
 	Webhook         *manifestsWebhookModel `tfsdk:"webhook"`
 	NetworkPolicy   types.Object           `tfsdk:"network_policy"`
@@ -116,7 +116,6 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 	webhook["port"] = schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["port"]}
 	webhook["url"] = opt("url")
 	webhook["skip_protection_groups"] = schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["skip_protection_groups"]}
-	webhook["settle_objects"] = schema.BoolAttribute{Optional: true, MarkdownDescription: runtimeDocs["settle_objects"]}
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true,
 		MarkdownDescription: "An existing `kubernetes.io/tls` Secret to serve with; then `ca_certificate` must be its CA. " +
@@ -139,6 +138,7 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 			"image_pull_policy": opt("image_pull_policy"),
 			"api_export_name":   opt("api_export_name"),
 			"workspace_path":    opt("workspace_path"),
+			"settle_objects":    schema.BoolAttribute{Optional: true, MarkdownDescription: runtimeDocs["settle_objects"]},
 			"controller": schema.SingleNestedAttribute{
 				Required: true, MarkdownDescription: "The controller, as in `depctrl_runtime`.",
 				Attributes: manifestsComponentAttributes("controller"),
@@ -237,6 +237,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
 		APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
 		WorkspacePath:   m.WorkspacePath,
+		SettleObjects:   types.BoolValue(m.SettleObjects.ValueBool()),
 		NetworkPolicy:   m.NetworkPolicy,
 		Controller:      defaults(m.Controller),
 		Webhook: &webhookModel{
@@ -245,7 +246,6 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 			URL:                  m.Webhook.URL,
 			TLSSecretName:        m.Webhook.TLSSecretName,
 			SkipProtectionGroups: m.Webhook.SkipGroups,
-			SettleObjects:        types.BoolValue(m.Webhook.SettleObjects.ValueBool()),
 		},
 	}
 }

@@ -101,7 +101,9 @@ resource "depctrl_runtime" "this" {
 	}
 	// narrowed admits kcp's shards by address and namespace, and metrics
 	// from the monitoring namespace only.
-	narrowed := `  network_policy = {
+	// (and settling on, read back by the import below).
+	narrowed := `  settle_objects = true
+  network_policy = {
     webhook_cidrs      = ["127.0.0.0/8"]
     webhook_namespaces = ["kcp"]
     metrics_namespaces = ["monitoring"]
@@ -276,8 +278,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]
-    settle_objects           = true`, narrowed),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -300,8 +301,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "59m59s"
-    skip_protection_groups   = ["platform-admins"]
-    settle_objects           = true`, narrowed),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(rt, tfjsonpath.New("certificate_not_after")),
@@ -313,8 +313,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]
-    settle_objects           = true`, narrowed),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
 			{
@@ -359,8 +358,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]
-    settle_objects           = true`, narrowed),
+    skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
 				}},
@@ -380,8 +378,7 @@ resource "depctrl_runtime" "this" {
 				Config: config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
     certificate_validity     = "1h"
     certificate_renew_before = "30m"
-    skip_protection_groups   = ["platform-admins"]
-    settle_objects           = true`, `  network_policy = { enabled = false }`),
+    skip_protection_groups   = ["platform-admins"]`, `  network_policy = { enabled = false }`),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.MapSizeExact(13)),
 				},

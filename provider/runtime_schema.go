@@ -58,7 +58,7 @@ var runtimeDocs = map[string]string{
 	"extra_sans": "Further DNS names or IP addresses for the generated serving certificate. Changing them issues a new certificate in place.",
 	"tls_secret_name": "An existing `kubernetes.io/tls` Secret in the namespace to serve with instead of a generated certificate (for cert-manager and the like). " +
 		"It must also hold `ca.crt`, which the controller hands to kcp. Unset (default): the provider generates a CA and a serving certificate. Updates in place.",
-	"settle_objects": "Whether the webhook settles protected objects it finds unreferenced (`--settle-objects`): their deletions then skip the webhook " +
+	"settle_objects": "Whether protected objects the webhook finds unreferenced are settled (`--settle-objects` on both binaries): their deletions then skip the webhook " +
 		"and cost what an unprotected deletion does. Off by default: it relies on the reference index configurations in the dependent types' " +
 		"export workspaces staying as the controller wrote them (see the architecture guide, \"Settled objects\").",
 	"skip_protection_groups": "Groups whose members may delete a protected object with the `dependencies.opendefense.cloud/skip-protection: \"true\"` annotation. " +
@@ -138,10 +138,6 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 		Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(
 			stringvalidator.RegexMatches(regexp.MustCompile(`^[^,\s]+$`), "must be a group name without commas or spaces"))},
 	}
-	webhook["settle_objects"] = schema.BoolAttribute{
-		Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-		MarkdownDescription: runtimeDocs["settle_objects"],
-	}
 	webhook["certificate_validity"] = schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateValidity),
 		MarkdownDescription: runtimeDocs["certificate_validity"],
@@ -190,6 +186,10 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 			Optional: true, Computed: true, Default: stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
 			MarkdownDescription: runtimeDocs["api_export_name"],
 			Validators:          []validator.String{objectNameValidator("must be an APIExport name")},
+		},
+		"settle_objects": schema.BoolAttribute{
+			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+			MarkdownDescription: runtimeDocs["settle_objects"],
 		},
 		"network_policy": networkPolicySchema(),
 		"controller": schema.SingleNestedAttribute{

@@ -190,6 +190,9 @@ func (c Config) controllerDeployment(hash string) *appsv1.Deployment {
 		"--metrics-bind-address=:" + strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=:" + strconv.Itoa(probePort),
 	}
+	if c.SettleObjects {
+		args = append(args, "--settle-objects=true")
+	}
 	args = append(args, c.Controller.ExtraArgs...)
 	container := c.container("controller", ControllerBinary, args, c.Controller.Resources)
 	container.VolumeMounts = []corev1.VolumeMount{
@@ -214,11 +217,11 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		"--metrics-bind-address=:" + strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=:" + strconv.Itoa(probePort),
 	}
-	if len(c.SkipProtectionGroups) > 0 {
-		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
-	}
 	if c.SettleObjects {
 		args = append(args, "--settle-objects=true")
+	}
+	if len(c.SkipProtectionGroups) > 0 {
+		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
 	}
 	args = append(args, c.Webhook.ExtraArgs...)
 	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources)

@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestRenderSettleObjects: the webhook settles objects only when asked to.
+// TestRenderSettleObjects: both binaries settle only when asked to: the
+// controller publishes stamps, the webhook settles under them.
 func TestRenderSettleObjects(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		cfg := testConfig()
@@ -14,9 +15,11 @@ func TestRenderSettleObjects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := deployment(t, objs, "depctrl-webhook").Spec.Template.Spec.Containers[0].Args
-		if got := slices.Contains(args, "--settle-objects=true"); got != on {
-			t.Errorf("SettleObjects=%v: webhook args %v", on, args)
+		for _, name := range []string{"depctrl-controller", "depctrl-webhook"} {
+			args := deployment(t, objs, name).Spec.Template.Spec.Containers[0].Args
+			if got := slices.Contains(args, "--settle-objects=true"); got != on {
+				t.Errorf("SettleObjects=%v: %s args %v", on, name, args)
+			}
 		}
 	}
 }

@@ -57,6 +57,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	ResolverTTL             time.Duration
 	ResyncPeriod            time.Duration
+	// Settle publishes the stamps of the rules in the deletion webhooks'
+	// object selectors, with the entries settling needs (package settle).
+	Settle bool
 	// RateLimit limits the requests to kcp; the zero value is
 	// kcpconfig.DefaultRateLimit.
 	RateLimit kcpconfig.RateLimit
@@ -143,7 +146,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return c.String(), err
 	}, func() WebhookSettings {
 		ca, _ := bundle.read()
-		return WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: o.WebhookURL, MutateURL: mutateURL, CABundle: ca, TimeoutSeconds: o.WebhookTimeoutSeconds}
+		return WebhookSettings{ConfigurationName: v1alpha1.WebhookConfigurationName, URL: o.WebhookURL, MutateURL: mutateURL, CABundle: ca, TimeoutSeconds: o.WebhookTimeoutSeconds,
+			Settle: o.Settle}
 	}, log.WithName("sync"))
 	if o.ResyncPeriod > 0 {
 		syncer.Period = o.ResyncPeriod

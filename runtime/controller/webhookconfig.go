@@ -31,6 +31,10 @@ type WebhookSettings struct {
 	// TimeoutSeconds bounds each admission call; the webhook answers within
 	// a shorter deadline of its own.
 	TimeoutSeconds int32
+	// Settle adds what settling needs to each protected workspace's
+	// configuration: the guard of the settled label, the entry that hears
+	// of new objects, and the stamps in the deletion webhooks' selectors.
+	Settle bool
 }
 
 // Scoped returns the settings with the reference index's URL naming sc:
@@ -83,6 +87,9 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, s
 	scopes := map[string]scope.Scope{}
 	stampOf := map[string]string{}
 	all := make([]schema.GroupVersionResource, 0, len(protected))
+	if !s.Settle {
+		stamps = nil
+	}
 	for gvr, sc := range protected {
 		stamp := stamps[gvr.GroupResource()]
 		key := sc.URL("") + " " + stamp
@@ -109,6 +116,9 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, s
 	// updated without calling the webhook.
 	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "carries-intents", Expression: keepIntentsCondition}}
 	c.Webhooks = append(c.Webhooks, keep)
+	if !s.Settle {
+		return c
+	}
 	// Settling needs no rules either: only the webhook may do it.
 	guard := webhookEntry(s, settleGuardWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create, admissionregistrationv1.Update))
 	guard.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "settles", Expression: settle.GuardCondition}}

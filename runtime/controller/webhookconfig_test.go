@@ -19,7 +19,9 @@ import (
 // the deletions its rules can matter to. Keeping intents needs no rules,
 // so that webhook's URL names no scope.
 func TestDesiredScopedWebhookConfiguration(t *testing.T) {
-	c := DesiredScopedWebhookConfiguration(testSettings, Protected{
+	settling := testSettings
+	settling.Settle = true
+	c := DesiredScopedWebhookConfiguration(settling, Protected{
 		testVPCs: scope.Of("comp", "apps"),
 		testFWs:  scope.Of("comp"),
 		testDBs:  scope.Of("apps", "comp"),
@@ -70,8 +72,8 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 func TestDesiredWebhookConfiguration(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{testDBs, testVMs, testDBs}
 	c := DesiredWebhookConfiguration(testSettings, gvrs)
-	if len(c.Webhooks) != 4 {
-		t.Fatalf("%d webhooks, want 4", len(c.Webhooks))
+	if len(c.Webhooks) != 2 {
+		t.Fatalf("%d webhooks, want 2: without settling, no guard and no candidates", len(c.Webhooks))
 	}
 	for i, want := range []struct {
 		name string
@@ -110,5 +112,16 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	other.Webhooks[0].ClientConfig.URL = ptr.To("https://elsewhere/validate")
 	if !webhookTargetChanged(c, other) {
 		t.Error("a new URL does not count as a moved webhook")
+	}
+}
+
+// TestNoStampsWithoutSettling: a controller that does not settle publishes
+// no stamp, whatever the plan holds: every deletion goes to the webhook.
+func TestNoStampsWithoutSettling(t *testing.T) {
+	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: scope.Unnamed}, Stamps{testVPCs.GroupResource(): "s1"})
+	for _, w := range c.Webhooks {
+		if settle.StampOf(w.ObjectSelector) != "" || w.Name == settleGuardWebhookName || w.Name == settleCandidatesWebhookName {
+			t.Errorf("webhook %s is for settling: %+v", w.Name, w)
+		}
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// TestPendingReferences: a mark is a Lease named after the object, renewed
-// by each write; an object never referenced while absent has none.
+// TestPendingReferences: a mark is one Lease per workspace and type,
+// renewed by a write that finds an object missing unless this replica
+// stored a renewal less than renewEvery before that write looked; a write
+// that stored one is told to look again.
 func TestPendingReferences(t *testing.T) {
 	client := fake.NewClientset()
 	p := NewPendingReferences(client.CoordinationV1(), "default")
@@ -19,27 +21,67 @@ func TestPendingReferences(t *testing.T) {
 	p.now = func() time.Time { return at }
 	vpcsGR := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
 	ctx := context.Background()
-	if since, err := p.PendingSince(ctx, "c1", vpcsGR, "vpc-1"); err != nil || !since.IsZero() {
+	if since, err := p.PendingSince(ctx, "c1", vpcsGR); err != nil || !since.IsZero() {
 		t.Fatalf("before any mark: %v, %v", since, err)
 	}
-	if err := p.Mark(ctx, "c1", vpcsGR, "vpc-1"); err != nil {
-		t.Fatal(err)
-	}
-	at = at.Add(time.Minute)
-	if err := p.Mark(ctx, "c1", vpcsGR, "vpc-1"); err != nil {
-		t.Fatal(err)
-	}
-	since, err := p.PendingSince(ctx, "c1", vpcsGR, "vpc-1")
-	if err != nil || !since.Equal(at) {
-		t.Fatalf("PendingSince = %v, %v; want the last mark %v", since, err, at)
-	}
-	for _, other := range []struct{ cluster, name string }{{"c2", "vpc-1"}, {"c1", "vpc-2"}} {
-		if since, _ := p.PendingSince(ctx, other.cluster, vpcsGR, other.name); !since.IsZero() {
-			t.Errorf("%s/%s has a mark it never got", other.cluster, other.name)
+	mark := func(lookedAt time.Time) bool {
+		t.Helper()
+		stored, err := p.Mark(ctx, "c1", vpcsGR, lookedAt)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return stored
+	}
+	if !mark(at) {
+		t.Fatal("the first mark was not stored")
+	}
+	first := at
+	at = at.Add(5 * time.Second)
+	if mark(at) {
+		t.Error("a write that looked 5 s after a stored renewal stored another")
+	}
+	if !mark(first.Add(-time.Second)) {
+		t.Error("a write that looked before the renewal was stored relied on it")
+	}
+	at = at.Add(renewEvery)
+	if !mark(at) {
+		t.Error("a write renewEvery after the last renewal did not renew")
+	}
+	since, err := p.PendingSince(ctx, "c1", vpcsGR)
+	if err != nil || !since.Equal(at) {
+		t.Fatalf("PendingSince = %v, %v; want the last renewal %v", since, err, at)
+	}
+	if since, _ := p.PendingSince(ctx, "c2", vpcsGR); !since.IsZero() {
+		t.Error("another workspace has a mark it never got")
 	}
 	leases, _ := client.CoordinationV1().Leases("default").List(ctx, metav1.ListOptions{})
 	if len(leases.Items) != 1 {
-		t.Errorf("%d leases, want one per object", len(leases.Items))
+		t.Errorf("%d leases, want one per workspace and type", len(leases.Items))
+	}
+}
+
+type publishedSet map[schema.GroupResource]string
+
+func (p publishedSet) Published(gr schema.GroupResource) string { return p[gr] }
+
+// TestPublishedMarks: references are marked only to objects of types whose
+// stamp is published; others cannot be settled.
+func TestPublishedMarks(t *testing.T) {
+	client := fake.NewClientset()
+	vpcsGR := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
+	fwsGR := schema.GroupResource{Group: "network.test.io", Resource: "firewallrules"}
+	p := NewPendingReferences(client.CoordinationV1(), "default")
+	m := PublishedMarks{Marks: p, Published: publishedSet{vpcsGR: "s1"}}
+	ctx := context.Background()
+	for _, gr := range []schema.GroupResource{vpcsGR, fwsGR} {
+		if _, err := m.Mark(ctx, "c1", gr, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if since, _ := p.PendingSince(ctx, "c1", vpcsGR); since.IsZero() {
+		t.Error("the reference to a VPC, whose stamp is published, was not marked")
+	}
+	if since, _ := p.PendingSince(ctx, "c1", fwsGR); !since.IsZero() {
+		t.Error("the reference to a FirewallRule, which has no stamp, was marked")
 	}
 }

@@ -43,10 +43,10 @@ type Stamps interface {
 	Stamp(target schema.GroupResource) (stamp string, settleable bool)
 }
 
-// PendingMarks tell when a write last referenced an object while it did not
-// exist (PendingReferences).
+// PendingMarks tell when a write last referenced an object of a type that
+// did not exist, in one workspace (PendingReferences).
 type PendingMarks interface {
-	PendingSince(ctx context.Context, cluster string, gr schema.GroupResource, name string) (time.Time, error)
+	PendingSince(ctx context.Context, cluster string, gr schema.GroupResource) (time.Time, error)
 }
 
 // Intents tell until when the intents on an object stand for writes that
@@ -227,19 +227,6 @@ const proofsAtOnce = 8
 
 // settle proves o unreferenced and labels it; later hears when to try again.
 func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stamp string, later func(time.Duration), log logr.Logger) bool {
-	// The object was read before this: a write that referenced it while
-	// it did not exist marked that before it looked for it the last time,
-	// so before the object was created, so before this read.
-	since, err := s.Pending.PendingSince(ctx, p.Cluster, p.GVR.GroupResource(), o.Name)
-	if err != nil {
-		log.Info("reading the pending references to an object failed", "name", o.Name, "error", err.Error())
-		later(s.After)
-		return false
-	}
-	if until := since.Add(s.IntentLifetime); until.After(s.now()) {
-		later(until.Sub(s.now()) + time.Second)
-		return false
-	}
 	unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
 	if err != nil {
 		log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
@@ -283,6 +270,19 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	if err != nil {
 		log.Info("listing objects to settle failed", "error", err.Error())
 		s.queue.AddAfter(p, s.After)
+		return
+	}
+	// The objects were read before this: a write that referenced one while
+	// it did not exist marked that before it looked for it the last time,
+	// so before the object was created, so before the read.
+	since, err := s.Pending.PendingSince(ctx, p.Cluster, gr)
+	if err != nil {
+		log.Info("reading the pending references failed", "error", err.Error())
+		s.queue.AddAfter(p, s.After)
+		return
+	}
+	if until := since.Add(s.IntentLifetime); until.After(s.now()) {
+		s.queue.AddAfter(p, until.Sub(s.now())+time.Second)
 		return
 	}
 	var (

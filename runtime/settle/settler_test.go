@@ -60,10 +60,11 @@ func (fakeIntents) FreshUntil(annotations map[string]string, _ time.Time) time.T
 
 var vpcGVR = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
 
-type fakePending map[string]time.Time
+// fakePending holds one mark for every type in every workspace.
+type fakePending struct{ since time.Time }
 
-func (f fakePending) PendingSince(_ context.Context, _ string, _ schema.GroupResource, name string) (time.Time, error) {
-	return f[name], nil
+func (f fakePending) PendingSince(context.Context, string, schema.GroupResource) (time.Time, error) {
+	return f.since, nil
 }
 
 type fakeProver map[string]bool // name: referenced
@@ -91,8 +92,6 @@ func TestSettlerSweep(t *testing.T) {
 		{Name: "free", ResourceVersion: "1", CreationTimestamp: old},
 		{Name: "free-with-old-intent", ResourceVersion: "2", CreationTimestamp: old, Annotations: map[string]string{freshUntil: staleIntent}},
 		{Name: "young", ResourceVersion: "3", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
-		{Name: "referenced-before-it-existed", ResourceVersion: "11", CreationTimestamp: metav1.NewTime(start.Add(-time.Second))},
-		{Name: "referenced-before-it-existed-long-ago", ResourceVersion: "12", CreationTimestamp: old},
 		{Name: "referenced", ResourceVersion: "4", CreationTimestamp: old},
 		{Name: "pending-write", ResourceVersion: "5", CreationTimestamp: old, Annotations: map[string]string{freshUntil: intent}},
 		{Name: "already", ResourceVersion: "6", CreationTimestamp: old, Labels: map[string]string{SettledLabel: "s1"}},
@@ -101,26 +100,29 @@ func TestSettlerSweep(t *testing.T) {
 		{Name: "changed-meanwhile", ResourceVersion: "9", CreationTimestamp: old},
 		{Name: "unreadable", ResourceVersion: "10", CreationTimestamp: old},
 	}
-	want := []string{"free-with-old-intent@2=s1", "free@1=s1", "referenced-before-it-existed-long-ago@12=s1", "under-old-rules@7=s1", "young@3=s1"}
+	want := []string{"free-with-old-intent@2=s1", "free@1=s1", "under-old-rules@7=s1", "young@3=s1"}
 
 	tests := []struct {
 		name    string
 		stamps  fakeStamps
 		elapsed time.Duration
+		pending time.Time
 		want    []string
 	}{
-		{"stamp published and stable", fakeStamps{"s1", true, "s1"}, after, want},
-		{"stamp not stable for long enough", fakeStamps{"s1", true, "s1"}, after / 2, nil},
-		{"controller published another stamp", fakeStamps{"s1", true, "s2"}, after, nil},
-		{"controller published none", fakeStamps{"s1", true, ""}, after, nil},
-		{"an index configuration is not intact", fakeStamps{"s1", false, "s1"}, after, nil},
+		{"stamp published and stable", fakeStamps{"s1", true, "s1"}, after, time.Time{}, want},
+		{"a write referenced a missing object long ago", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Hour), want},
+		{"a write referenced a missing object within an intent's lifetime", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Minute), nil},
+		{"stamp not stable for long enough", fakeStamps{"s1", true, "s1"}, after / 2, time.Time{}, nil},
+		{"controller published another stamp", fakeStamps{"s1", true, "s2"}, after, time.Time{}, nil},
+		{"controller published none", fakeStamps{"s1", true, ""}, after, time.Time{}, nil},
+		{"an index configuration is not intact", fakeStamps{"s1", false, "s1"}, after, time.Time{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := start.Add(-tt.elapsed)
 			objs := &fakeObjects{objs: objects, conflict: map[string]bool{"changed-meanwhile": true}}
-			pending := fakePending{"referenced-before-it-existed": start.Add(-time.Second), "referenced-before-it-existed-long-ago": start.Add(-time.Hour)}
-			s := &Settler{Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending, Intents: fakeIntents{},
+			pending := fakePending{since: tt.pending}
+			s := &Settler{IntentLifetime: 90 * time.Second, Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending, Intents: fakeIntents{},
 				After: after, Log: logr.Discard(), now: func() time.Time { return clock }}
 			s.init()
 			defer s.queue.ShutDown()

@@ -40,7 +40,7 @@ type Indexer struct {
 	// that do not exist, so that they are not settled before it is
 	// stored (settle.PendingReferences).
 	Pending interface {
-		Mark(ctx context.Context, cluster string, gr schema.GroupResource, name string) error
+		Mark(ctx context.Context, cluster string, gr schema.GroupResource, lookedAt time.Time) (bool, error)
 	}
 	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration

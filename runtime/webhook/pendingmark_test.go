@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -22,14 +23,16 @@ type fakeMarks struct {
 	marked  []string
 	err     error
 	created func()
+	// earlier says a mark stored before the write looked serves it.
+	earlier bool
 }
 
-func (f *fakeMarks) Mark(_ context.Context, cluster string, gr schema.GroupResource, name string) error {
-	f.marked = append(f.marked, cluster+" "+gr.String()+" "+name)
+func (f *fakeMarks) Mark(_ context.Context, cluster string, gr schema.GroupResource, _ time.Time) (bool, error) {
+	f.marked = append(f.marked, cluster+" "+gr.String())
 	if f.created != nil {
 		f.created()
 	}
-	return f.err
+	return !f.earlier && f.err == nil, f.err
 }
 
 // TestPendingReferenceMarked: a write that references an object that does
@@ -52,11 +55,13 @@ func TestPendingReferenceMarked(t *testing.T) {
 		wantCode    int32
 	}{
 		{name: "absent object: marked, then looked for again", object: vmReferencing("", "vpc-gone"), marks: &fakeMarks{},
-			wantMarked: []string{"c1 vpcs.network.test.io vpc-gone"}, wantAsked: []string{"annotate apps/vpc-gone", "annotate apps/vpc-gone"}},
+			wantMarked: []string{"c1 vpcs.network.test.io"}, wantAsked: []string{"annotate apps/vpc-gone", "annotate apps/vpc-gone"}},
 		{name: "object created between the lookup and the mark: it gets the intent", object: vmReferencing("", "vpc-gone"), marks: &fakeMarks{}, createLate: true,
-			wantMarked: []string{"c1 vpcs.network.test.io vpc-gone"}, wantAsked: []string{"annotate apps/vpc-gone", "annotate apps/vpc-gone"}, wantIntents: true},
+			wantMarked: []string{"c1 vpcs.network.test.io"}, wantAsked: []string{"annotate apps/vpc-gone", "annotate apps/vpc-gone"}, wantIntents: true},
+		{name: "a mark stored before the lookup serves: no second look", object: vmReferencing("", "vpc-gone"), marks: &fakeMarks{earlier: true},
+			wantMarked: []string{"c1 vpcs.network.test.io"}, wantAsked: []string{"annotate apps/vpc-gone"}},
 		{name: "a mark that cannot be written refuses", object: vmReferencing("", "vpc-gone"), marks: &fakeMarks{err: errors.New("forbidden")},
-			wantMarked: []string{"c1 vpcs.network.test.io vpc-gone"}, wantAsked: []string{"annotate apps/vpc-gone"}, wantCode: 503},
+			wantMarked: []string{"c1 vpcs.network.test.io"}, wantAsked: []string{"annotate apps/vpc-gone"}, wantCode: 503},
 		{name: "existing object: no mark", object: vmReferencing("", "vpc-a"), marks: &fakeMarks{},
 			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: true},
 		{name: "dry run: no mark", object: vmReferencing("", "vpc-gone"), dryRun: true, marks: &fakeMarks{},

@@ -169,18 +169,19 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	for _, ref := range refs {
 		var state TargetState
 		var err error
+		lookedAt := ix.now()
 		if record {
 			state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
 		} else {
 			state, err = ix.Targets.Target(ctx, cluster, namespace, ref.target, ref.name)
 		}
 		if err == nil && record && !state.Found && ix.Pending != nil {
-			// Nothing to record the intent on: mark the reference as
-			// pending instead, so the object is not settled before this
-			// write is stored. Then look again, since the object may have
-			// been created after it was found missing, and before the
-			// mark, which the settler would then not see.
-			if err = ix.Pending.Mark(ctx, cluster, ref.target.GroupResource(), ref.name); err == nil {
+			// Nothing to record the intent on: mark references to
+			// missing objects of the type as pending instead, so that
+			// none is settled before this write is stored. A mark stored
+			// now may come after the object was created: look again.
+			var marked bool
+			if marked, err = ix.Pending.Mark(ctx, cluster, ref.target.GroupResource(), lookedAt); err == nil && marked {
 				state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
 			}
 		}

@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return fmt.Errorf("building a client of the dep-ctrl workspace: %w", err)
 	}
 	// References to objects that do not exist are marked whether or not
-	// this replica settles: another one may.
+	// this replica settles, wherever a stamp is published: another one may.
 	pending := settle.NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
 	published := &settle.PublishedStamps{}
 	intentLifetime := o.IntentLifetime
@@ -184,7 +184,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
-	indexer.Pending = pending
+	indexer.Pending = settle.PublishedMarks{Marks: pending, Published: published}
 	if o.IntentLifetime > 0 {
 		indexer.IntentLifetime = o.IntentLifetime
 	}

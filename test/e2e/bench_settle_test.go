@@ -82,8 +82,7 @@ func TestBenchmarkSettled(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	rt.StopWebhook(t)
-	rt.StartWebhook(ctx, t, "--settle-objects")
+	rt.EnableSettling(ctx, t)
 	consumer := top.Consumers[0]
 	unthrottled := top.admin(t, consumer.Path)
 	unthrottled.QPS, unthrottled.Burst, unthrottled.RateLimiter = -1, 0, nil

@@ -117,8 +117,7 @@ func TestBenchmark(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	rt.StopWebhook(t)
-	rt.StartWebhook(ctx, t, "--settle-objects")
+	rt.EnableSettling(ctx, t)
 	consumer := top.Consumers[0]
 	// Unthrottled: the benchmark's bulk writes (creating and rewriting
 	// thousands of VMs) must measure the servers, not client-go's token

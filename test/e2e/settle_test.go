@@ -27,8 +27,6 @@ import (
 // test need not wait out the default.
 const settleAfter = 3 * time.Second
 
-// settleFlags turn settling on with settleAfter.
-var settleFlags = []string{"--settle-objects", "--settle-after", settleAfter.String()}
 
 // TestSettled: on the real two-shard kcp, an unreferenced VPC is settled and
 // its deletion then skips the webhook (it succeeds while the webhook is
@@ -43,8 +41,7 @@ func TestSettled(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	rt.StopWebhook(t)
-	rt.StartWebhook(ctx, t, settleFlags...)
+	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
@@ -160,8 +157,8 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 	})
 	t.Run("an object referenced before it existed is not settled while that write may be in flight", func(t *testing.T) {
 		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-later", ref("later"), nil)
-		if !s.marked(ctx, t, "later") {
-			t.Fatal("no pending mark for the reference to the VPC that does not exist yet")
+		if !s.marked(ctx, t) {
+			t.Fatal("no pending mark for the reference to a VPC that does not exist yet")
 		}
 		s.create(ctx, t, "later")
 		s.top.expectDeleted(ctx, t, s.ws, virtualMachines, "vm-of-later")
@@ -203,13 +200,13 @@ func (s *settling) published(ctx context.Context, t *testing.T) string {
 }
 
 // marked reports whether the dep-ctrl workspace holds a pending mark for
-// the VPC called name in this consumer.
-func (s *settling) marked(ctx context.Context, t *testing.T, name string) bool {
+// the VPCs in this consumer.
+func (s *settling) marked(ctx context.Context, t *testing.T) bool {
 	t.Helper()
 	leases, err := s.top.dynamicFor(t, s.top.DepCtrl.Path).Resource(leasesGVR).Namespace("default").List(ctx, metav1.ListOptions{})
 	check.Must(t, err)
 	for _, l := range leases.Items {
-		if strings.HasSuffix(l.GetAnnotations()[v1alpha1.Group+"/references"], "/"+vpcs.Resource+"."+vpcs.Group+"/"+name) {
+		if l.GetAnnotations()[v1alpha1.Group+"/references"] == s.ws.Cluster+"/"+vpcs.Resource+"."+vpcs.Group {
 			return true
 		}
 	}
@@ -245,7 +242,7 @@ func (s *settling) labelPatch(ctx context.Context, name string, pt types.PatchTy
 func (s *settling) expectDeletedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	s.rt.StopWebhook(t)
-	defer s.rt.StartWebhook(ctx, t, settleFlags...)
+	defer s.rt.StartWebhook(ctx, t)
 	if err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("deleting the settled VPC %s with the webhook down: %v", name, err)
 	}
@@ -256,7 +253,7 @@ func (s *settling) expectDeletedWithoutWebhook(ctx context.Context, t *testing.T
 func (s *settling) failsClosedWithoutWebhook(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	s.rt.StopWebhook(t)
-	defer s.rt.StartWebhook(ctx, t, settleFlags...)
+	defer s.rt.StartWebhook(ctx, t)
 	err := s.vpcs.Delete(ctx, name, metav1.DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("deleting the unsettled VPC %s with the webhook down: want the webhook's call to fail, got %v", name, err)

@@ -216,6 +216,19 @@ func (r *Runtime) StartController(t *testing.T) {
 	r.controller = p
 }
 
+// EnableSettling restarts both binaries with --settle-objects, the webhook
+// also with webhookExtra, and waits until the webhook is ready; later
+// restarts keep the flags.
+func (r *Runtime) EnableSettling(ctx context.Context, t *testing.T, webhookExtra ...string) {
+	t.Helper()
+	r.StopController(t)
+	r.StopWebhook(t)
+	r.ctrlArgs = append(r.ctrlArgs, "--settle-objects")
+	r.whArgs = append(append(r.whArgs, "--settle-objects"), webhookExtra...)
+	r.StartWebhook(ctx, t)
+	r.StartController(t)
+}
+
 // StopWebhook stops the webhook process.
 func (r *Runtime) StopWebhook(t *testing.T) {
 	if r.webhook != nil {
