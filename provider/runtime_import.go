@@ -50,8 +50,8 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	}
 
 	image, tag := splitImage(cc.Image)
-	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address")
-	hookArgs, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address", "skip-protection-groups")
+	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "settle-objects")
+	hookArgs, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address", "settle-objects", "skip-protection-groups")
 	port := int64(deploy.DefaultWebhookPort)
 	for _, p := range wc.Ports {
 		if p.Name == "https" {
