@@ -107,23 +107,3 @@ func (p *PendingReferences) PendingSince(ctx context.Context, cluster string, gr
 	}
 	return l.Spec.RenewTime.Time, nil
 }
-
-// PublishedMarks marks pending references only to objects of types whose
-// stamp is published: only their objects can be settled, and a stamp is used
-// only once it has been published longer than any write takes to be stored,
-// so a write admitted before its replica saw the stamp is stored before any
-// object is settled under it. Installations that do not settle pay nothing.
-type PublishedMarks struct {
-	Marks     *PendingReferences
-	Published interface {
-		Published(gr schema.GroupResource) string
-	}
-}
-
-// Mark marks the reference when gr's stamp is published.
-func (m PublishedMarks) Mark(ctx context.Context, cluster string, gr schema.GroupResource, lookedAt time.Time) (bool, error) {
-	if m.Published.Published(gr) == "" {
-		return false, nil
-	}
-	return m.Marks.Mark(ctx, cluster, gr, lookedAt)
-}

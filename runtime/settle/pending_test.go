@@ -59,29 +59,3 @@ func TestPendingReferences(t *testing.T) {
 		t.Errorf("%d leases, want one per workspace and type", len(leases.Items))
 	}
 }
-
-type publishedSet map[schema.GroupResource]string
-
-func (p publishedSet) Published(gr schema.GroupResource) string { return p[gr] }
-
-// TestPublishedMarks: references are marked only to objects of types whose
-// stamp is published; others cannot be settled.
-func TestPublishedMarks(t *testing.T) {
-	client := fake.NewClientset()
-	vpcsGR := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
-	fwsGR := schema.GroupResource{Group: "network.test.io", Resource: "firewallrules"}
-	p := NewPendingReferences(client.CoordinationV1(), "default")
-	m := PublishedMarks{Marks: p, Published: publishedSet{vpcsGR: "s1"}}
-	ctx := context.Background()
-	for _, gr := range []schema.GroupResource{vpcsGR, fwsGR} {
-		if _, err := m.Mark(ctx, "c1", gr, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if since, _ := p.PendingSince(ctx, "c1", vpcsGR); since.IsZero() {
-		t.Error("the reference to a VPC, whose stamp is published, was not marked")
-	}
-	if since, _ := p.PendingSince(ctx, "c1", fwsGR); !since.IsZero() {
-		t.Error("the reference to a FirewallRule, which has no stamp, was marked")
-	}
-}

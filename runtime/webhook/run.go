@@ -151,7 +151,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return fmt.Errorf("building a client of the dep-ctrl workspace: %w", err)
 	}
 	// References to objects that do not exist are marked whether or not
-	// this replica settles, wherever a stamp is published: another one may.
+	// this replica settles, or knows yet whether any stamp is published:
+	// another replica may settle. A mark costs a write per workspace and
+	// type every 20 s at most.
 	pending := settle.NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
 	published := &settle.PublishedStamps{}
 	intentLifetime := o.IntentLifetime
@@ -184,7 +186,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
-	indexer.Pending = settle.PublishedMarks{Marks: pending, Published: published}
+	indexer.Pending = pending
 	if o.IntentLifetime > 0 {
 		indexer.IntentLifetime = o.IntentLifetime
 	}
