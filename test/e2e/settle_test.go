@@ -27,7 +27,6 @@ import (
 // test need not wait out the default.
 const settleAfter = 3 * time.Second
 
-
 // TestSettled: on the real two-shard kcp, an unreferenced VPC is settled and
 // its deletion then skips the webhook (it succeeds while the webhook is
 // down, where an unsettled VPC's fails closed); and nobody gets around
