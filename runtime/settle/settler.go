@@ -80,11 +80,12 @@ type stampSince struct {
 // settle), so that their deletions skip the webhook. It sweeps the places
 // where it saw protected objects created or deleted: an object is settled
 // once its rules' stamp has been published and unchanged for After, it
-// carries no fresh intent, no write referenced it while it did not exist
-// within an intent's lifetime, and the reads a deletion would make find no
-// dependent; the label is written under the resourceVersion the sweep read,
-// so an intent recorded meanwhile wins. Nothing here is
-// needed for protection: an object it misses is only decided by the webhook.
+// carries no fresh intent, no write referenced a missing object of its type
+// in its workspace within an intent's lifetime, and the reads a deletion
+// would make find no dependent; the label is written under the
+// resourceVersion the sweep read, so an intent recorded meanwhile wins.
+// Nothing here is needed for protection: an object it misses is only
+// decided by the webhook.
 type Settler struct {
 	Stamps    Stamps
 	Published interface {
@@ -132,9 +133,9 @@ func (s *Settler) init() {
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
 }
 
-// Candidate implements Candidates: a create is swept once the new object is
-// old enough; a deletion at once, so that its neighbours are settled before
-// their own deletions come.
+// Candidate implements Candidates: a create's place is swept a second
+// later, so that creates that come together share a sweep; a deletion's at
+// once, so that its neighbours are settled before their own deletions come.
 func (s *Settler) Candidate(cluster string, req *admissionv1.AdmissionRequest) {
 	s.init()
 	p := place{Cluster: cluster, GVR: schema.GroupVersionResource(req.Resource), Namespace: req.Namespace}
