@@ -1,4 +1,4 @@
-package webhook
+package v1alpha1
 
 import (
 	"testing"
@@ -6,8 +6,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 // TestIntactIndexEpoch: only the configuration as the controller wrote it
@@ -16,17 +14,17 @@ func TestIntactIndexEpoch(t *testing.T) {
 	written := func() *admissionregistrationv1.MutatingWebhookConfiguration {
 		return &admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: v1alpha1.WebhookConfigurationName, UID: "uid-1", Generation: 3,
-				Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.WebhookConfigurationManager},
-				Annotations: map[string]string{v1alpha1.WrittenGenerationAnnotation: "3"},
+				Name: WebhookConfigurationName, UID: "uid-1", Generation: 3,
+				Labels:      map[string]string{ManagedByLabel: WebhookConfigurationManager},
+				Annotations: map[string]string{WrittenGenerationAnnotation: "3"},
 			},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
-				Name:              v1alpha1.IndexWebhookName,
+				Name:              IndexWebhookName,
 				FailurePolicy:     ptr.To(admissionregistrationv1.Fail),
 				NamespaceSelector: &metav1.LabelSelector{},
 				ObjectSelector:    &metav1.LabelSelector{},
 			}, {
-				Name:          v1alpha1.IntentWithdrawWebhookName,
+				Name:          IntentWithdrawWebhookName,
 				FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 			}},
 		}
@@ -67,7 +65,7 @@ func TestIntactIndexEpoch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := written()
 			tt.change(c)
-			if got := v1alpha1.IntactIndexEpoch(c); got != tt.want {
+			if got := IntactIndexEpoch(c); got != tt.want {
 				t.Fatalf("epoch = %q, want %q", got, tt.want)
 			}
 		})
