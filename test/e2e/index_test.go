@@ -154,10 +154,14 @@ func TestReferenceIndex(t *testing.T) {
 	t.Run("an edited rule invalidates every stamp until the next write", func(t *testing.T) {
 		addDependencyPath(ctx, t, top, "vm-needs-vpc", ".spec.extraVPCs[*].name")
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
-		// Labels written under the old generation no longer count; the
-		// dependents are read in full and still protect.
-		before := unindexed()
+		// Labels written under the old generation no longer count: the
+		// dependents are read in full (an allowed delete reads them all;
+		// a denial may come from vm-a's intent on vpc-b alone) and still
+		// protect.
 		top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-a")
+		before := unindexed()
+		top.object(ctx, t, consumer, vpcs, "vpc-unused", map[string]interface{}{}, nil)
+		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-unused")
 		if unindexed() == before {
 			t.Fatal("no dependent was read in full after the rule changed: old labels were trusted")
 		}
