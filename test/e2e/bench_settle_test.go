@@ -89,6 +89,8 @@ func TestBenchmarkSettled(t *testing.T) {
 	d, err := dynamic.NewForConfig(unthrottled)
 	check.Must(t, err)
 	bd := newDeletes(top, consumer, d, rt.WebhookMetricsURL)
+	// The VPC that warm reads.
+	top.object(ctx, t, consumer, vpcs, "vpc-target", map[string]interface{}{}, nil)
 	res := measureSettling(ctx, t, bd, d, func() {
 		top.createRule(ctx, t, top.Compute, ruleObject("bench-0", virtualMachines, vpcs, top.Network.Path, benchPaths[0]))
 		top.waitReady(ctx, t, top.Compute, "bench-0")
