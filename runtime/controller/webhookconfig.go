@@ -112,9 +112,10 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, s
 	// Keeping intents needs no rules (it refuses to drop what a write
 	// recorded), so its URL names no scope.
 	keep := webhookEntry(s, keepIntentsWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Update))
-	// Only updates of objects that carry intents: everything else is
-	// updated without calling the webhook.
-	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "carries-intents", Expression: keepIntentsCondition}}
+	// Only updates that drop or change an intent: everything else, the
+	// webhook's own intent patches that add one included, is updated
+	// without calling the webhook, which would allow it.
+	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "drops-intents", Expression: keepIntentsCondition}}
 	c.Webhooks = append(c.Webhooks, keep)
 	if !s.Settle {
 		return c
@@ -172,9 +173,11 @@ const settleGuardWebhookName = "settle-guard." + v1alpha1.Group
 // new protected object, to be settled once it is old enough.
 const settleCandidatesWebhookName = "settle-candidates." + v1alpha1.Group
 
-// keepIntentsCondition selects the updates of objects that carry an intent.
+// keepIntentsCondition selects the updates that drop an intent the object
+// carries or change its value: the only ones keepIntents may refuse.
 var keepIntentsCondition = "has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('" +
-	v1alpha1.IntentAnnotationPrefix + "'))"
+	v1alpha1.IntentAnnotationPrefix + "') && (!has(object.metadata.annotations) || !(k in object.metadata.annotations) || " +
+	"object.metadata.annotations[k] != oldObject.metadata.annotations[k]))"
 
 // WebhookConfigurationDrifted reports whether existing differs from desired
 // in anything this controller owns. Fields the server defaults are filled in

@@ -55,10 +55,12 @@ type Intents interface {
 	FreshUntil(annotations map[string]string, now time.Time) time.Time
 }
 
-// Prover tells whether nothing stored references an object (Validator
-// does, with the reads a deletion would make).
+// Prover tells which objects nothing stored references (Validator does,
+// with the reads a deletion would make, or one read of every dependent).
 type Prover interface {
-	Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, name string) (bool, error)
+	// Unreferenced returns those of the objects of gvr called names in
+	// namespace of cluster that no stored dependent references.
+	Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, names []string) (map[string]bool, error)
 }
 
 // place is where protected objects are swept for settling: one type in one
@@ -223,18 +225,12 @@ func (s *Settler) usable(gr schema.GroupResource) string {
 	return stamp
 }
 
-// proofsAtOnce bounds the proofs one sweep runs at once.
-const proofsAtOnce = 8
+// settlesAtOnce bounds the labels one sweep writes at once.
+const settlesAtOnce = 8
 
-// settle proves o unreferenced and labels it; later hears when to try again.
+// settle labels o; later hears when to try again.
 func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stamp string, later func(time.Duration), log logr.Logger) bool {
-	unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, o.Namespace, p.GVR, o.Name)
-	if err != nil {
-		log.Info("proving an object unreferenced failed", "name", o.Name, "error", err.Error())
-		later(s.After)
-		return false
-	}
-	if !unreferenced || s.usable(p.GVR.GroupResource()) != stamp {
+	if s.usable(p.GVR.GroupResource()) != stamp {
 		return false
 	}
 	switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.Namespace, o.Name, o.ResourceVersion, stamp); {
@@ -248,6 +244,14 @@ func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stam
 		later(s.After)
 	}
 	return false
+}
+
+// forget drops p from the known places: it holds no object any more. A
+// create there makes it known again.
+func (s *Settler) forget(p place) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known[p.GVR.GroupResource()], p)
 }
 
 // sweep settles what it can in p, and comes back when more may be.
@@ -268,6 +272,11 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	log := s.Log.WithValues("cluster", p.Cluster, "resource", gr.String(), "namespace", p.Namespace)
 	objs, err := s.Objects.ListMeta(ctx, p.Cluster, p.GVR, p.Namespace)
+	if apierrors.IsNotFound(err) || (err == nil && len(objs) == 0) {
+		// The namespace or workspace is gone, or empty.
+		s.forget(p)
+		return
+	}
 	if err != nil {
 		log.Info("listing objects to settle failed", "error", err.Error())
 		s.queue.AddAfter(p, s.After)
@@ -298,10 +307,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			again = d
 		}
 	}
-	// Proofs run side by side: each waits mostly for the API server's
-	// consistent reads, which concurrent reads share.
-	var g errgroup.Group
-	g.SetLimit(proofsAtOnce)
+	var candidates []metav1.ObjectMeta
 	for _, o := range objs {
 		if o.Labels[SettledLabel] == stamp || o.DeletionTimestamp != nil {
 			continue
@@ -311,16 +317,35 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			later(until.Sub(now) + time.Second)
 			continue
 		}
-		g.Go(func() error {
-			if s.settle(ctx, p, o, stamp, later, log) {
-				mu.Lock()
-				settled++
-				mu.Unlock()
-			}
-			return nil
-		})
+		candidates = append(candidates, o)
 	}
-	_ = g.Wait()
+	if len(candidates) > 0 {
+		names := make([]string, len(candidates))
+		for i, o := range candidates {
+			names[i] = o.Name
+		}
+		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, p.Namespace, p.GVR, names)
+		if err != nil {
+			log.Info("proving objects unreferenced failed", "objects", len(names), "error", err.Error())
+			later(s.After)
+		}
+		var g errgroup.Group
+		g.SetLimit(settlesAtOnce)
+		for _, o := range candidates {
+			if !unreferenced[o.Name] {
+				continue
+			}
+			g.Go(func() error {
+				if s.settle(ctx, p, o, stamp, later, log) {
+					mu.Lock()
+					settled++
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+	}
 	objectsSettled.Add(float64(settled))
 	if settled > 0 {
 		log.V(1).Info("objects settled", "count", settled, "stamp", stamp)

@@ -30,11 +30,23 @@ type fakeObjects struct {
 	mu       sync.Mutex
 	objs     []metav1.ObjectMeta
 	conflict map[string]bool
-	settled  []string
+	// gone namespaces answer NotFound.
+	gone    map[string]bool
+	settled []string
 }
 
-func (f *fakeObjects) ListMeta(context.Context, string, schema.GroupVersionResource, string) ([]metav1.ObjectMeta, error) {
-	return f.objs, nil
+func (f *fakeObjects) ListMeta(_ context.Context, _ string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
+	if f.gone[namespace] {
+		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+	}
+	var out []metav1.ObjectMeta
+	for _, o := range f.objs {
+		// An object without a namespace shows in every one.
+		if o.Namespace == namespace || o.Namespace == "" {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeObjects) Settle(_ context.Context, _ string, gvr schema.GroupVersionResource, _, name, rv, stamp string) error {
@@ -67,13 +79,23 @@ func (f fakePending) PendingSince(context.Context, string, schema.GroupResource)
 	return f.since, nil
 }
 
-type fakeProver map[string]bool // name: referenced
+// fakeProver knows which objects are referenced, or fails.
+type fakeProver struct {
+	referenced map[string]bool
+	err        error
+}
 
-func (f fakeProver) Unreferenced(_ context.Context, _, _ string, _ schema.GroupVersionResource, name string) (bool, error) {
-	if name == "unreadable" {
-		return false, errors.New("forbidden")
+func (f fakeProver) Unreferenced(_ context.Context, _, _ string, _ schema.GroupVersionResource, names []string) (map[string]bool, error) {
+	if f.err != nil {
+		return nil, f.err
 	}
-	return !f[name], nil
+	out := map[string]bool{}
+	for _, n := range names {
+		if !f.referenced[n] {
+			out[n] = true
+		}
+	}
+	return out, nil
 }
 
 // TestSettlerSweep: a sweep settles exactly the objects that carry no fresh
@@ -98,7 +120,6 @@ func TestSettlerSweep(t *testing.T) {
 		{Name: "under-old-rules", ResourceVersion: "7", CreationTimestamp: old, Labels: map[string]string{SettledLabel: "s0"}},
 		{Name: "deleting", ResourceVersion: "8", CreationTimestamp: old, DeletionTimestamp: &old},
 		{Name: "changed-meanwhile", ResourceVersion: "9", CreationTimestamp: old},
-		{Name: "unreadable", ResourceVersion: "10", CreationTimestamp: old},
 	}
 	want := []string{"free-with-old-intent@2=s1", "free@1=s1", "under-old-rules@7=s1", "young@3=s1"}
 
@@ -107,22 +128,29 @@ func TestSettlerSweep(t *testing.T) {
 		stamps  fakeStamps
 		elapsed time.Duration
 		pending time.Time
-		want    []string
+		// proofFails makes the proof of the place fail.
+		proofFails bool
+		want       []string
 	}{
-		{"stamp published and stable", fakeStamps{"s1", true, "s1"}, after, time.Time{}, want},
-		{"a write referenced a missing object long ago", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Hour), want},
-		{"a write referenced a missing object within an intent's lifetime", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Minute), nil},
-		{"stamp not stable for long enough", fakeStamps{"s1", true, "s1"}, after / 2, time.Time{}, nil},
-		{"controller published another stamp", fakeStamps{"s1", true, "s2"}, after, time.Time{}, nil},
-		{"controller published none", fakeStamps{"s1", true, ""}, after, time.Time{}, nil},
-		{"an index configuration is not intact", fakeStamps{"s1", false, "s1"}, after, time.Time{}, nil},
+		{"stamp published and stable", fakeStamps{"s1", true, "s1"}, after, time.Time{}, false, want},
+		{"a write referenced a missing object long ago", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Hour), false, want},
+		{"a write referenced a missing object within an intent's lifetime", fakeStamps{"s1", true, "s1"}, after, start.Add(-time.Minute), false, nil},
+		{"stamp not stable for long enough", fakeStamps{"s1", true, "s1"}, after / 2, time.Time{}, false, nil},
+		{"controller published another stamp", fakeStamps{"s1", true, "s2"}, after, time.Time{}, false, nil},
+		{"controller published none", fakeStamps{"s1", true, ""}, after, time.Time{}, false, nil},
+		{"an index configuration is not intact", fakeStamps{"s1", false, "s1"}, after, time.Time{}, false, nil},
+		{"the proof fails", fakeStamps{"s1", true, "s1"}, after, time.Time{}, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := start.Add(-tt.elapsed)
 			objs := &fakeObjects{objs: objects, conflict: map[string]bool{"changed-meanwhile": true}}
 			pending := fakePending{since: tt.pending}
-			s := &Settler{IntentLifetime: 90 * time.Second, Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: fakeProver{"referenced": true}, Pending: pending, Intents: fakeIntents{},
+			prover := fakeProver{referenced: map[string]bool{"referenced": true}}
+			if tt.proofFails {
+				prover.err = errors.New("forbidden")
+			}
+			s := &Settler{IntentLifetime: 90 * time.Second, Stamps: &tt.stamps, Published: &tt.stamps, Objects: objs, Prover: prover, Pending: pending, Intents: fakeIntents{},
 				After: after, Log: logr.Discard(), now: func() time.Time { return clock }}
 			s.init()
 			defer s.queue.ShutDown()
@@ -136,5 +164,33 @@ func TestSettlerSweep(t *testing.T) {
 				t.Errorf("settled %v, want %v", objs.settled, tt.want)
 			}
 		})
+	}
+}
+
+// TestSettlerForgetsEmptyPlaces: a place whose list comes back empty or
+// NotFound (its namespace or workspace is gone) is no longer known, so a
+// rule change does not sweep it again; one with objects stays known.
+func TestSettlerForgetsEmptyPlaces(t *testing.T) {
+	stamps := &fakeStamps{"s1", true, "s1"}
+	objs := &fakeObjects{objs: []metav1.ObjectMeta{{Name: "vpc", Namespace: "kept", ResourceVersion: "1"}}, gone: map[string]bool{"deleted": true}}
+	clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := &Settler{Stamps: stamps, Published: stamps, Objects: objs, Prover: fakeProver{referenced: map[string]bool{"vpc": true}}, Pending: fakePending{},
+		Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), now: func() time.Time { return clock }}
+	s.init()
+	defer s.queue.ShutDown()
+	for _, ns := range []string{"kept", "emptied", "deleted"} {
+		s.Candidate("consumer-1", &admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR), Namespace: ns})
+	}
+	s.watchStamps()
+	clock = clock.Add(time.Minute)
+	for _, ns := range []string{"kept", "emptied", "deleted"} {
+		s.sweep(context.Background(), place{Cluster: "consumer-1", GVR: vpcGVR, Namespace: ns})
+	}
+	var known []string
+	for p := range s.known[vpcGVR.GroupResource()] {
+		known = append(known, p.Namespace)
+	}
+	if strings.Join(known, ",") != "kept" {
+		t.Errorf("known places %v, want only kept", known)
 	}
 }

@@ -93,25 +93,65 @@ func (f *FrontProxyFinder) client(cluster string) (dynamic.Interface, error) {
 // FindBlockers implements DependentFinder. It stops reading as soon as it
 // has found more than limit blockers; more is then -1 (unknown).
 func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
-	_, clusterScoped := f.scopes.Load(p.Dependent)
-	scanNamespace := namespace
-	if clusterScoped {
-		scanNamespace = ""
+	var (
+		blockers []Blocker
+		more     int
+	)
+	err := f.inScope(namespace, p, func(namespace string) (err error) {
+		blockers, more, err = f.lookup(ctx, cluster, namespace, target, name, p, limit)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
 	}
-	blockers, more, err := f.lookup(ctx, cluster, scanNamespace, target, name, p, limit)
-	if apierrors.IsNotFound(err) && scanNamespace != "" {
+	return blockers, more, nil
+}
+
+// ReferencedNames implements DependentFinder with one consistent read of
+// every dependent, whatever their index labels say.
+func (f *FrontProxyFinder) ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error) {
+	names := map[string]bool{}
+	err := f.inScope(namespace, p, func(namespace string) error {
+		clear(names)
+		_, err := f.list(ctx, cluster, namespace, p, listOptions{}, func(item map[string]interface{}) bool {
+			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
+				return true
+			}
+			for _, path := range p.Paths {
+				for _, v := range path.Values(item) {
+					names[v] = true
+				}
+			}
+			return true
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// inScope calls read with the namespace to read p's dependents in: the
+// deleted object's, or "" (everywhere) when the dependent type is
+// cluster-scoped. A type the consumer has not bound has no dependents, and
+// read's NotFound then counts as none.
+func (f *FrontProxyFinder) inScope(namespace string, p registry.Protection, read func(namespace string) error) error {
+	if _, clusterScoped := f.scopes.Load(p.Dependent); clusterScoped {
+		namespace = ""
+	}
+	err := read(namespace)
+	if apierrors.IsNotFound(err) && namespace != "" {
 		// Not served as a namespaced resource: either the dependent type
 		// is cluster-scoped, or the consumer has not bound it at all.
-		blockers, more, err = f.lookup(ctx, cluster, "", target, name, p, limit)
-		if err == nil {
+		if err = read(""); err == nil {
 			f.scopes.Store(p.Dependent, true)
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		// The consumer has not bound the dependent's API: no dependents.
-		return nil, 0, nil
+		return nil
 	}
-	return blockers, more, err
+	return err
 }
 
 // lookup finds the dependents that reference name. Without a reference
@@ -252,12 +292,35 @@ type scanResult struct {
 }
 
 func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name string, p registry.Protection, limit int, o listOptions) scanResult {
+	collect := o.unindexed && f.Reindexer != nil
+	var r scanResult
+	r.resourceVersion, r.err = f.list(ctx, cluster, namespace, p, o, func(item map[string]interface{}) bool {
+		deleting := len(itemDeleting.Values(item)) > 0
+		if collect && !deleting {
+			r.unindexed = append(r.unindexed, objectKey{namespace: first(itemNamespace.Values(item)), name: first(itemName.Values(item))})
+		}
+		if f.IgnoreDeleting && deleting {
+			return true
+		}
+		if references(item, p.Paths, name) {
+			r.blockers = append(r.blockers, Blocker{Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
+			if len(r.blockers) > limit {
+				r.blockers, r.more = r.blockers[:limit], -1
+				return false
+			}
+		}
+		return true
+	})
+	return r
+}
+
+// list reads the dependents of p in namespace page by page, projected by
+// listProjection, and hands each to visit until it returns false. It
+// returns the revision the list was read at.
+func (f *FrontProxyFinder) list(ctx context.Context, cluster, namespace string, p registry.Protection, o listOptions, visit func(item map[string]interface{}) bool) (string, error) {
 	proj := listProjection(p)
 	path := resourcePath(cluster, p.Dependent, namespace, "")
-	collect := o.unindexed && f.Reindexer != nil
-
-	var r scanResult
-	cont := ""
+	revision, cont := "", ""
 	for {
 		req := f.raw.Get().AbsPath(path...).SetHeader("Accept", "application/json")
 		if f.PageSize > 0 {
@@ -276,17 +339,15 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 		if err := res.Error(); err != nil {
 			// Error, unlike Raw, decodes the server's Status: a denial
 			// then names what was refused.
-			r.err = err
-			return r
+			return revision, err
 		}
 		body, _ := res.Raw()
 		page, err := proj.Decode(body)
 		if err != nil {
-			r.err = fmt.Errorf("decoding the list of %s: %w", p.Dependent.GroupResource(), err)
-			return r
+			return revision, fmt.Errorf("decoding the list of %s: %w", p.Dependent.GroupResource(), err)
 		}
 		if cont == "" {
-			r.resourceVersion = first(listRevision.Values(page))
+			revision = first(listRevision.Values(page))
 		}
 		items, _ := page["items"].([]interface{})
 		objectsExamined.Add(float64(len(items)))
@@ -295,23 +356,12 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 		}
 		for _, it := range items {
 			item, _ := it.(map[string]interface{})
-			deleting := len(itemDeleting.Values(item)) > 0
-			if collect && !deleting {
-				r.unindexed = append(r.unindexed, objectKey{namespace: first(itemNamespace.Values(item)), name: first(itemName.Values(item))})
-			}
-			if f.IgnoreDeleting && deleting {
-				continue
-			}
-			if references(item, p.Paths, name) {
-				r.blockers = append(r.blockers, Blocker{Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
-				if len(r.blockers) > limit {
-					r.blockers, r.more = r.blockers[:limit], -1
-					return r
-				}
+			if !visit(item) {
+				return revision, nil
 			}
 		}
 		if cont = first(listContinue.Values(page)); cont == "" {
-			return r
+			return revision, nil
 		}
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -458,5 +460,61 @@ func TestOlderRevision(t *testing.T) {
 		if got := olderRevision(tt.a, tt.b); got != tt.want {
 			t.Errorf("olderRevision(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// TestFrontProxyReferencedNames reads every dependent in pages, index
+// labels or not, and collects what they reference; deleting dependents,
+// and dependent types the consumer has not bound, reference nothing.
+func TestFrontProxyReferencedNames(t *testing.T) {
+	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	protection := registry.Protection{Rule: "c/r", Dependent: vms, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	clusterWide := "/clusters/c1/apis/compute.test.io/v1/virtualmachines"
+	tests := []struct {
+		name     string
+		server   *listServer
+		want     []string
+		wantErr  string
+		wantReqs int
+	}{
+		{name: "several pages", server: &listServer{items: map[string][]map[string]interface{}{namespaced: {
+			vm("apps", "vm-1", "vpc-a", false), vm("apps", "vm-2", "vpc-b", false), vm("apps", "vm-3", "vpc-a", false),
+			vm("apps", "vm-4", "vpc-c", true), vm("apps", "vm-5", "vpc-d", false)}}},
+			want: []string{"vpc-a", "vpc-b", "vpc-d"}, wantReqs: 2},
+		{name: "a cluster-scoped dependent type after a 404", server: &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
+			want: []string{"vpc-a"}, wantReqs: 2},
+		{name: "not bound", server: &listServer{items: map[string][]map[string]interface{}{}}, wantReqs: 2},
+		{name: "server errors fail it", server: &listServer{status: http.StatusInternalServerError}, wantErr: "boom", wantReqs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.server)
+			defer srv.Close()
+			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.PageSize = 3
+			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
+				t.Errorf("referenced = %v, want %v", have, tt.want)
+			}
+			if len(tt.server.requests) != tt.wantReqs {
+				t.Errorf("made %d requests, want %d: %v", len(tt.server.requests), tt.wantReqs, tt.server.requests)
+			}
+			for _, r := range tt.server.requests {
+				if strings.Contains(r, "labelSelector") {
+					t.Errorf("request %s filters by label, but every dependent must be read", r)
+				}
+			}
+		})
 	}
 }

@@ -58,6 +58,10 @@ type DependentFinder interface {
 	// found is false when it does not exist, referencing whether it
 	// references the object called name.
 	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
+	// ReferencedNames returns the names of the protected objects that the
+	// dependents of p in cluster reference, read in one go. namespace is
+	// as for FindBlockers.
+	ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error)
 }
 
 // ValidatorOptions tune the validator.
@@ -232,21 +236,6 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
 	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
-}
-
-// Unreferenced implements Prover: no dependent stored references the object
-// under the rules that protect it now, by the same reads a deletion makes.
-// Writes on their way show as intents on the object, which the caller
-// checks.
-func (v *Validator) Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, name string) (bool, error) {
-	protections := v.index.Protections(gvr)
-	if len(protections) == 0 {
-		return false, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
-	defer cancel()
-	blockers, more, err := v.findBlockers(ctx, cluster, namespace, gvr.GroupResource(), name, protections)
-	return err == nil && len(blockers)+more == 0, err
 }
 
 // candidate hands a created protected object's place to Candidates.

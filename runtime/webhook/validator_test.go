@@ -53,6 +53,8 @@ type fakeFinder struct {
 	dependents map[string]string
 	// referencingErr fails Referencing.
 	referencingErr error
+	// placeReads counts ReferencedNames.
+	placeReads atomic.Int64
 }
 
 func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
@@ -76,6 +78,20 @@ func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protect
 	}
 	ref, ok := f.dependents[namespace+"/"+dependent]
 	return ok, ok && ref == name, nil
+}
+
+func (f *fakeFinder) ReferencedNames(_ context.Context, _, namespace string, p registry.Protection) (map[string]bool, error) {
+	f.placeReads.Add(1)
+	if err := f.err[p.Dependent]; err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for key, target := range f.dependents {
+		if namespace == "" || strings.HasPrefix(key, namespace+"/") {
+			names[target] = true
+		}
+	}
+	return names, nil
 }
 
 func deleteRequest(gvr schema.GroupVersionResource, name string, annotations map[string]string) *admissionv1.AdmissionRequest {
