@@ -32,8 +32,9 @@ type WebhookSettings struct {
 	// a shorter deadline of its own.
 	TimeoutSeconds int32
 	// Settle adds what settling needs to each protected workspace's
-	// configuration: the guard of the settled label, the entry that hears
-	// of new objects, and the stamps in the deletion webhooks' selectors.
+	// configuration: the entry that hears of new objects, and the stamps
+	// in the deletion webhooks' selectors. The guard of the settled label
+	// is there either way (DesiredScopedWebhookConfiguration says why).
 	Settle bool
 }
 
@@ -117,13 +118,16 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, s
 	// without calling the webhook, which would allow it.
 	keep.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "drops-intents", Expression: keepIntentsCondition}}
 	c.Webhooks = append(c.Webhooks, keep)
-	if !s.Settle {
-		return c
-	}
-	// Settling needs no rules either: only the webhook may do it.
+	// Settling needs no rules either: only the webhook may do it. The
+	// guard stays while settling is off, so that no label set meanwhile
+	// counts when it is turned on again under the same rules (and so the
+	// same stamps). Writes that leave the label alone never reach it.
 	guard := webhookEntry(s, settleGuardWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create, admissionregistrationv1.Update))
 	guard.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "settles", Expression: settle.GuardCondition}}
 	c.Webhooks = append(c.Webhooks, guard)
+	if !s.Settle {
+		return c
+	}
 	// New objects are candidates for settling. Missing one only leaves it
 	// unsettled, so this entry fails open and never holds up a create.
 	candidates := webhookEntry(s, settleCandidatesWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create))

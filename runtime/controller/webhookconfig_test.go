@@ -67,20 +67,25 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 }
 
 // TestDesiredWebhookConfiguration: deletions of every protected resource go
-// to the deletion webhook, and updates of those that carry intents to the
-// one that keeps them, both failing closed.
+// to the deletion webhook, updates that drop intents to the one that keeps
+// them, and writes that set the settled label to its guard, all failing
+// closed.
 func TestDesiredWebhookConfiguration(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{testDBs, testVMs, testDBs}
 	c := DesiredWebhookConfiguration(testSettings, gvrs)
-	if len(c.Webhooks) != 2 {
-		t.Fatalf("%d webhooks, want 2: without settling, no guard and no candidates", len(c.Webhooks))
+	if len(c.Webhooks) != 3 {
+		t.Fatalf("%d webhooks, want 3: without settling, the guard but no candidates", len(c.Webhooks))
 	}
 	for i, want := range []struct {
 		name string
-		op   admissionregistrationv1.OperationType
-	}{{webhookName, admissionregistrationv1.Delete}, {"keep-intents.dependencies.opendefense.cloud", admissionregistrationv1.Update}} {
+		ops  []admissionregistrationv1.OperationType
+	}{
+		{webhookName, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}},
+		{"keep-intents.dependencies.opendefense.cloud", []admissionregistrationv1.OperationType{admissionregistrationv1.Update}},
+		{"settle-guard.dependencies.opendefense.cloud", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}},
+	} {
 		w := c.Webhooks[i]
-		if w.Name != want.name || !reflect.DeepEqual(w.Rules, resourceRules(gvrs, want.op)) || ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail ||
+		if w.Name != want.name || !reflect.DeepEqual(w.Rules, resourceRules(gvrs, want.ops...)) || ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail ||
 			w.ClientConfig.URL == nil || *w.ClientConfig.URL != testSettings.URL {
 			t.Errorf("webhook %d is wrong: %+v", i, w)
 		}
@@ -92,7 +97,10 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 		t.Errorf("without a stamp the deletion webhook must see every object, has selector %v", sel)
 	}
 	if mc := c.Webhooks[1].MatchConditions; len(mc) != 1 || mc[0].Expression != keepIntentsCondition {
-		t.Errorf("the keep-intents webhook must see only objects with intents: %v", mc)
+		t.Errorf("the keep-intents webhook must see only updates that drop an intent: %v", mc)
+	}
+	if mc := c.Webhooks[2].MatchConditions; len(mc) != 1 || mc[0].Expression != settle.GuardCondition {
+		t.Errorf("the guard must see only writes that set the settled label: %v", mc)
 	}
 	covered := coveredResources(c)
 	if len(covered) != 2 || !covered[testDBs] || !covered[testVMs] {
@@ -116,12 +124,19 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 }
 
 // TestNoStampsWithoutSettling: a controller that does not settle publishes
-// no stamp, whatever the plan holds: every deletion goes to the webhook.
+// no stamp, whatever the plan holds: every deletion goes to the webhook. It
+// keeps guarding the label, so that none set while settling is off counts
+// once it is on again.
 func TestNoStampsWithoutSettling(t *testing.T) {
 	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: scope.Unnamed}, Stamps{testVPCs.GroupResource(): "s1"})
+	guarded := false
 	for _, w := range c.Webhooks {
-		if settle.StampOf(w.ObjectSelector) != "" || w.Name == settleGuardWebhookName || w.Name == settleCandidatesWebhookName {
+		if settle.StampOf(w.ObjectSelector) != "" || w.Name == settleCandidatesWebhookName {
 			t.Errorf("webhook %s is for settling: %+v", w.Name, w)
 		}
+		guarded = guarded || w.Name == settleGuardWebhookName
+	}
+	if !guarded {
+		t.Error("no guard of the settled label while settling is off")
 	}
 }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,23 +23,14 @@ import (
 // writes whole objects) would let a deletion decided after it miss that
 // write. The refusal is a conflict: the writer reads the object again, with
 // the intent, and retries.
-func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
-	if req.SubResource != "" || len(req.OldObject.Raw) == 0 || len(req.Object.Raw) == 0 {
+func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest, w written) (*admissionv1.AdmissionResponse, string) {
+	if req.SubResource != "" || len(req.OldObject.Raw) == 0 {
 		return allow(""), outcomeAllowed
 	}
-	var old, obj struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object being updated: %v", err)), outcomeBadRequest
-	}
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the updated object: %v", err)), outcomeBadRequest
-	}
-	fresh, _ := intentsOn(old.Metadata.Annotations, v.now(), v.opts.IntentLifetime)
+	fresh, _ := intentsOn(w.old.Annotations, v.now(), v.opts.IntentLifetime)
 	var dropped []recordedIntent
 	for _, in := range fresh {
-		if obj.Metadata.Annotations[in.key] != old.Metadata.Annotations[in.key] {
+		if w.obj.Annotations[in.key] != w.old.Annotations[in.key] {
 			dropped = append(dropped, in)
 		}
 	}
@@ -50,15 +40,15 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	if v.isSelf(ctx, req.UserInfo.Username) {
 		return allow(""), outcomeAllowed
 	}
-	in, err := v.pendingIntent(ctx, req, old.Metadata, dropped)
+	in, err := v.pendingIntent(ctx, req, w.old, dropped)
 	if err != nil {
 		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, old.Metadata.Name, err)), outcomeError
+			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, w.old.Name, err)), outcomeError
 	}
 	if in == nil {
 		return allow(""), outcomeAllowed
 	}
-	target := req.Resource.Resource + "/" + old.Metadata.Name
+	target := req.Resource.Resource + "/" + w.old.Name
 	who := in.Name
 	if who == "" {
 		who = in.GenerateName + "*"
@@ -67,7 +57,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	if i := strings.Index(kind, "."); i > 0 {
 		kind = kind[:i]
 	}
-	v.log.Info("update refused: it drops an intent", "resource", req.Resource.String(), "namespace", old.Metadata.Namespace, "name", old.Metadata.Name,
+	v.log.Info("update refused: it drops an intent", "resource", req.Resource.String(), "namespace", w.old.Namespace, "name", w.old.Name,
 		"intent", in.key, "user", req.UserInfo.Username)
 	return deny(http.StatusConflict, metav1.StatusReasonConflict, fmt.Sprintf(
 		"cannot update %s: it would drop the annotation %s, the intent of %s/%s, whose write may not be stored yet; keep the annotation as it is, or retry after %s",

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -25,28 +24,17 @@ type Candidates interface {
 // only sends the object's deletion to the webhook again. The match
 // condition of the guard entry selects the same writes, and this check
 // stands on its own should a configuration lack it.
-func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string, bool) {
-	var obj, old struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object: %v", err)), outcomeBadRequest, true
-	}
-	if len(req.OldObject.Raw) > 0 {
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object being updated: %v", err)), outcomeBadRequest, true
-		}
-	}
-	value, set := obj.Metadata.Labels[settle.SettledLabel]
-	if was, had := old.Metadata.Labels[settle.SettledLabel]; !set || (had && was == value) {
+func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.AdmissionRequest, w written) (*admissionv1.AdmissionResponse, string, bool) {
+	value, set := w.obj.Labels[settle.SettledLabel]
+	if was, had := w.old.Labels[settle.SettledLabel]; !set || (had && was == value) {
 		return nil, "", false
 	}
 	if v.isSelf(ctx, req.UserInfo.Username) {
 		return nil, "", false
 	}
-	name := obj.Metadata.Name
+	name := w.obj.Name
 	if name == "" {
-		name = obj.Metadata.GenerateName + "*"
+		name = w.obj.GenerateName + "*"
 	}
 	v.log.Info("write refused: it sets the settled label", "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
 	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(

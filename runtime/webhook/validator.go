@@ -135,13 +135,17 @@ func observe(outcome string, start time.Time) {
 func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
-		if resp, outcome, refused := v.guardSettled(ctx, req); refused {
+		w, bad := decodeWritten(req)
+		if bad != nil {
+			return bad, outcomeBadRequest
+		}
+		if resp, outcome, refused := v.guardSettled(ctx, req, w); refused {
 			return resp, outcome
 		}
 		if req.Operation == admissionv1.Update {
-			return v.keepIntents(ctx, req)
+			return v.keepIntents(ctx, req, w)
 		}
-		v.candidate(req)
+		v.candidate(req, w)
 		return allow(""), outcomeAllowed
 	case admissionv1.Delete:
 	default:
@@ -239,17 +243,11 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 }
 
 // candidate hands a created protected object's place to Candidates.
-func (v *Validator) candidate(req *admissionv1.AdmissionRequest) {
+func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
 	if v.opts.Candidates == nil || dryRun(req) {
 		return
 	}
-	var obj struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return
-	}
-	if cluster := obj.Metadata.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
+	if cluster := w.obj.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 }

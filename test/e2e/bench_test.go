@@ -135,10 +135,7 @@ func TestBenchmark(t *testing.T) {
 		top.waitCondition(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i), v1alpha1.ConditionIndexed, "True", "Indexed")
 	}
 	var settled settleResults
-	settled.writes.noRule = bd.createDependents(ctx, t, "norule", false)
-	rule(0)
-	settled.writes.first = bd.createDependents(ctx, t, "first", false)
-	settled.writes.later = bd.createDependents(ctx, t, "later", true)
+	settled.writes = bd.measureWrites(ctx, t, func() { rule(0) })
 	// The denied delete's blocker is listed last: the worst case. It is
 	// also the probe that shows when writes are indexed under the current
 	// rules.

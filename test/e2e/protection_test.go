@@ -198,13 +198,13 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 	t.Helper()
 	u := top.webhookConfiguration(ctx, t, top.Network)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	if len(hooks) != 2 {
-		t.Fatalf("want two webhooks (deletions, and updates that would drop an intent; settling is off), got %d", len(hooks))
+	if len(hooks) != 3 {
+		t.Fatalf("want three webhooks (deletions, updates that would drop an intent, writes that would set the settled label; settling is off), got %d", len(hooks))
 	}
 	for i, want := range []struct {
 		ops     []string
 		failure string
-	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}} {
+	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}} {
 		h := hooks[i].(map[string]interface{})
 		for field, value := range map[string]string{"failurePolicy": want.failure, "sideEffects": "None", "matchPolicy": "Equivalent"} {
 			if got, _, _ := unstructured.NestedString(h, field); got != value {

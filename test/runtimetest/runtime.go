@@ -229,6 +229,21 @@ func (r *Runtime) EnableSettling(ctx context.Context, t *testing.T, webhookExtra
 	r.StartController(t)
 }
 
+// SetSettling restarts both binaries with --settle-objects set to on, one
+// after the other, in the order an apply rolls them out: the webhook first
+// (with webhookExtra too), then the controller. The other stays up
+// meanwhile; later restarts keep the flags.
+func (r *Runtime) SetSettling(ctx context.Context, t *testing.T, on bool, webhookExtra ...string) {
+	t.Helper()
+	flag := fmt.Sprintf("--settle-objects=%t", on)
+	r.StopWebhook(t)
+	r.whArgs = append(append(r.whArgs, flag), webhookExtra...)
+	r.StartWebhook(ctx, t)
+	r.StopController(t)
+	r.ctrlArgs = append(r.ctrlArgs, flag)
+	r.StartController(t)
+}
+
 // StopWebhook stops the webhook process.
 func (r *Runtime) StopWebhook(t *testing.T) {
 	if r.webhook != nil {
