@@ -63,6 +63,12 @@ type Prover interface {
 	Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, names []string) (map[string]bool, error)
 }
 
+// provenReferencedFor is how long an object found referenced is not proven
+// again. A client retrying the deletion of a referenced object (each
+// deletion that reaches the webhook sweeps its place) would otherwise have
+// the dependents read again at every retry.
+const provenReferencedFor = 10 * time.Second
+
 // place is where protected objects are swept for settling: one type in one
 // namespace (or cluster-wide) of one logical cluster.
 type place struct {
@@ -109,6 +115,9 @@ type Settler struct {
 	mu     sync.Mutex
 	known  map[schema.GroupResource]map[place]bool
 	stable map[schema.GroupResource]stampSince
+	// referenced holds, by place and name, until when an object found
+	// referenced is not proven again.
+	referenced map[place]map[string]time.Time
 	queue  workqueue.TypedDelayingInterface[place]
 }
 
@@ -132,6 +141,7 @@ func (s *Settler) init() {
 	}
 	s.known = map[schema.GroupResource]map[place]bool{}
 	s.stable = map[schema.GroupResource]stampSince{}
+	s.referenced = map[place]map[string]time.Time{}
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
 }
 
@@ -252,6 +262,50 @@ func (s *Settler) forget(p place) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.known[p.GVR.GroupResource()], p)
+	delete(s.referenced, p)
+}
+
+// recentlyReferenced returns until when the object called name in p is
+// not proven again, the zero time when it may be now.
+func (s *Settler) recentlyReferenced(p place, name string, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if until := s.referenced[p][name]; now.Before(until) {
+		return until
+	}
+	delete(s.referenced[p], name)
+	return time.Time{}
+}
+
+// dropGone forgets what it found of objects of p that are gone.
+func (s *Settler) dropGone(p place, objs []metav1.ObjectMeta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.referenced[p]) == 0 {
+		return
+	}
+	there := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		there[o.Name] = true
+	}
+	for name := range s.referenced[p] {
+		if !there[name] {
+			delete(s.referenced[p], name)
+		}
+	}
+}
+
+// foundReferenced notes that the objects called names in p were found
+// referenced at now.
+func (s *Settler) foundReferenced(p place, names []string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.referenced[p] == nil {
+		s.referenced[p] = map[string]time.Time{}
+	}
+	for _, n := range names {
+		s.referenced[p][n] = now.Add(provenReferencedFor)
+	}
 }
 
 // sweep settles what it can in p, and comes back when more may be.
@@ -282,6 +336,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		s.queue.AddAfter(p, s.After)
 		return
 	}
+	s.dropGone(p, objs)
 	// The objects were read before this: a write that referenced one while
 	// it did not exist marked that before it looked for it the last time,
 	// so before the object was created, so before the read.
@@ -317,6 +372,10 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			later(until.Sub(now) + time.Second)
 			continue
 		}
+		if until := s.recentlyReferenced(p, o.Name, now); !until.IsZero() {
+			later(until.Sub(now))
+			continue
+		}
 		candidates = append(candidates, o)
 	}
 	if len(candidates) > 0 {
@@ -329,6 +388,13 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			log.Info("proving objects unreferenced failed", "objects", len(names), "error", err.Error())
 			later(s.After)
 		}
+		var found []string
+		for _, o := range candidates {
+			if err == nil && !unreferenced[o.Name] {
+				found = append(found, o.Name)
+			}
+		}
+		s.foundReferenced(p, found, now)
 		var g errgroup.Group
 		g.SetLimit(settlesAtOnce)
 		for _, o := range candidates {

@@ -79,13 +79,20 @@ func (f fakePending) PendingSince(context.Context, string, schema.GroupResource)
 	return f.since, nil
 }
 
-// fakeProver knows which objects are referenced, or fails.
+// fakeProver knows which objects are referenced, or fails; asked counts
+// the proofs by name, when set.
 type fakeProver struct {
 	referenced map[string]bool
 	err        error
+	asked      map[string]int
 }
 
 func (f fakeProver) Unreferenced(_ context.Context, _, _ string, _ schema.GroupVersionResource, names []string) (map[string]bool, error) {
+	for _, n := range names {
+		if f.asked != nil {
+			f.asked[n]++
+		}
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -192,5 +199,40 @@ func TestSettlerForgetsEmptyPlaces(t *testing.T) {
 	}
 	if strings.Join(known, ",") != "kept" {
 		t.Errorf("known places %v, want only kept", known)
+	}
+}
+
+// TestSettlerBacksOffReferenced: an object found referenced is not proven
+// again for provenReferencedFor, however often its place is swept (a client
+// retrying a refused deletion), and is proven again after it; an object
+// that is gone is forgotten.
+func TestSettlerBacksOffReferenced(t *testing.T) {
+	stamps := &fakeStamps{"s1", true, "s1"}
+	objs := &fakeObjects{objs: []metav1.ObjectMeta{{Name: "used", ResourceVersion: "1"}, {Name: "gone", ResourceVersion: "2"}}}
+	prover := fakeProver{referenced: map[string]bool{"used": true, "gone": true}, asked: map[string]int{}}
+	clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := &Settler{Stamps: stamps, Published: stamps, Objects: objs, Prover: prover, Pending: fakePending{},
+		Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), now: func() time.Time { return clock }}
+	s.init()
+	defer s.queue.ShutDown()
+	p := place{Cluster: "consumer-1", GVR: vpcGVR, Namespace: "default"}
+	s.Candidate(p.Cluster, &admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR), Namespace: p.Namespace})
+	s.watchStamps()
+	clock = clock.Add(time.Minute)
+	for range 3 {
+		s.sweep(context.Background(), p)
+		clock = clock.Add(time.Second)
+	}
+	if prover.asked["used"] != 1 {
+		t.Errorf("proven %d times within %s, want once", prover.asked["used"], provenReferencedFor)
+	}
+	objs.objs = objs.objs[:1]
+	clock = clock.Add(provenReferencedFor)
+	s.sweep(context.Background(), p)
+	if prover.asked["used"] != 2 {
+		t.Errorf("proven %d times in all, want twice: once more after %s", prover.asked["used"], provenReferencedFor)
+	}
+	if _, ok := s.referenced[p]["gone"]; ok {
+		t.Error("an object that is gone is still remembered")
 	}
 }
