@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 )
@@ -33,6 +36,15 @@ type ExportFunc func(ctx context.Context, cluster, name string) (*ExportTypes, e
 // with client, which talks to the export's workspace. It only gets objects
 // by name, never lists them.
 func ReadExport(ctx context.Context, client dynamic.Interface, name string) (*ExportTypes, error) {
+	u, err := getExport(ctx, client, name)
+	if err != nil {
+		return nil, err
+	}
+	return exportTypes(ctx, client, name, u)
+}
+
+// getExport reads the APIExport called name.
+func getExport(ctx context.Context, client dynamic.Interface, name string) (*unstructured.Unstructured, error) {
 	u, err := client.Resource(APIExportsGVR).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("%w: %s", ErrExportNotFound, name)
@@ -40,6 +52,11 @@ func ReadExport(ctx context.Context, client dynamic.Interface, name string) (*Ex
 	if err != nil {
 		return nil, fmt.Errorf("reading APIExport %s: %w", name, err)
 	}
+	return u, nil
+}
+
+// exportTypes reads the APIResourceSchemas the export u serves.
+func exportTypes(ctx context.Context, client dynamic.Interface, name string, u *unstructured.Unstructured) (*ExportTypes, error) {
 	export := &apisv1alpha2.APIExport{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, export); err != nil {
 		return nil, fmt.Errorf("decoding APIExport %s: %w", name, err)
@@ -92,7 +109,72 @@ type exportReader struct {
 	client   func(url, cluster string) (dynamic.Interface, error)
 	bindings map[string]Binding
 	seen     map[exportKey]exportResult
-	errs     []error
+	// cache, when set, keeps what exports serve between runs.
+	cache *exportCache
+	errs  []error
+}
+
+// exportCacheFor is how long a run may reuse what an unchanged export was
+// read to serve without reading its APIResourceSchemas again.
+const exportCacheFor = time.Minute
+
+// exportCache keeps what each export serves between runs, by the export's
+// resourceVersion: a run reads every export it needs (one GET), and its
+// schemas (one GET each) only when the export changed or the entry is
+// older than exportCacheFor. Schemas are immutable; one deleted and created
+// again under the same name while the export stays as it is is noticed
+// within exportCacheFor.
+type exportCache struct {
+	mu      sync.Mutex
+	entries map[exportKey]cachedExport
+}
+
+type cachedExport struct {
+	resourceVersion string
+	types           *ExportTypes
+	at              time.Time
+}
+
+// get returns the cached types of key if they were read at resourceVersion
+// less than exportCacheFor before now.
+func (c *exportCache) get(key exportKey, resourceVersion string, now time.Time) (*ExportTypes, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || e.resourceVersion != resourceVersion || now.Sub(e.at) >= exportCacheFor {
+		return nil, false
+	}
+	return e.types, true
+}
+
+func (c *exportCache) put(key exportKey, resourceVersion string, types *ExportTypes, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[exportKey]cachedExport{}
+	}
+	c.entries[key] = cachedExport{resourceVersion: resourceVersion, types: types, at: now}
+}
+
+// readCached reads the export called name in cluster with c, its schemas
+// only when the cache has nothing current.
+func (r *exportReader) readCached(ctx context.Context, c dynamic.Interface, key exportKey) (*ExportTypes, error) {
+	if r.cache == nil {
+		return ReadExport(ctx, c, key.name)
+	}
+	u, err := getExport(ctx, c, key.name)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if types, ok := r.cache.get(key, u.GetResourceVersion(), now); ok {
+		return types, nil
+	}
+	types, err := exportTypes(ctx, c, key.name, u)
+	if err == nil {
+		r.cache.put(key, u.GetResourceVersion(), types, now)
+	}
+	return types, err
 }
 
 type exportKey struct{ cluster, name string }
@@ -110,7 +192,7 @@ func (r *exportReader) read(ctx context.Context, cluster, name string) (*ExportT
 	var res exportResult
 	c, err := r.client(r.bindings[cluster].URL, cluster)
 	if err == nil {
-		res.types, res.err = ReadExport(ctx, c, name)
+		res.types, res.err = r.readCached(ctx, c, key)
 	} else {
 		res.err = err
 	}

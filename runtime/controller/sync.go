@@ -45,6 +45,8 @@ type Syncer struct {
 	// resource to the cluster's configuration. It only delays readiness;
 	// the desired state itself is always recomputed from scratch.
 	written map[string]map[schema.GroupVersionResource]time.Time
+	// exports keeps what exports serve between runs.
+	exports exportCache
 
 	trigger chan struct{}
 	// leading: this replica runs the syncs; synced: a run since put every
@@ -145,7 +147,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			TypesClaimAccepted: claimAccepted(o.Obj, APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, APIResourceSchemasGVR.GroupResource()),
 		}
 	}
-	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}}
+	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}, cache: &s.exports}
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve, exports.read)
 	if indexListErr == nil {
 		// Without the index configurations nothing is known intact, and

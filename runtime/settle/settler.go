@@ -118,7 +118,7 @@ type Settler struct {
 	// referenced holds, by place and name, until when an object found
 	// referenced is not proven again.
 	referenced map[place]map[string]time.Time
-	queue  workqueue.TypedDelayingInterface[place]
+	queue      workqueue.TypedDelayingInterface[place]
 }
 
 func (s *Settler) init() {

@@ -280,8 +280,9 @@ p50 / p95 / p99 in milliseconds over %d trials:
 The real `+"`terraform`"+` CLI with the provider built from this tree manages %d rules over %d provider workspaces spread
 over %d shards (`+"`test/e2e/bench_terraform_test.go`"+` holds the configuration), with a runtime running for its
 dep-ctrl workspace. The first apply creates the dep-ctrl workspace and export, the RBAC in root and on every shard, and
-the provider workspaces with their bindings (%d resources); the second adds the rules (%d resources) and waits until
-every rule is enforced (`+"`wait_for_enforcement`"+`, the default). Terraform's default parallelism (10) applies.
+the provider workspaces with their bindings (%d resources); then the benchmark creates in each provider workspace the
+APIExports whose types the rules name (a rule naming a type no export serves is never Ready); the second apply adds
+the rules (%d resources) and waits until every rule is enforced (`+"`wait_for_enforcement`"+`, the default). Terraform's default parallelism (10) applies.
 
 | step | time | target |
 | --- | --- | --- |

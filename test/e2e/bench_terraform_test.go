@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
@@ -146,8 +147,9 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 	check.Must(t, os.MkdirAll(work, 0o755))
 	f, err := os.Create(filepath.Join(work, "main.tf"))
 	check.Must(t, err)
+	prefix := "tfbench-" + fmt.Sprint(time.Now().Unix()%100000)
 	check.Must(t, tfBenchConfig.Execute(f, map[string]interface{}{
-		"Kubeconfig": e.AdminKubeconfig, "Shards": e.Shards, "Prefix": "tfbench-" + fmt.Sprint(time.Now().Unix()%100000),
+		"Kubeconfig": e.AdminKubeconfig, "Shards": e.Shards, "Prefix": prefix,
 		"ControllerUser": env.ControllerUser, "WebhookUser": env.WebhookUser, "Workspaces": tfBenchWorkspaces,
 	}))
 	check.Must(t, f.Close())
@@ -186,6 +188,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 	out, err := command("output", "-raw", "dep_ctrl_path").Output()
 	check.Must(t, err)
 	startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
+	createBenchExports(ctx, t, e, prefix)
 	s.applyRules = run("apply", "-auto-approve", "-input=false", "-no-color", "-var", rules)
 	s.ruleResources = tfBenchRules
 	// -detailed-exitcode fails the run when the plan is not empty.
@@ -205,4 +208,26 @@ func TestBenchmarkTerraform(t *testing.T) {
 	defer cancel()
 	s := terraformAtScale(ctx, t, env.ForTest(t, env.TwoShards))
 	t.Logf("%+v", s)
+}
+
+// createBenchExports creates, in each provider workspace, the exports the
+// rules of tfBenchConfig name: "things", serving the dependent types of
+// the rules that live there, and "widgets", serving the types the rules of
+// the workspace before it protect. A rule whose types no export serves is
+// never Ready, and its apply would wait until it timed out.
+func createBenchExports(ctx context.Context, t *testing.T, e *env.Env, prefix string) {
+	t.Helper()
+	things := make([][]fixtures.APIType, tfBenchWorkspaces)
+	widgets := make([][]fixtures.APIType, tfBenchWorkspaces)
+	for i := range tfBenchRules {
+		w := i % tfBenchWorkspaces
+		things[w] = append(things[w], fixtures.APIType{Group: fmt.Sprintf("things%d.bench.io", i), Resource: "things", Kind: "Thing"})
+		next := (i + 1) % tfBenchWorkspaces
+		widgets[next] = append(widgets[next], fixtures.APIType{Group: fmt.Sprintf("widgets%d.bench.io", i), Resource: "widgets", Kind: "Widget"})
+	}
+	for w := range tfBenchWorkspaces {
+		cfg, err := e.AdminConfig(fmt.Sprintf("root:%s-provider-%d", prefix, w))
+		check.Must(t, err)
+		check.Must(t, fixtures.ApplyYAML(ctx, cfg, fixtures.NamedExportYAML("things", things[w]...)+"---\n"+fixtures.NamedExportYAML("widgets", widgets[w]...)))
+	}
 }
