@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
-	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
