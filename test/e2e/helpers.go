@@ -17,6 +17,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -278,4 +279,30 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a apiType
 		}
 	}
 	return ""
+}
+
+// waitIndexWebhookGone waits until kcp no longer calls the reference index
+// webhook on VMs in ws. The probe VM is created with an index stamp label
+// of its own, which only survives a create no webhook saw: the webhook
+// drops index labels a client set, also once it no longer indexes the type,
+// so a probe without labels could not tell the two apart.
+func (top *Topology) waitIndexWebhookGone(ctx context.Context, t *testing.T, ws env.Workspace) {
+	t.Helper()
+	vms := top.dynamicFor(t, ws.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+	check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
+		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
+		probe := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{refindex.StampLabel: "probe"}},
+			"spec":     ref("nothing"),
+		}}
+		created, err := vms.Create(ctx, probe, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if s := created.GetLabels()[refindex.StampLabel]; s != "probe" {
+			return fmt.Errorf("the index webhook still saw vm-probe (its stamp label is %q)", s)
+		}
+		return nil
+	})
 }

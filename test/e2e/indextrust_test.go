@@ -46,20 +46,7 @@ func TestIndexTrustWithoutController(t *testing.T) {
 
 	rt.StopController(t)
 	check.Must(t, top.dynamicFor(t, top.Compute.Path).Resource(mutatingGVR).Delete(ctx, v1alpha1.WebhookConfigurationName, metav1.DeleteOptions{}))
-	// Once kcp no longer calls the index webhook, a new VM is written
-	// without labels.
-	check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
-		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
-		top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
-		vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if s := vm.GetLabels()[refindex.StampLabel]; s != "" {
-			return fmt.Errorf("vm-probe was still stamped %q", s)
-		}
-		return nil
-	})
+	top.waitIndexWebhookGone(ctx, t, consumer)
 	setRef(ctx, t, vms, "vm-1", "vpc-b")
 	vm, err := vms.Get(ctx, "vm-1", metav1.GetOptions{})
 	check.Must(t, err)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -85,19 +84,7 @@ func TestSettled(t *testing.T) {
 		// Without the index the VM's create records no intent, so the
 		// VPC keeps its label; only the withdrawn stamp sends its
 		// deletion to the webhook.
-		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
-		check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
-			_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
-			s.top.object(ctx, t, s.ws, virtualMachines, "vm-probe", ref("nothing"), nil)
-			vm, err := vms.Get(ctx, "vm-probe", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if l := vm.GetLabels()[refindex.StampLabel]; l != "" {
-				return fmt.Errorf("vm-probe was still indexed (%q)", l)
-			}
-			return nil
-		})
+		top.waitIndexWebhookGone(ctx, t, c)
 		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-index-gone", ref("index-gone"), nil)
 		if l := s.label(ctx, t, "index-gone"); l != stamp {
 			t.Fatalf("the VPC's label is %q: the VM's create was indexed after all", l)
