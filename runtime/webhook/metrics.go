@@ -3,8 +3,6 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
 // Outcomes of an admission decision, as reported in metrics.
@@ -14,7 +12,7 @@ const (
 	outcomeSkipped        = "skip_protection"
 	outcomeNotInitialized = "not_initialized"
 	outcomeError          = "error"
-	outcomeBadRequest     = admission.OutcomeBadRequest
+	outcomeBadRequest     = "bad_request"
 )
 
 var (

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -30,7 +29,7 @@ type DependentReader interface {
 // storedIntents returns the keys of the fresh intents on the object called name of
 // target whose dependents are stored and reference it, when there are more
 // than pruneThreshold fresh intents.
-func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []intent.Recorded) []string {
+func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []recordedIntent) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
 	}
@@ -56,7 +55,7 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 			return keys
 		}
 		if found && referencing {
-			keys = append(keys, in.Key)
+			keys = append(keys, in.key)
 		}
 	}
 	return keys

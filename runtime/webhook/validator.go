@@ -21,9 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -82,7 +80,7 @@ type ValidatorOptions struct {
 	// else the annotation is ignored and the delete is decided as usual.
 	SkipProtectionGroups []string
 	// IntentLifetime is how long an intent recorded on a protected object
-	// counts as a write that may still be stored (intent.DefaultLifetime).
+	// counts as a write that may still be stored (DefaultIntentLifetime).
 	IntentLifetime time.Duration
 	// Self tells the webhook's own user: only its updates of a protected
 	// object may drop a fresh intent or settle it. Without it no update
@@ -116,10 +114,10 @@ func NewValidator(index Index, finder DependentFinder, rules RuleReadiness, opts
 		opts.MaxBlockersReported = 10
 	}
 	if opts.IntentLifetime == 0 {
-		opts.IntentLifetime = intent.DefaultLifetime
+		opts.IntentLifetime = DefaultIntentLifetime
 	}
 	v := &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
-	v.hook = admission.NewHandler(log, v.Decide, observe)
+	v.hook = newAdmissionWebhook(log, v.Decide, observe)
 	return v
 }
 
@@ -148,24 +146,24 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 			return v.keepIntents(ctx, req, w)
 		}
 		v.candidate(req, w)
-		return admission.Allow(""), outcomeAllowed
+		return allow(""), outcomeAllowed
 	case admissionv1.Delete:
 	default:
-		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
+		return allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
-	if err := v.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
+	if err := v.rules.Decidable(scopeOf(ctx)); err != nil {
 		return notDecidable(err), outcomeNotInitialized
 	}
 
 	obj, err := decodeObject(req)
 	if err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
 	}
 	meta := objectMeta(obj)
 	if req, err = identify(req, meta); err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
 	}
 	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	target := describe(req)
@@ -175,10 +173,10 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !admission.DryRun(req) {
+			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !dryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
-			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+			return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
 		}
 		skipIgnored = true
 		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
@@ -186,23 +184,23 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 
 	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
 	if len(protections) == 0 {
-		return admission.Allow(""), outcomeAllowed
+		return allow(""), outcomeAllowed
 	}
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	if cluster != "" && v.opts.Candidates != nil && !admission.DryRun(req) {
+	if cluster != "" && v.opts.Candidates != nil && !dryRun(req) {
 		// The rest of the namespace may be settled before it follows.
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 	if cluster == "" {
 		log.Info("cannot decide: object has no logical cluster annotation")
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), outcomeBadRequest
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
-	if admission.DryRun(req) {
-		ctx = admission.WithoutSideEffects(ctx)
+	if dryRun(req) {
+		ctx = withoutSideEffects(ctx)
 	}
 	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
 	// The dependents the object's intents name come first: one of them
@@ -217,7 +215,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		// the intent it recorded on this very revision of the object.
 		blockers, err = v.pendingBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
 		if err == nil && len(blockers) == 0 {
-			return admission.Allow(""), outcomeAllowed
+			return allow(""), outcomeAllowed
 		}
 	}
 	// A workspace that is being deleted must be able to finish: its
@@ -227,11 +225,11 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	// decides, so its teardown never waits on reads that fail.
 	if terminating, terr := v.finder.Terminating(ctx, cluster); terr == nil && terminating {
 		log.Info("deletion allowed: the workspace is being deleted", "cluster", cluster)
-		return admission.Allow("the workspace is being deleted"), outcomeAllowed
+		return allow("the workspace is being deleted"), outcomeAllowed
 	}
 	if err != nil {
 		log.Error(err, "looking up dependents failed", "cluster", cluster)
-		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
 	}
 	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
@@ -241,12 +239,12 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
-	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
 }
 
 // candidate hands a created protected object's place to Candidates.
 func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
-	if v.opts.Candidates == nil || admission.DryRun(req) {
+	if v.opts.Candidates == nil || dryRun(req) {
 		return
 	}
 	if cluster := w.obj.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
