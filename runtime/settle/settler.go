@@ -265,47 +265,18 @@ func (s *Settler) forget(p place) {
 	delete(s.referenced, p)
 }
 
-// recentlyReferenced returns until when the object called name in p is
-// not proven again, the zero time when it may be now.
-func (s *Settler) recentlyReferenced(p place, name string, now time.Time) time.Time {
+// referencedUntil returns, of the objects still in p, those found
+// referenced recently enough not to be proven again at now, and until when.
+func (s *Settler) referencedUntil(p place, objs []metav1.ObjectMeta, now time.Time) map[string]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if until := s.referenced[p][name]; now.Before(until) {
-		return until
-	}
-	delete(s.referenced[p], name)
-	return time.Time{}
-}
-
-// dropGone forgets what it found of objects of p that are gone.
-func (s *Settler) dropGone(p place, objs []metav1.ObjectMeta) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.referenced[p]) == 0 {
-		return
-	}
-	there := make(map[string]bool, len(objs))
+	out := map[string]time.Time{}
 	for _, o := range objs {
-		there[o.Name] = true
-	}
-	for name := range s.referenced[p] {
-		if !there[name] {
-			delete(s.referenced[p], name)
+		if until := s.referenced[p][o.Name]; now.Before(until) {
+			out[o.Name] = until
 		}
 	}
-}
-
-// foundReferenced notes that the objects called names in p were found
-// referenced at now.
-func (s *Settler) foundReferenced(p place, names []string, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.referenced[p] == nil {
-		s.referenced[p] = map[string]time.Time{}
-	}
-	for _, n := range names {
-		s.referenced[p][n] = now.Add(provenReferencedFor)
-	}
+	return out
 }
 
 // sweep settles what it can in p, and comes back when more may be.
@@ -336,7 +307,8 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		s.queue.AddAfter(p, s.After)
 		return
 	}
-	s.dropGone(p, objs)
+	// Recomputed at every sweep, so objects that are gone drop out.
+	referenced := s.referencedUntil(p, objs, now)
 	// The objects were read before this: a write that referenced one while
 	// it did not exist marked that before it looked for it the last time,
 	// so before the object was created, so before the read.
@@ -372,7 +344,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			later(until.Sub(now) + time.Second)
 			continue
 		}
-		if until := s.recentlyReferenced(p, o.Name, now); !until.IsZero() {
+		if until, ok := referenced[o.Name]; ok {
 			later(until.Sub(now))
 			continue
 		}
@@ -388,13 +360,11 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			log.Info("proving objects unreferenced failed", "objects", len(names), "error", err.Error())
 			later(s.After)
 		}
-		var found []string
 		for _, o := range candidates {
 			if err == nil && !unreferenced[o.Name] {
-				found = append(found, o.Name)
+				referenced[o.Name] = now.Add(provenReferencedFor)
 			}
 		}
-		s.foundReferenced(p, found, now)
 		var g errgroup.Group
 		g.SetLimit(settlesAtOnce)
 		for _, o := range candidates {
@@ -412,6 +382,9 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		}
 		_ = g.Wait()
 	}
+	s.mu.Lock()
+	s.referenced[p] = referenced
+	s.mu.Unlock()
 	objectsSettled.Add(float64(settled))
 	if settled > 0 {
 		log.V(1).Info("objects settled", "count", settled, "stamp", stamp)
