@@ -109,7 +109,7 @@ type exportReader struct {
 	client   func(url, cluster string) (dynamic.Interface, error)
 	bindings map[string]Binding
 	seen     map[exportKey]exportResult
-	// cache, when set, keeps what exports serve between runs.
+	// cache keeps what exports serve between runs.
 	cache *exportCache
 	errs  []error
 }
@@ -159,9 +159,6 @@ func (c *exportCache) put(key exportKey, resourceVersion string, types *ExportTy
 // readCached reads the export called name in cluster with c, its schemas
 // only when the cache has nothing current.
 func (r *exportReader) readCached(ctx context.Context, c dynamic.Interface, key exportKey) (*ExportTypes, error) {
-	if r.cache == nil {
-		return ReadExport(ctx, c, key.name)
-	}
 	u, err := getExport(ctx, c, key.name)
 	if err != nil {
 		return nil, err
