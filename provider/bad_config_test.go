@@ -246,7 +246,7 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 
 		// The runtime.
 		{"runtime: memory", provider + runtime(webhook(`, memory_limit = "lots"`)), `(?s)webhook.memory_limit.*not a Kubernetes quantity`},
-		{"runtime: port taken by probes", provider + runtime(webhook(`, port = 8081`)), `(?s)webhook.port`},
+		{"runtime: port taken by the webhook's probes", provider + runtime(webhook(`, port = 8083`)), `(?s)webhook.port`},
 		{"runtime: kubeconfig without a workspace", provider + fmt.Sprintf(`resource "depctrl_runtime" "bad" {
   controller = { kubeconfig_path = %q }
   webhook    = { kubeconfig_path = %q }

@@ -122,7 +122,7 @@ var networkPolicyDocs = map[string]string{
 		"Some CNIs (Cilium among them) never match pod-to-pod traffic against CIDRs: for kcp in this cluster, use `webhook_namespaces`. Updates the policy in place; the pods do not restart.",
 	"webhook_namespaces": "Namespaces of this cluster whose pods may reach the webhook's serving port, such as `[\"kcp\"]` where kcp's shards run; `\"*\"` admits every namespace. " +
 		"Default `[\"*\"]`. `[]` admits no pod of the cluster (kcp runs elsewhere, admitted by `webhook_cidrs`). Updates the policy in place; the pods do not restart.",
-	"metrics_cidrs": "Address ranges that may reach the metrics (`8080`) and probe (`8081`) ports of both components, for a scraper outside the cluster. " +
+	"metrics_cidrs": "Address ranges that may reach the metrics and probe ports of both components (the controller's `8080` and `8081`, the webhook's `8082` and `8083`), for a scraper outside the cluster. " +
 		"Default `[]`. Updates the policies in place.",
 	"metrics_namespaces": "Namespaces whose pods may reach the metrics and probe ports of both components, such as `[\"monitoring\"]`; `\"*\"` admits every namespace. " +
 		"Default `[\"*\"]`. Updates the policies in place.",

@@ -52,7 +52,7 @@ var runtimeDocs = map[string]string{
 	"memory_request": "Memory request. Default `64Mi`. Updates in place.",
 	"cpu_limit":      "CPU limit. Default: none. Updates in place.",
 	"memory_limit":   "Memory limit. Default `256Mi`. Updates in place.",
-	"port":           fmt.Sprintf("The container port the webhook serves HTTPS on; the Service maps port 443 to it. Default `%d`. Updates in place.", deploy.DefaultWebhookPort),
+	"port":           fmt.Sprintf("The container port the webhook serves HTTPS on; the Service maps port 443 to it. Any port but the webhook's metrics (`%d`) and probes (`%d`). Default `%d`. Updates in place.", deploy.WebhookMetricsPort, deploy.WebhookProbePort, deploy.DefaultWebhookPort),
 	"url": "The URL kcp calls the webhook at, when kcp does not run in this cluster (an ingress or load balancer in front of the Service). " +
 		"Default: the Service's cluster DNS name, `https://<name>-webhook.<namespace>.svc:443/validate`. kcp calls the reference index at `/mutate` on the same host, so a proxy in front must pass both paths. Its host is added to the generated certificate. Updates in place.",
 	"extra_sans": "Further DNS names or IP addresses for the generated serving certificate. Changing them issues a new certificate in place.",
@@ -116,7 +116,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 	webhook["port"] = schema.Int64Attribute{
 		Optional: true, Computed: true, Default: int64default.StaticInt64(deploy.DefaultWebhookPort),
 		MarkdownDescription: runtimeDocs["port"],
-		Validators:          []validator.Int64{int64validator.Between(1, 65535), int64validator.NoneOf(8080, 8081)},
+		Validators:          []validator.Int64{int64validator.Between(1, 65535), int64validator.NoneOf(deploy.WebhookMetricsPort, deploy.WebhookProbePort)},
 	}
 	webhook["url"] = schema.StringAttribute{
 		Optional: true, MarkdownDescription: runtimeDocs["url"],

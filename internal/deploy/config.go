@@ -47,8 +47,13 @@ const (
 	TLSCertKey    = "tls.crt"
 	TLSKeyKey     = "tls.key"
 
-	probePort   = 8081
-	metricsPort = 8080
+	// Ports of each component's metrics and probes: the binaries' own
+	// defaults, which differ between the two so that both also run side by
+	// side on one host with their defaults.
+	ControllerMetricsPort = 8080
+	ControllerProbePort   = 8081
+	WebhookMetricsPort    = 8082
+	WebhookProbePort      = 8083
 
 	// ConfigHashAnnotation on a pod template changes whenever a Secret or
 	// ConfigMap the pods read changes, so new credentials roll the pods.
@@ -243,8 +248,8 @@ func (c Config) Validate() error {
 	default:
 		return &FieldError{"image_pull_policy", fmt.Sprintf("%q must be Always, IfNotPresent or Never", c.ImagePullPolicy)}
 	}
-	if c.WebhookPort < 1 || c.WebhookPort > 65535 || c.WebhookPort == probePort || c.WebhookPort == metricsPort {
-		return &FieldError{"webhook.port", fmt.Sprintf("%d must be a port number other than %d and %d (probes and metrics)", c.WebhookPort, probePort, metricsPort)}
+	if c.WebhookPort < 1 || c.WebhookPort > 65535 || c.WebhookPort == WebhookProbePort || c.WebhookPort == WebhookMetricsPort {
+		return &FieldError{"webhook.port", fmt.Sprintf("%d must be a port number other than %d and %d (the webhook's metrics and probes)", c.WebhookPort, WebhookMetricsPort, WebhookProbePort)}
 	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)

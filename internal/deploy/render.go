@@ -187,14 +187,14 @@ func (c Config) controllerDeployment(hash string) *appsv1.Deployment {
 		"--webhook-ca-bundle-file=" + CADir + "/" + CAKey,
 		// Always on: a second replica, added later, must not fight.
 		"--leader-elect=true",
-		"--metrics-bind-address=:" + strconv.Itoa(metricsPort),
-		"--health-probe-bind-address=:" + strconv.Itoa(probePort),
+		"--metrics-bind-address=:" + strconv.Itoa(ControllerMetricsPort),
+		"--health-probe-bind-address=:" + strconv.Itoa(ControllerProbePort),
 	}
 	if c.SettleObjects {
 		args = append(args, "--settle-objects=true")
 	}
 	args = append(args, c.Controller.ExtraArgs...)
-	container := c.container("controller", ControllerBinary, args, c.Controller.Resources)
+	container := c.container("controller", ControllerBinary, args, c.Controller.Resources, ControllerMetricsPort, ControllerProbePort)
 	container.VolumeMounts = []corev1.VolumeMount{
 		{Name: "kcp-kubeconfig", MountPath: KubeconfigDir, ReadOnly: true},
 		{Name: "webhook-ca", MountPath: CADir, ReadOnly: true},
@@ -214,8 +214,8 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		"--apiexport-name=" + c.APIExportName,
 		"--tls-cert-dir=" + TLSDir,
 		"--bind-address=:" + strconv.Itoa(int(c.WebhookPort)),
-		"--metrics-bind-address=:" + strconv.Itoa(metricsPort),
-		"--health-probe-bind-address=:" + strconv.Itoa(probePort),
+		"--metrics-bind-address=:" + strconv.Itoa(WebhookMetricsPort),
+		"--health-probe-bind-address=:" + strconv.Itoa(WebhookProbePort),
 	}
 	if c.SettleObjects {
 		args = append(args, "--settle-objects=true")
@@ -224,7 +224,7 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
 	}
 	args = append(args, c.Webhook.ExtraArgs...)
-	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources)
+	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources, WebhookMetricsPort, WebhookProbePort)
 	container.Ports = append([]corev1.ContainerPort{{Name: "https", ContainerPort: c.WebhookPort, Protocol: corev1.ProtocolTCP}}, container.Ports...)
 	container.VolumeMounts = []corev1.VolumeMount{
 		{Name: "kcp-kubeconfig", MountPath: KubeconfigDir, ReadOnly: true},
@@ -251,7 +251,7 @@ func secretVolume(name, secret string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}
 }
 
-func (c Config) container(name, binary string, args []string, r Resources) corev1.Container {
+func (c Config) container(name, binary string, args []string, r Resources, metricsPort, probePort int32) corev1.Container {
 	yes, no := true, false
 	uid := int64(nonRootUID)
 	return corev1.Container{

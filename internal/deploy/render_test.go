@@ -3,10 +3,12 @@ package deploy
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -97,6 +99,45 @@ func TestRenderObjects(t *testing.T) {
 
 // TestRenderRollsOnNewCredentials: pods read Secrets only at start, so a
 // changed Secret must change the pod template.
+// TestRenderPorts: each component's pods serve metrics and probes on that
+// binary's own default ports, which differ between the two, and the
+// container ports, probes and arguments agree.
+func TestRenderPorts(t *testing.T) {
+	objs, err := Render(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		deployment     string
+		metrics, probe int32
+	}{
+		{"depctrl-controller", ControllerMetricsPort, ControllerProbePort},
+		{"depctrl-webhook", WebhookMetricsPort, WebhookProbePort},
+	} {
+		c := deployment(t, objs, tt.deployment).Spec.Template.Spec.Containers[0]
+		ports := map[string]int32{}
+		for _, p := range c.Ports {
+			ports[p.Name] = p.ContainerPort
+		}
+		if ports["metrics"] != tt.metrics || ports["probes"] != tt.probe {
+			t.Errorf("%s: container ports %v, want metrics %d and probes %d", tt.deployment, ports, tt.metrics, tt.probe)
+		}
+		for _, want := range []string{"--metrics-bind-address=:" + strconv.Itoa(int(tt.metrics)), "--health-probe-bind-address=:" + strconv.Itoa(int(tt.probe))} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("%s: args %v lack %s", tt.deployment, c.Args, want)
+			}
+		}
+		for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+			if got := p.HTTPGet.Port.String(); got != "probes" {
+				t.Errorf("%s: probe on port %s, want the named port probes", tt.deployment, got)
+			}
+		}
+	}
+	if ControllerMetricsPort == WebhookMetricsPort || ControllerProbePort == WebhookProbePort {
+		t.Error("the two components share a metrics or probe port: their binaries' defaults would clash on one host")
+	}
+}
+
 func TestRenderRollsOnNewCredentials(t *testing.T) {
 	hash := func(c Config) (string, string) {
 		objs, err := Render(c)
@@ -164,7 +205,8 @@ func TestValidate(t *testing.T) {
 		{"image with tag", func(c *Config) { c.Image = "repo/image:tag:" }, "image"},
 		{"tag", func(c *Config) { c.Tag = "a b" }, "image_tag"},
 		{"pull policy", func(c *Config) { c.ImagePullPolicy = "Sometimes" }, "image_pull_policy"},
-		{"port clash", func(c *Config) { c.WebhookPort = 8081 }, "webhook.port"},
+		{"port of the webhook's probes", func(c *Config) { c.WebhookPort = WebhookProbePort }, "webhook.port"},
+		{"port of the webhook's metrics", func(c *Config) { c.WebhookPort = WebhookMetricsPort }, "webhook.port"},
 		{"http url", func(c *Config) { c.WebhookURL = "http://x/validate" }, "webhook.url"},
 		{"quantity", func(c *Config) { c.Controller.Resources.CPURequest = "fast" }, "controller.resources.cpu_request"},
 		{"no CA", func(c *Config) { c.TLS.CACert = nil }, "webhook.tls_secret_name"},
