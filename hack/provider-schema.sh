@@ -26,3 +26,5 @@ EOT
 # tfplugindocs looks the schema up under the hashicorp namespace.
 (cd "$tmp/cfg" && TF_CLI_CONFIG_FILE="$tmp/dev.tfrc" CHECKPOINT_DISABLE=1 terraform providers schema -json) \
   | sed 's#/depctrl/depctrl"#/hashicorp/depctrl"#' > "$out"
+# Blocks the provider requires by a validator are documented as required.
+(cd "$root" && go run ./hack/docs-schema "$out")

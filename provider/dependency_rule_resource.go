@@ -149,7 +149,7 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 		},
 		Blocks: map[string]schema.Block{
 			"dependent": schema.SingleNestedBlock{
-				MarkdownDescription: "Required: the type whose objects hold the references. Terraform lists blocks as optional; a rule without this one fails at plan.",
+				MarkdownDescription: "The type whose objects hold the references. Every rule has exactly one: a rule without it fails at plan.",
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"api_export_name": req("The APIExport that exports the dependent type, such as `compute.example.io`."),
