@@ -50,7 +50,7 @@ resource "depctrl_dependency_rule" "test" {
 func TestAccDependencyRuleErrors(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	unbound := testOrg(t, e)
-	valid := ruleFields{workspace: "root:org:compute", kind: "VirtualMachine", version: "v1", exportPath: "root:org:network", fieldPath: ".spec.vpcRef.name"}
+	valid := ruleFields{workspace: "root:compute", kind: "VirtualMachine", version: "v1", exportPath: "root:org:network", fieldPath: ".spec.vpcRef.name"}
 	with := func(change func(*ruleFields)) ruleFields {
 		f := valid
 		change(&f)

@@ -48,7 +48,7 @@ func FromConfig(cfg *rest.Config) (*Workspace, error) {
 	}
 	idx := strings.Index(u.Path, "/clusters/")
 	if idx < 0 {
-		return nil, fmt.Errorf("server URL %q does not name a workspace: it must end in /clusters/<workspace path>, for example https://kcp.example.com/clusters/root:dep-ctrl", cfg.Host)
+		return nil, fmt.Errorf("server URL %q does not name a workspace: it must end in /clusters/<workspace path>, for example https://kcp.example.com/clusters/root:depctrl", cfg.Host)
 	}
 	path := strings.Trim(u.Path[idx+len("/clusters/"):], "/")
 	if path == "" || strings.Contains(path, "/") || path == "*" {

@@ -11,7 +11,7 @@ func TestFromConfig(t *testing.T) {
 	tests := []struct {
 		host, wantBase, wantPath, wantErr string
 	}{
-		{host: "https://kcp.example.com/clusters/root:dep-ctrl", wantBase: "https://kcp.example.com", wantPath: "root:dep-ctrl"},
+		{host: "https://kcp.example.com/clusters/root:depctrl", wantBase: "https://kcp.example.com", wantPath: "root:depctrl"},
 		{host: "https://kcp.example.com:6443/prefix/clusters/abc123/", wantBase: "https://kcp.example.com:6443/prefix", wantPath: "abc123"},
 		{host: "https://kcp.example.com", wantErr: "must end in /clusters/<workspace path>"},
 		{host: "https://kcp.example.com/clusters/", wantErr: "exactly one workspace"},

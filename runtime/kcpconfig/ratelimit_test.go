@@ -47,7 +47,7 @@ func TestRateLimitFlags(t *testing.T) {
 }
 
 func TestApplyRateLimit(t *testing.T) {
-	ws, err := FromConfig(&rest.Config{Host: "https://kcp.example.com/clusters/root:dep-ctrl"})
+	ws, err := FromConfig(&rest.Config{Host: "https://kcp.example.com/clusters/root:depctrl"})
 	if err != nil {
 		t.Fatal(err)
 	}

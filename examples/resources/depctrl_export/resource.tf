@@ -1,5 +1,5 @@
 resource "depctrl_workspace" "dep_ctrl" {
-  name        = "dep-ctrl"
+  name        = "depctrl"
   parent_path = "root"
 }
 
