@@ -103,7 +103,7 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
-				MarkdownDescription: "The APIExport name. Provider workspaces bind it by this name, and the runtime is started with it.",
+				MarkdownDescription: "The APIExport name. Provider workspaces bind it by this name (`depctrl_provider_binding`'s `export_name`), and the runtime is started with it (`depctrl_runtime`'s `api_export_name`, which both binaries get as `--apiexport-name`).",
 				Validators: []validator.String{
 					stringvalidator.LengthBetween(1, 253),
 					objectNameValidator("must be a lowercase DNS subdomain such as dependencies.opendefense.cloud"),
