@@ -3,8 +3,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 
@@ -16,22 +18,39 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+type options struct {
+	debug, showVersion bool
+}
+
+// parseFlags reads the plugin's command line with a flag set of its own:
+// a dependency (controller-runtime's config package) registers --kubeconfig
+// on the global one, which the plugin does not read, so --help lists only
+// what the plugin accepts.
+func parseFlags(name string, args []string, output io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.BoolVar(&o.debug, "debug", false, "run the provider with support for debuggers like delve")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	return o, fs.Parse(args)
+}
+
 func main() {
-	// An own flag set: a dependency registers --kubeconfig on the global
-	// one, which the plugin does not read.
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	var debug, showVersion bool
-	fs.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
-	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
-	_ = fs.Parse(os.Args[1:])
-	if showVersion {
+	o, err := parseFlags(os.Args[0], os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return
+	case err != nil:
+		os.Exit(2)
+	}
+	if o.showVersion {
 		fmt.Println(version)
 		return
 	}
 
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
+	err = providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
 		Address: "registry.terraform.io/depctrl/depctrl",
-		Debug:   debug,
+		Debug:   o.debug,
 	})
 	if err != nil {
 		log.Fatal(err)
