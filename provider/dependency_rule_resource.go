@@ -109,7 +109,12 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"A new or changed rule is also checked at plan against the exports it names, read with the provider's own credentials: a " +
 			"group, resource, version or kind the export does not serve, or a field path the dependent's structural schema does not " +
 			"have, fails the plan on that attribute. What the provider cannot read at plan is left to the controller.\n\n" +
-			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.",
+			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.\n\n" +
+			"Destroy deletes the rule and then waits, within the delete timeout, until the controller has removed what it " +
+			"installed for it: the rule's entry in the reference index configuration of its workspace, and the deletion webhook " +
+			"entries for its protected types in the workspaces of their exports (entries another rule of the same workspace still " +
+			"needs stay). If that does not happen in time (the runtime is not running), destroy succeeds with a warning that names " +
+			"what is left.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -515,12 +520,50 @@ func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.Delete
 		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
 		return
 	}
-	tflog.Info(ctx, "deleting DependencyRule", map[string]interface{}{"workspace": ws, "rule": state.Name.ValueString()})
+	name := state.Name.ValueString()
+	deadline := time.Now().Add(timeout)
+	// What the controller installed for the rule follows the rule as it
+	// is, not as the state last saw it.
+	var live v1alpha1.DependencyRule
+	found, err := getObject(ctx, client, v1alpha1.GroupVersionResource, name, &live)
+	if err != nil {
+		if workspaceGone(ctx, r.conn, ws, err) {
+			return
+		}
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+name, err))
+		return
+	}
+	tflog.Info(ctx, "deleting DependencyRule", map[string]interface{}{"workspace": ws, "rule": name})
 	if err := deleteObjects(ctx, client, timeout, object{v1alpha1.GroupVersionResource, state.object()}); err != nil {
 		if workspaceGone(ctx, r.conn, ws, err) {
 			return
 		}
-		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "deleting DependencyRule "+state.Name.ValueString(), err))
+		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "deleting DependencyRule "+name, err))
+		return
+	}
+	if !found {
+		return
+	}
+	// The controller removes the webhook configuration entries it made
+	// for the rule once it sees the rule gone. Return only then, so that
+	// whatever is destroyed next (the bindings, the runtime) finds nothing
+	// of this rule left.
+	fp := footprintOf(ws, &live)
+	left, err := fp.waitForCleanup(ctx, max(time.Until(deadline), time.Second), r.conn)
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddWarning("Could not check that the controller removed the rule's webhooks",
+			fmt.Sprintf("DependencyRule %q in %s is deleted, but reading what the controller installed for it failed: %v. "+
+				"The controller removes its webhook configuration entries when it sees the rule gone; destroying a workspace's "+
+				"depctrl_provider_binding removes any it left there.", name, ws, err))
+	case len(left) > 0:
+		tflog.Warn(ctx, "the controller did not remove what it installed for the rule", map[string]interface{}{"rule": name, "left": left})
+		resp.Diagnostics.AddWarning("The controller has not removed the rule's webhooks",
+			fmt.Sprintf("DependencyRule %q in %s is deleted, but within the delete timeout (%s) the controller did not remove what it "+
+				"installed for it: %s. Is the runtime running? The controller removes them when it next runs. Until then the deletes "+
+				"and writes they cover still go to the webhook, and are refused while it does not answer. Destroying the "+
+				"depctrl_provider_binding of such a workspace removes the controller's configurations there.",
+				name, ws, timeout, strings.Join(left, "; ")))
 	}
 }
 

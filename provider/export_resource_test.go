@@ -103,6 +103,7 @@ func TestAccExportResource(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			importPlansNothing(addr, ws.Path+"/"+v1alpha1.DefaultAPIExportName),
 			{
 				// Drift: the claims and a runtime rule are removed, and a
 				// subject dropped, by hand. The plan shows it; apply repairs.

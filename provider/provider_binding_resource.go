@@ -76,8 +76,9 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			"Every provider workspace whose objects are protected, or that hosts rules, needs one. " +
 			"Apply waits until the binding is `Bound`.\n\n" +
 			"Destroy the rules in a workspace before its binding (Terraform does when they reference the binding): without the binding, " +
-			"the workspace no longer serves the rule API. The controller removes its webhook configurations as the rules go; " +
-			"any it left behind (it was not running then) are removed with the binding, with a warning, since nothing could " +
+			"the workspace no longer serves the rule API. The controller removes its webhook configurations as the rules go, and " +
+			"each rule's destroy waits for that; any still there when the binding goes (the runtime was not running, or rules in " +
+			"other workspaces still protect types exported here) are removed with the binding, with a warning, since nothing could " +
 			"remove them later and they would keep refusing deletes of protected objects and writes of dependents.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -417,9 +418,11 @@ func (r *providerBindingResource) Delete(ctx context.Context, req resource.Delet
 	}
 	if len(left) > 0 {
 		resp.Diagnostics.AddWarning("Removed webhook configurations the controller left behind",
-			fmt.Sprintf("Workspace %q still held %s after its rules were gone; the controller removes them itself when it runs "+
-				"while the rules are deleted. Left in place they would have failed closed with nobody answering: deletes of the "+
-				"protected types and writes of the dependent types refused for every consumer. Was the runtime running?", ws, strings.Join(left, " and ")))
+			fmt.Sprintf("Workspace %q still held %s when its binding was deleted; the controller removes them itself when it runs "+
+				"while the rules are deleted, and each rule's destroy waits for that. Left in place they would have failed closed with "+
+				"nobody answering: deletes of the protected types and writes of the dependent types refused for every consumer. "+
+				"Was the runtime running while the rules were deleted, and were the rules of other workspaces that protect types "+
+				"exported here deleted before this binding?", ws, strings.Join(left, " and ")))
 	}
 }
 

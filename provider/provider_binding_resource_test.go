@@ -104,6 +104,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			importPlansNothing(addr, network.Path+"/"+defaultBindingName),
 			{
 				// Drift: the claim is rejected by hand; apply accepts it again.
 				PreConfig: func() {

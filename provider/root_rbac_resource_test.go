@@ -126,6 +126,7 @@ func TestAccRootRBACResource(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			importPlansNothing(addr, "root,"+org.Path+"/"+name),
 			{
 				// Drift: the grant in the org is deleted and root's role is
 				// narrowed by hand.

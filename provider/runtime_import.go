@@ -49,6 +49,9 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		return false, err
 	}
 
+	// What the import ID said (ImportState): the cluster cannot tell.
+	givenWorkspace, givenController, givenWebhook := m.WorkspacePath, m.Controller, m.Webhook
+
 	image, tag := splitImage(cc.Image)
 	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "settle-objects")
 	hookArgs, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address", "settle-objects", "skip-protection-groups")
@@ -66,8 +69,12 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	m.Image, m.ImageTag = types.StringValue(image), types.StringValue(tag)
 	m.ImagePullPolicy = types.StringValue(string(cc.ImagePullPolicy))
 	m.APIExportName = types.StringValue(ctrlArgs["apiexport-name"])
-	// The kubeconfigs in the Secrets already name the workspace.
+	// The kubeconfigs in the Secrets already name the workspace; an
+	// import ID that names it points kubeconfigs read from files at it.
 	m.WorkspacePath = types.StringNull()
+	if !givenWorkspace.IsNull() && !givenWorkspace.IsUnknown() {
+		m.WorkspacePath = givenWorkspace
+	}
 	m.WaitForRollout = types.BoolValue(true)
 	m.Timeouts = timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{"create": types.StringType, "update": types.StringType, "delete": types.StringType})}
 
@@ -98,6 +105,22 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	m.SettleObjects = types.BoolValue(hookArgs["settle-objects"] == "true")
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)
+	if givenWebhook != nil {
+		if v := givenWebhook.CertificateValidity; !v.IsNull() && !v.IsUnknown() {
+			m.Webhook.CertificateValidity = v
+		}
+		if v := givenWebhook.CertificateRenewBefore; !v.IsNull() && !v.IsUnknown() {
+			m.Webhook.CertificateRenewBefore = v
+		}
+	}
+	// A kubeconfig file named in the import ID replaces the content read
+	// from the Secret: the Secret is then compared with what the file
+	// renders, like after any apply.
+	for _, c := range []struct{ given, read *componentModel }{{givenController, m.Controller}, {componentOf(givenWebhook), &m.Webhook.componentModel}} {
+		if c.given != nil && c.given.KubeconfigPath.ValueString() != "" {
+			c.read.KubeconfigPath, c.read.Context, c.read.Kubeconfig = c.given.KubeconfigPath, c.given.Context, types.StringNull()
+		}
+	}
 	m.Webhook.URL = types.StringNull()
 	if u := ctrlArgs["webhook-url"]; u != (deploy.Config{Namespace: ns, Name: name}).EffectiveWebhookURL() {
 		m.Webhook.URL = types.StringValue(u)
@@ -173,6 +196,13 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 }
 
 const timeFormat = "2006-01-02T15:04:05Z07:00"
+
+func componentOf(w *webhookModel) *componentModel {
+	if w == nil {
+		return nil
+	}
+	return &w.componentModel
+}
 
 func onlyContainer(d *appsv1.Deployment) (*corev1.Container, error) {
 	if len(d.Spec.Template.Spec.Containers) != 1 {

@@ -117,7 +117,9 @@ func (r *runtimeResource) Metadata(_ context.Context, req resource.MetadataReque
 func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	attrs := runtimeSchemaAttributes()
 	attrs["id"] = schema.StringAttribute{
-		Computed: true, MarkdownDescription: "`<namespace>/<name>`, the import ID.",
+		Computed: true, MarkdownDescription: "`<namespace>/<name>`, the import ID. An import ID may add what the cluster does not record, as " +
+			"`,<attribute>=<value>` for `workspace_path`, `controller.kubeconfig_path`, `controller.context`, `webhook.kubeconfig_path`, " +
+			"`webhook.context`, `webhook.certificate_validity` and `webhook.certificate_renew_before`: given as the configuration sets them, the plan after import is empty.",
 		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 	}
 	attrs["wait_for_rollout"] = schema.BoolAttribute{
@@ -618,20 +620,54 @@ func (r *runtimeResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 // ImportState accepts <namespace>/<name>, or <namespace> for the default
-// name; Read then learns everything else from the cluster.
+// name, followed by what the cluster cannot tell: where the configuration
+// takes the kubeconfigs from and the certificate policy, as
+// ,<attribute>=<value> (runtimeImportAttributes). Read then learns
+// everything else from the cluster.
 func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	ns, name, found := strings.Cut(req.ID, "/")
+	parts := strings.Split(req.ID, ",")
+	ns, name, found := strings.Cut(parts[0], "/")
 	if !found {
 		name = deploy.DefaultName
 	}
 	if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
 		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("%q is not <namespace>/<name> or <namespace>, such as %s/%s", req.ID, deploy.DefaultNamespace, deploy.DefaultName))
+			fmt.Sprintf("%q is not <namespace>/<name> or <namespace>, such as %s/%s, followed by any of ,<attribute>=<value> for %s",
+				req.ID, deploy.DefaultNamespace, deploy.DefaultName, strings.Join(runtimeImportAttributes, ", ")))
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	seen := map[string]bool{}
+	for _, p := range parts[1:] {
+		attr, value, ok := strings.Cut(p, "=")
+		if !ok || value == "" || !slices.Contains(runtimeImportAttributes, attr) || seen[attr] {
+			resp.Diagnostics.AddError("Invalid import ID",
+				fmt.Sprintf("%q in %q is not <attribute>=<value>, once each, for one of %s", p, req.ID, strings.Join(runtimeImportAttributes, ", ")))
+			return
+		}
+		seen[attr] = true
+		at := path.Empty()
+		for _, step := range strings.Split(attr, ".") {
+			at = at.AtName(step)
+		}
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, at, value)...)
+	}
+	for _, c := range []string{"controller", "webhook"} {
+		if seen[c+".context"] && !seen[c+".kubeconfig_path"] {
+			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%s.context in %q needs %s.kubeconfig_path", c, req.ID, c))
+		}
+	}
+}
+
+// runtimeImportAttributes are what an import ID may set: the inputs of
+// depctrl_runtime that the deployed objects do not record.
+var runtimeImportAttributes = []string{
+	"workspace_path",
+	"controller.kubeconfig_path", "controller.context",
+	"webhook.kubeconfig_path", "webhook.context",
+	"webhook.certificate_validity", "webhook.certificate_renew_before",
 }
 
 // readTLS reads the generated certificate and its issuer back from the

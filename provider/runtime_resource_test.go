@@ -70,6 +70,8 @@ func TestAccRuntime(t *testing.T) {
 		kubeconfigs[user] = filepath.Join(dir, user+".kubeconfig")
 		check.Must(t, os.WriteFile(kubeconfigs[user], kc, 0o600))
 	}
+	importID := fmt.Sprintf("%s/depctrl,workspace_path=%s,controller.kubeconfig_path=%s,webhook.kubeconfig_path=%s,"+
+		"webhook.certificate_validity=1h,webhook.certificate_renew_before=30m", ns, tp.path("depctrl"), kubeconfigs[env.ControllerUser], kubeconfigs[env.WebhookUser])
 	webhookIP := podrunner.PodIP(ns, deploy.DefaultName+"-webhook", 0)
 	// replicas is both components'; with two or more each gets a
 	// PodDisruptionBudget. kcp calls the first webhook replica only.
@@ -317,12 +319,23 @@ resource "depctrl_runtime" "this" {
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
 			{
+				// Import reads the kubeconfigs' content, not where it came
+				// from, and cannot know the certificate policy: the import
+				// ID says them.
+				ResourceName:            rt,
+				ImportState:             true,
+				ImportStateId:           importID,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			importPlansNothing(rt, importID),
+			{
+				// Without them, the kubeconfigs are read from the Secrets
+				// and the certificate policy is the default.
 				ResourceName:      rt,
 				ImportState:       true,
 				ImportStateId:     ns + "/depctrl",
 				ImportStateVerify: true,
-				// Import reads the kubeconfigs' content, not where it came
-				// from, and cannot know the certificate policy.
 				ImportStateVerifyIgnore: []string{"workspace_path", "controller.kubeconfig_path", "controller.kubeconfig", "webhook.kubeconfig_path", "webhook.kubeconfig",
 					"webhook.certificate_validity", "webhook.certificate_renew_before", "timeouts"},
 			},

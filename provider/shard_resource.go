@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -69,8 +68,8 @@ type shardModel struct {
 	CACertificate         types.String   `tfsdk:"ca_certificate"`
 	WebhookUsers          types.Set      `tfsdk:"webhook_users"`
 	WebhookGroups         types.Set      `tfsdk:"webhook_groups"`
-	ReadResources         types.List     `tfsdk:"read_resources"`
-	ProtectedResources    types.List     `tfsdk:"protected_resources"`
+	ReadResources         types.Set      `tfsdk:"read_resources"`
+	ProtectedResources    types.Set      `tfsdk:"protected_resources"`
 	Reindex               types.Bool     `tfsdk:"reindex"`
 	GrantName             types.String   `tfsdk:"grant_name"`
 	BaseURL               types.String   `tfsdk:"base_url"`
@@ -144,28 +143,29 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				MarkdownDescription: "Groups of the webhook identity.",
 				Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 			},
-			"read_resources": schema.ListAttribute{
+			"read_resources": schema.SetAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, " +
 					"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included. " +
-					"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds.",
-				Validators: []validator.List{
-					listvalidator.SizeAtLeast(1),
-					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
+					"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds. " +
+					"Read back from the ClusterRole on the shard, so import finds it and a type added or removed there by hand shows in the plan.",
+				Validators: []validator.Set{
+					setvalidator.SizeAtLeast(1),
+					setvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
 				},
 			},
-			"protected_resources": schema.ListAttribute{
+			"protected_resources": schema.SetAttribute{
 				Optional:    true,
 				ElementType: types.StringType,
 				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, " +
 					"to record on an object the intent of a create or update of a dependent that newly references it, " +
 					"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. " +
 					"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes " +
-					"every new reference to it fail closed with a permission error.",
-				Validators: []validator.List{
-					listvalidator.SizeAtLeast(1),
-					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as vpcs.network.example.io")),
+					"every new reference to it fail closed with a permission error. Read back from the ClusterRole on the shard, like `read_resources`.",
+				Validators: []validator.Set{
+					setvalidator.SizeAtLeast(1),
+					setvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as vpcs.network.example.io")),
 				},
 			},
 			"reindex": schema.BoolAttribute{
@@ -255,7 +255,7 @@ func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {
 	return renamed(rbac.ShardReader(subjectsFrom(users, groups), access), m.GrantName.ValueString()), nil
 }
 
-func parseReadResources(ctx context.Context, l types.List) ([]rbac.ReadResource, error) {
+func parseReadResources(ctx context.Context, l types.Set) ([]rbac.ReadResource, error) {
 	var names []string
 	_ = l.ElementsAs(ctx, &names, false)
 	var out []rbac.ReadResource
@@ -496,18 +496,22 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if state.BaseURL.IsNull() {
+		state.BaseURL = types.StringValue(r.baseURL(ctx, state.Name.ValueString()))
+	}
+	if state.URL.IsNull() {
+		// Imported: the kubeconfig's server, else what kcp records, as
+		// create does.
+		if cfg, err := state.shardConfig(r.conn.userAgent()); err == nil {
+			state.URL = types.StringValue(stripSystemAdmin(cfg.Host))
+		} else if state.BaseURL.ValueString() != "" {
+			state.URL = state.BaseURL
+		}
+	}
 	client, _, err := state.client(r.conn.userAgent())
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
-	}
-	if state.URL.IsNull() {
-		if cfg, err := state.shardConfig(r.conn.userAgent()); err == nil {
-			state.URL = types.StringValue(stripSystemAdmin(cfg.Host))
-		}
-	}
-	if state.BaseURL.IsNull() {
-		state.BaseURL = types.StringValue(r.baseURL(ctx, state.Name.ValueString()))
 	}
 	name := state.GrantName.ValueString()
 	var role rbacv1.ClusterRole
@@ -522,10 +526,16 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	if roleFound {
 		state.Rules = stringList(ruleStrings(role.Rules))
-		if state.Reindex.IsNull() {
-			// Imported: the live role says whether patch was granted.
-			state.Reindex = types.BoolValue(grantsPatch(role.Rules))
+		// What was asked for, as the live role grants it: import finds the
+		// configuration, and a type added or removed by hand shows in the
+		// plan next to the rule it changed.
+		access, narrowed := shardAccessFrom(role.Rules)
+		state.ReadResources, state.ProtectedResources = types.SetNull(types.StringType), types.SetNull(types.StringType)
+		if narrowed {
+			state.ReadResources = readResourceSet(access.Dependents)
+			state.ProtectedResources = readResourceSet(access.Protected)
 		}
+		state.Reindex = types.BoolValue(access.Reindex)
 	} else {
 		state.Rules = stringList(nil)
 	}
@@ -535,16 +545,56 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// grantsPatch reports whether rules let the webhook patch named dependent
-// types (reindex): those it may watch and patch. The wildcard grant patches
-// everything without reindex, and protected types are patched without watch.
-func grantsPatch(rules []rbacv1.PolicyRule) bool {
+// shardAccessFrom reads back what rbac.ShardReader was asked for from the
+// rules of the role it rendered: the dependent types are those the webhook
+// may watch (reindex when it may also patch them), the protected types
+// those it may patch without watching. narrowed is false for the wildcard
+// grant, which names no type.
+func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrowed bool) {
 	for _, r := range rules {
-		if slices.Contains(r.Verbs, "patch") && slices.Contains(r.Verbs, "watch") && !slices.Contains(r.Resources, "*") {
-			return true
+		if slices.Contains(r.APIGroups, "*") && slices.Contains(r.Resources, "*") {
+			return rbac.ShardAccess{}, false
 		}
 	}
-	return false
+	for _, r := range rules {
+		watch, patch := slices.Contains(r.Verbs, "watch"), slices.Contains(r.Verbs, "patch")
+		var into *[]rbac.ReadResource
+		switch {
+		case watch:
+			into = &access.Dependents
+			access.Reindex = access.Reindex || patch
+		case patch:
+			into = &access.Protected
+		default:
+			// The workspace access, Events and LogicalClusters every
+			// narrowed grant has.
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				*into = append(*into, rbac.ReadResource{Group: g, Resource: res})
+			}
+		}
+	}
+	return access, true
+}
+
+// readResourceSet writes types as read_resources does: resource.group, or
+// the resource alone for the core group; null for none.
+func readResourceSet(rs []rbac.ReadResource) types.Set {
+	if len(rs) == 0 {
+		return types.SetNull(types.StringType)
+	}
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		name := r.Resource
+		if r.Group != "" {
+			name += "." + r.Group
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return stringSet(slices.Compact(names))
 }
 
 // baseURL is the base URL kcp records for the shard, or "" when it cannot
@@ -586,41 +636,86 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 
 // ImportState takes the shard name and where its credentials are, since
 // import cannot see the resource's configuration:
-// <name>[/<grant name>],<kubeconfig path>[,context=<context>] or
-// <name>[/<grant name>],<client certificate path>,<client key path>.
-// Inline credentials cannot be imported; apply adopts an existing grant
-// instead.
+// <name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>] or
+// <name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>].
+// Read then finds the grant's subjects and types on the shard. Inline
+// credentials cannot be imported; apply adopts an existing grant instead.
 func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	parts := strings.Split(req.ID, ",")
-	name, grant, named := strings.Cut(parts[0], "/")
-	kubeContext, withContext := "", false
-	if len(parts) == 3 {
-		kubeContext, withContext = strings.CutPrefix(parts[2], "context=")
-	}
-	if len(parts) < 2 || len(parts) > 3 || !validObjectName(name) || (named && grant == "") || (withContext && kubeContext == "") {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("%q is not <shard name>[/<grant name>],<kubeconfig path>[,context=<context>] or <shard name>[/<grant name>],<client certificate path>,<client key path>", req.ID))
+	id, err := parseShardImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
-	if !named {
-		grant = rbac.ShardReaderName
-	}
 	set := func(attr, v string) {
-		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+		if v != "" {
+			resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
+		}
 	}
-	set("id", name)
-	set("name", name)
-	set("grant_name", grant)
-	switch {
-	case len(parts) == 2:
-		set("kubeconfig_path", parts[1])
-	case withContext:
-		set("kubeconfig_path", parts[1])
-		set("context", kubeContext)
-	default:
-		set("client_certificate_path", parts[1])
-		set("client_key_path", parts[2])
+	set("id", id.name)
+	set("name", id.name)
+	set("grant_name", id.grant)
+	set("kubeconfig_path", id.kubeconfig)
+	set("context", id.context)
+	set("client_certificate_path", id.cert)
+	set("client_key_path", id.key)
+	set("url", id.url)
+	if id.ca != "" {
+		ca, err := readFile(id.ca)
+		if err != nil {
+			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("the CA of %q: %v", req.ID, err))
+			return
+		}
+		set("ca_certificate", string(ca))
 	}
+}
+
+// shardImportID is a parsed depctrl_shard import ID.
+type shardImportID struct {
+	name, grant, kubeconfig, context, cert, key, ca, url string
+}
+
+func parseShardImportID(s string) (shardImportID, error) {
+	bad := fmt.Errorf("%q is not <shard name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>] or "+
+		"<shard name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>]", s)
+	parts := strings.Split(s, ",")
+	if len(parts) < 2 {
+		return shardImportID{}, bad
+	}
+	var id shardImportID
+	var named bool
+	id.name, id.grant, named = strings.Cut(parts[0], "/")
+	if !validObjectName(id.name) || (named && id.grant == "") || parts[1] == "" {
+		return shardImportID{}, bad
+	}
+	if !named {
+		id.grant = rbac.ShardReaderName
+	}
+	rest := parts[2:]
+	option := func(p string) bool {
+		return strings.HasPrefix(p, "context=") || strings.HasPrefix(p, "ca=") || strings.HasPrefix(p, "url=")
+	}
+	if len(rest) > 0 && !option(rest[0]) {
+		id.cert, id.key, rest = parts[1], rest[0], rest[1:]
+	} else {
+		id.kubeconfig = parts[1]
+	}
+	for _, p := range rest {
+		key, value, _ := strings.Cut(p, "=")
+		var into *string
+		switch {
+		case key == "context" && id.kubeconfig != "":
+			into = &id.context
+		case key == "ca" && id.cert != "":
+			into = &id.ca
+		case key == "url":
+			into = &id.url
+		}
+		if into == nil || *into != "" || value == "" {
+			return shardImportID{}, bad
+		}
+		*into = value
+	}
+	return id, nil
 }
 
 // sameEndpoint reports whether two https URLs name the same listener: the

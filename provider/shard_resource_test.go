@@ -3,10 +3,15 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -16,9 +21,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -103,6 +110,7 @@ func TestAccShardResource(t *testing.T) {
 		t.Fatalf("before the grant: %v", err)
 	}
 	second := shardAdmin(t, e, e.Shards[1].Name)
+	reindexed := `  read_resources = ["endpoints", "configmaps"]` + "\n" + `  protected_resources = ["services"]` + "\n" + `  reindex        = true` + "\n"
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -135,6 +143,7 @@ func TestAccShardResource(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			importPlansNothing("depctrl_shard.s1", e.Shards[1].Name+"/"+grant+","+e.Shards[1].AdminKubeconfig),
 			{
 				// Drift: the binding on the second shard is deleted by hand.
 				PreConfig: func() {
@@ -166,14 +175,15 @@ func TestAccShardResource(t *testing.T) {
 			{
 				// Re-indexing: patch on exactly the named dependent
 				// types; protected types are read and patched one at a time.
-				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  protected_resources = ["services"]`+"\n"+`  reindex        = true`+"\n"),
+				// The types in an order of their own: the grant is the same.
+				Config: shardConfig(e, grant, user, reindexed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
 					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch,patch`),
+						knownvalue.StringExact(`groups="" resources=configmaps,endpoints verbs=get,list,watch,patch`),
 						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
@@ -183,12 +193,51 @@ func TestAccShardResource(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(everyShard("patch configmaps", true), everyShard("secrets", false)),
 			},
 			{
-				// Import reads the grant back: reindex from the live role.
+				// Import reads the whole grant back: the types and reindex
+				// from the live role, the subjects from its binding.
 				ResourceName:            "depctrl_shard.s1",
 				ImportState:             true,
 				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts", "read_resources", "protected_resources"},
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			importPlansNothing("depctrl_shard.s1", e.Shards[1].Name+"/"+grant+","+e.Shards[1].AdminKubeconfig),
+			{
+				// Drift: a type removed from the role by hand shows as
+				// the attribute that asked for it, and apply restores it.
+				PreConfig: func() {
+					var role rbacv1.ClusterRole
+					_, err := getObject(ctx, second, clusterRolesGVR, grant, &role)
+					check.Must(t, err)
+					for i, r := range role.Rules {
+						if slices.Contains(r.Resources, "services") {
+							role.Rules = slices.Delete(role.Rules, i, i+1)
+							break
+						}
+					}
+					u, err := toUnstructured(&role)
+					check.Must(t, err)
+					_, err = second.Resource(clusterRolesGVR).Update(ctx, &unstructured.Unstructured{Object: u}, metav1.UpdateOptions{})
+					check.Must(t, err)
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckNoResourceAttr("depctrl_shard.s1", "protected_resources.#"),
+					resource.TestCheckResourceAttr("depctrl_shard.s1", "read_resources.#", "2"),
+					resource.TestCheckResourceAttr("depctrl_shard.s0", "protected_resources.#", "1"),
+				),
+			},
+			{
+				Config: shardConfig(e, grant, user, reindexed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionNoop),
+				}},
+			},
+			{
+				Config:           shardConfig(e, grant, user, reindexed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})
@@ -254,7 +303,7 @@ resource "depctrl_shard" "test" {
   read_resources  = ["compute.example.io/virtualmachines"]
 }
 `, s.AdminKubeconfig),
-			want: `(?s)read_resources.*must be resource.group`,
+			want: `(?s)read_resources.*must be\s+resource.group`,
 		},
 	}
 	for _, tt := range tests {
@@ -267,23 +316,81 @@ resource "depctrl_shard" "test" {
 	}
 }
 
-// TestGrantsPatch: an imported grant says reindex only when it patches
-// named dependent types, not for the wildcard grant nor for protected types.
-func TestGrantsPatch(t *testing.T) {
+// TestShardAccessFrom: what a grant was asked for is read back from the
+// role it rendered, whatever the order it was asked in.
+func TestShardAccessFrom(t *testing.T) {
 	subjects := []rbacv1.Subject{rbac.User("webhook")}
-	vms := []rbac.ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}}
-	vpcs := []rbac.ReadResource{{Group: "network.example.io", Resource: "vpcs"}}
+	vms := rbac.ReadResource{Group: "compute.example.io", Resource: "virtualmachines"}
+	dbs := rbac.ReadResource{Group: "compute.example.io", Resource: "manageddatabases"}
+	cms := rbac.ReadResource{Resource: "configmaps"}
+	vpcs := rbac.ReadResource{Group: "network.example.io", Resource: "vpcs"}
+	group := rbac.ReadResource{Group: "database.example.io", Resource: "*"}
 	for _, tt := range []struct {
-		name   string
-		access rbac.ShardAccess
-		want   bool
+		name            string
+		access          rbac.ShardAccess
+		narrowed        bool
+		read, protected []string
 	}{
-		{"wildcard", rbac.ShardAccess{}, false},
-		{"narrowed", rbac.ShardAccess{Dependents: vms, Protected: vpcs}, false},
-		{"narrowed with reindex", rbac.ShardAccess{Dependents: vms, Protected: vpcs, Reindex: true}, true},
+		{name: "wildcard", access: rbac.ShardAccess{}},
+		{name: "narrowed", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vms, cms, dbs}, Protected: []rbac.ReadResource{vpcs}}, narrowed: true,
+			read: []string{"configmaps", "manageddatabases.compute.example.io", "virtualmachines.compute.example.io"}, protected: []string{"vpcs.network.example.io"}},
+		{name: "narrowed with reindex", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{group, vms}, Reindex: true}, narrowed: true,
+			read: []string{"*.database.example.io", "virtualmachines.compute.example.io"}},
+		{name: "a type both read and protected", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vpcs}, Protected: []rbac.ReadResource{vpcs}, Reindex: true}, narrowed: true,
+			read: []string{"vpcs.network.example.io"}, protected: []string{"vpcs.network.example.io"}},
 	} {
-		if got := grantsPatch(rbac.ShardReader(subjects, tt.access).Role.Rules); got != tt.want {
-			t.Errorf("%s: grantsPatch = %v, want %v", tt.name, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			got, narrowed := shardAccessFrom(rbac.ShardReader(subjects, tt.access).Role.Rules)
+			if narrowed != tt.narrowed || got.Reindex != tt.access.Reindex {
+				t.Fatalf("narrowed = %v, reindex = %v; want %v, %v", narrowed, got.Reindex, tt.narrowed, tt.access.Reindex)
+			}
+			if !narrowed {
+				return
+			}
+			for _, c := range []struct {
+				what string
+				got  []rbac.ReadResource
+				want []string
+			}{{"read_resources", got.Dependents, tt.read}, {"protected_resources", got.Protected, tt.protected}} {
+				set := readResourceSet(c.got)
+				var names []string
+				_ = set.ElementsAs(context.Background(), &names, false)
+				slices.Sort(names)
+				if !slices.Equal(names, c.want) || (len(c.want) == 0) != set.IsNull() {
+					t.Errorf("%s = %v, want %v", c.what, set, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseShardImportID(t *testing.T) {
+	for _, tt := range []struct {
+		id   string
+		want shardImportID
+		ok   bool
+	}{
+		{id: "root,a.kubeconfig", ok: true, want: shardImportID{name: "root", grant: rbac.ShardReaderName, kubeconfig: "a.kubeconfig"}},
+		{id: "shard-1/g:r,a.kubeconfig,context=admin", ok: true, want: shardImportID{name: "shard-1", grant: "g:r", kubeconfig: "a.kubeconfig", context: "admin"}},
+		{id: "shard-1,a.crt,a.key", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, cert: "a.crt", key: "a.key"}},
+		{id: "shard-1,a.crt,a.key,ca=ca.crt", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, cert: "a.crt", key: "a.key", ca: "ca.crt"}},
+		{id: "shard-1,a.crt,a.key,url=https://s:6443,ca=ca.crt", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, cert: "a.crt", key: "a.key", ca: "ca.crt", url: "https://s:6443"}},
+		{id: "shard-1,a.kubeconfig,url=https://s:6443", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, kubeconfig: "a.kubeconfig", url: "https://s:6443"}},
+		{id: "shard-1,a.kubeconfig,context=admin,url=https://s:6443", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, kubeconfig: "a.kubeconfig", context: "admin", url: "https://s:6443"}},
+		{id: "shard-1,a.kubeconfig,url=a,url=b"},
+		{id: "shard-1,a.crt,a.key,context=x"},
+		{id: "shard-1"},
+		{id: "shard-1/,a.kubeconfig"},
+		{id: "Shard,a.kubeconfig"},
+		{id: "shard-1,a.kubeconfig,context="},
+		{id: "shard-1,a.kubeconfig,context=x,ca=y"},
+		{id: "shard-1,a.kubeconfig,ca=y"},
+		{id: "shard-1,a.crt,a.key,ca="},
+		{id: "shard-1,a.crt,a.key,b"},
+	} {
+		got, err := parseShardImportID(tt.id)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseShardImportID(%q) = %+v, %v; want %+v, ok %v", tt.id, got, err, tt.want, tt.ok)
 		}
 	}
 }
@@ -355,6 +462,102 @@ resource "depctrl_shard" "this" {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			importPlansNothing("depctrl_shard.this", shard.Name+"/"+grant+","+kubeconfig+",context=system-masters"),
+		},
+	})
+}
+
+// TestShardStateFromLists: read_resources and protected_resources were
+// lists before they became sets; a state written then still reads.
+func TestShardStateFromLists(t *testing.T) {
+	server, err := testAccProtoV6ProviderFactories["depctrl"]()
+	check.Must(t, err)
+	raw := `{"id":"root","name":"root","kubeconfig_path":"k","webhook_users":["w"],"grant_name":"g",` +
+		`"read_resources":["virtualmachines.compute.example.io","configmaps"],"protected_resources":["vpcs.network.example.io"],` +
+		`"reindex":true,"url":"https://x:6443","base_url":"https://x:6443","rules":["urls=/ verbs=access"]}`
+	resp, err := server.UpgradeResourceState(context.Background(), &tfprotov6.UpgradeResourceStateRequest{
+		TypeName: "depctrl_shard",
+		RawState: &tfprotov6.RawState{JSON: []byte(raw)},
+	})
+	check.Must(t, err)
+	for _, d := range resp.Diagnostics {
+		t.Errorf("%s: %s", d.Summary, d.Detail)
+	}
+	if resp.UpgradedState == nil {
+		t.Fatal("no state")
+	}
+	typ := shardSchemaType(t)
+	v, err := resp.UpgradedState.Unmarshal(typ)
+	check.Must(t, err)
+	var attrs map[string]tftypes.Value
+	check.Must(t, v.As(&attrs))
+	var read []tftypes.Value
+	check.Must(t, attrs["read_resources"].As(&read))
+	if !attrs["read_resources"].Type().Is(tftypes.Set{}) || len(read) != 2 {
+		t.Errorf("read_resources = %v", attrs["read_resources"])
+	}
+}
+
+func shardSchemaType(t *testing.T) tftypes.Type {
+	t.Helper()
+	var resp fwresource.SchemaResponse
+	NewShardResource().Schema(context.Background(), fwresource.SchemaRequest{}, &resp)
+	return resp.Schema.Type().TerraformType(context.Background())
+}
+
+// TestAccShardResourceCertificates: a shard reached with a client
+// certificate and key from files and an inline CA, imported with the
+// certificate form of the import ID (its CA read from a file), plans
+// nothing.
+func TestAccShardResourceCertificates(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	ctx := context.Background()
+	shard := e.Shards[0]
+	grant := env.UniqueName("depctrl-test") + ":reader"
+	user := env.UniqueName("webhook")
+
+	cfg, err := e.ShardAdminConfig(shard.Name, systemAdminCluster)
+	check.Must(t, err)
+	check.Must(t, rest.LoadTLSFiles(cfg))
+	dir := t.TempDir()
+	files := map[string][]byte{"admin.crt": cfg.CertData, "admin.key": cfg.KeyData, "ca.crt": cfg.CAData}
+	for name, data := range files {
+		if len(data) == 0 {
+			t.Fatalf("the shard's admin kubeconfig has no %s", name)
+		}
+		check.Must(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
+	config := providerConfig(e) + fmt.Sprintf(`
+resource "depctrl_shard" "this" {
+  name                    = %q
+  url                     = %q
+  client_certificate_path = %q
+  client_key_path         = %q
+  ca_certificate          = file(%q)
+  webhook_groups          = [%q]
+  grant_name              = %q
+  read_resources          = ["configmaps"]
+}
+`, shard.Name, shard.URL, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"), user, grant)
+	id := fmt.Sprintf("%s/%s,%s,%s,ca=%s,url=%s", shard.Name, grant, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"), shard.URL)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := shardAdmin(t, e, shard.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("grant left on shard %s (err=%v)", shard.Name, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				ResourceName:            "depctrl_shard.this",
+				ImportState:             true,
+				ImportStateId:           id,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			importPlansNothing("depctrl_shard.this", id),
 		},
 	})
 }

@@ -209,9 +209,17 @@ func TestAccTopology(t *testing.T) {
 		return nil
 	}
 
+	// Every destroy, of a rule during the test and of everything at its
+	// end, runs with the runtime running: none may warn that the
+	// controller left anything behind.
+	warnings := &destroyWarnings{}
+
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		ProtoV6ProviderFactories: warnings.factories(),
 		CheckDestroy: func(*terraform.State) error {
+			if w := warnings.all(); len(w) > 0 {
+				return fmt.Errorf("destroying with the runtime running warned: %q", w)
+			}
 			kcp := adminKCP(t, e)
 			for _, name := range []string{"depctrl", "org", "compute", "consumer-0", "consumer-1"} {
 				_, err := kcp.Cluster(logicalcluster.NewPath("root")).TenancyV1alpha1().Workspaces().Get(ctx, tp.prefix+"-"+name, metav1.GetOptions{})
@@ -271,8 +279,9 @@ data "depctrl_dependency_rules" "compute" {
 				ImportState:             true,
 				ImportStateId:           tp.path("compute") + "/vm-needs-vpc",
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts", "conditions"},
+				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
+			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
 			{
 				// Drift: the field path is changed by hand; apply restores it.
 				PreConfig: func() {

@@ -131,13 +131,8 @@ func TestAccWorkspaceResource(t *testing.T) {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
-			{
-				// The same through an import block, planned like any change.
-				ResourceName:    addr,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId:   org.Path + ":team",
-			},
+			// The same through an import block, planned like any change.
+			importPlansNothing(addr, org.Path+":team"),
 			{
 				// Drift: the workspace is deleted outside Terraform, and
 				// apply creates it again.
