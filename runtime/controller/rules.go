@@ -26,13 +26,12 @@ func decodeRule(o virtualworkspace.Object) (*v1alpha1.DependencyRule, error) {
 	return rule, nil
 }
 
-// ruleInput turns a rule read through the virtual workspace into planning
-// input. A rule that the schema let through but that still cannot be acted
-// on (an unparseable object, say) is marked invalid rather than skipped, so
-// its status says so.
-func ruleInput(o virtualworkspace.Object) RuleInput {
-	in := RuleInput{Key: o.Cluster + "/" + o.Obj.GetName()}
-	rule, err := decodeRule(o)
+// ruleInput turns a rule read through the virtual workspace (or the error
+// decoding it) into planning input. A rule that the schema let through but
+// that still cannot be acted on (an unparseable object, say) is marked
+// invalid rather than skipped, so its status says so.
+func ruleInput(key string, rule *v1alpha1.DependencyRule, err error) RuleInput {
+	in := RuleInput{Key: key}
 	if err != nil {
 		in.Invalid = err.Error()
 		return in
@@ -70,11 +69,11 @@ func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 // leaving the webhook's Enforced condition as the webhook wrote it. It
 // writes only when something changed, and then records the Events the
 // change warrants.
-func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, rp *RulePlan, eventsAccepted bool) error {
-	rule, err := decodeRule(o)
-	if err != nil {
-		return err
+func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, decoded decodedRule, rp *RulePlan, eventsAccepted bool) error {
+	if decoded.err != nil {
+		return decoded.err
 	}
+	rule := decoded.rule.DeepCopy()
 	before := rule.Status.DeepCopy()
 	gen := rule.Generation
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWorkspacesResolved, rp.Resolved, gen)
@@ -176,4 +175,27 @@ func statusEqual(a, b *v1alpha1.DependencyRuleStatus) bool {
 func ptrUID(u *unstructured.Unstructured) *types.UID {
 	uid := u.GetUID()
 	return &uid
+}
+
+// ruleChanged reports whether an update of a rule can change a run's
+// outcome: a new generation (the spec), the start of its deletion, or the
+// webhook's Enforced condition, which Ready follows. The controller's own
+// status writes are none of these, so they do not start another run.
+func ruleChanged(old, updated *unstructured.Unstructured) bool {
+	if old.GetGeneration() != updated.GetGeneration() || (old.GetDeletionTimestamp() == nil) != (updated.GetDeletionTimestamp() == nil) {
+		return true
+	}
+	return enforced(old) != enforced(updated)
+}
+
+// enforced is the Enforced condition of a rule, as status and generation.
+func enforced(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]interface{})
+		if m["type"] == v1alpha1.ConditionEnforced {
+			return fmt.Sprintf("%v/%v", m["status"], m["observedGeneration"])
+		}
+	}
+	return ""
 }

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -179,13 +178,10 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		syncer.Trigger()
 		return ctrl.Result{}, nil
 	})
+	// The rules themselves are watched by the syncer (Syncer.rules), which
+	// reads them from those watches.
 	if err := mcbuilder.ControllerManagedBy(mgr).
 		Named("dependencyrule").
-		// Not the rules' status updates: nearly all are this controller's
-		// own, and each would start another sync that reads every rule again
-		// (with 1 000 rules that delayed the next real change by a second).
-		// A status edited by hand is put right by the periodic sync.
-		For(&v1alpha1.DependencyRule{}, mcbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
 		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
 		Watches(&apisv1alpha1.APIBinding{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).

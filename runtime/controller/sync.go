@@ -47,6 +47,9 @@ type Syncer struct {
 	written map[string]map[schema.GroupVersionResource]time.Time
 	// exports keeps what exports serve between runs.
 	exports exportCache
+	// rules is every rule, from watches; decoded keeps them decoded.
+	rules   *virtualworkspace.Watched
+	decoded decodedRules
 
 	trigger chan struct{}
 	// leading: this replica runs the syncs; synced: a run since put every
@@ -63,8 +66,10 @@ const DefaultPropagation = 2 * time.Second
 
 // NewSyncer returns a Syncer; call Start to run it.
 func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
-	return &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
-		written: map[string]map[schema.GroupVersionResource]time.Time{}, trigger: make(chan struct{}, 1)}
+	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
+		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1)}
+	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
+	return s
 }
 
 // Trigger asks for a run soon. Triggers that arrive while a run is pending
@@ -83,6 +88,7 @@ func (s *Syncer) NeedLeaderElection() bool { return true }
 func (s *Syncer) Start(ctx context.Context) error {
 	// Start runs only on the elected replica (NeedLeaderElection).
 	s.leading.Store(true)
+	s.rules.Start(ctx)
 	ticker := time.NewTicker(s.Period)
 	defer ticker.Stop()
 	s.Trigger()
@@ -97,34 +103,43 @@ func (s *Syncer) Start(ctx context.Context) error {
 		// Let a burst of events (a rule applied with others) settle.
 		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
-		if err := s.Sync(ctx); err != nil {
+		phases, err := s.sync(ctx)
+		if err != nil {
 			s.Log.Error(err, "sync failed; retrying", "after", backoff)
 			time.AfterFunc(backoff, s.Trigger)
 			backoff = min(backoff*2, 30*time.Second)
 			continue
 		}
 		backoff = time.Second
-		s.Log.V(1).Info("synced", "duration", time.Since(start))
+		s.Log.V(1).Info("synced", append([]any{"duration", time.Since(start)}, phases.spent...)...)
 	}
 }
 
 // Sync runs once.
 func (s *Syncer) Sync(ctx context.Context) error {
+	_, err := s.sync(ctx)
+	return err
+}
+
+// sync runs once and says how long each phase took.
+func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
+	phases := newPhaseTimer()
 	urls, err := s.VW.URLs(ctx)
 	if err != nil {
-		return err
+		return phases, err
 	}
-	ruleObjs, err := s.VW.ListAll(ctx, urls, v1alpha1.GroupVersionResource)
+	ruleObjs, err := s.rules.List(ctx, urls)
 	if err != nil {
-		return err
+		return phases, err
 	}
+	s.decoded.keep(ruleObjs)
 	bindingObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR)
 	if err != nil {
-		return err
+		return phases, err
 	}
 	configObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.WebhookConfigurationsGVR)
 	if err != nil {
-		return err
+		return phases, err
 	}
 	// Protection does not need the index: a failure to list the index
 	// configurations only keeps stale ones from being removed this run.
@@ -132,10 +147,11 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	if indexListErr != nil {
 		s.Log.Error(indexListErr, "listing reference index configurations; not removing any this run")
 	}
+	phases.done(phaseRead)
 
 	rules := make([]RuleInput, 0, len(ruleObjs))
 	for _, o := range ruleObjs {
-		rules = append(rules, ruleInput(o))
+		rules = append(rules, s.decoded.get(o).input)
 	}
 	bindings := map[string]Binding{}
 	for _, o := range bindingObjs {
@@ -155,6 +171,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 		plan.Stamps = PlanStamps(rules, liveIndexEpochs(indexObjs))
 	}
 	settings := s.Settings()
+	phases.done(phasePlan)
 
 	installErrs := map[string]error{}
 	now := time.Now()
@@ -185,6 +202,7 @@ func (s *Syncer) Sync(ctx context.Context) error {
 	}
 	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs)
 	errs = append(errs, err, indexListErr)
+	phases.done(phaseInstall)
 	if len(installErrs) == 0 && err == nil {
 		// Every configuration the rules want is in place: what readiness
 		// means (ReadyCheck). Failures to read exports or write statuses
@@ -203,18 +221,20 @@ func (s *Syncer) Sync(ctx context.Context) error {
 			}
 		}
 		settleIndex(rp, indexes)
-		if wait := s.propagating(rp.Targets, ruleInput(o), now); wait > 0 && rp.Installed.OK {
+		decoded := s.decoded.get(o)
+		if wait := s.propagating(rp.Targets, decoded.input, now); wait > 0 && rp.Installed.OK {
 			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
 			time.AfterFunc(wait, s.Trigger)
 		}
-		if err := s.writeStatus(ctx, o, rp, bindings[o.Cluster].EventsAccepted); err != nil {
+		if err := s.writeStatus(ctx, o, decoded, rp, bindings[o.Cluster].EventsAccepted); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	phases.done(phaseStatus)
 	for cluster, err := range installErrs {
 		errs = append(errs, fmt.Errorf("installing webhook configuration in %s: %w", cluster, err))
 	}
-	return errors.Join(errs...)
+	return phases, errors.Join(errs...)
 }
 
 // ensureConfiguration makes the cluster's configuration match desired and

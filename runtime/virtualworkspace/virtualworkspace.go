@@ -37,8 +37,9 @@ const clusterAnnotation = "kcp.io/cluster"
 
 // VirtualWorkspaces reaches the dep-ctrl APIExport's virtual workspaces:
 // one per shard, each serving the workspaces on that shard that bound the
-// export. It reads them directly, never from a cache, so a decision to
-// delete a webhook configuration is never taken on a partial view.
+// export. ListAll reads them directly and Watched from watches; neither
+// ever returns a partial view, so a decision to delete a webhook
+// configuration is never taken on one.
 type VirtualWorkspaces struct {
 	// Home talks to the dep-ctrl workspace (where the export lives).
 	Home       *rest.Config

@@ -63,14 +63,16 @@ type Runtime struct {
 	// WebhookMetricsURL and WebhookReadyzURL are the webhook's endpoints.
 	WebhookMetricsURL string
 	WebhookReadyzURL  string
-	// ControllerReadyzURL is the controller's readiness endpoint.
-	ControllerReadyzURL string
-	probePort           int
-	controller          *env.Process
-	webhook             *env.Process
-	ctrlArgs            []string
-	whArgs              []string
-	bin                 string
+	// ControllerReadyzURL and ControllerMetricsURL are the controller's
+	// endpoints.
+	ControllerReadyzURL  string
+	ControllerMetricsURL string
+	probePort            int
+	controller           *env.Process
+	webhook              *env.Process
+	ctrlArgs             []string
+	whArgs               []string
+	bin                  string
 }
 
 // Start starts the webhook and the controller against the dep-ctrl
@@ -111,6 +113,7 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 	r.WebhookMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
 	r.WebhookReadyzURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2])
 	r.ControllerReadyzURL = fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[4])
+	r.ControllerMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3])
 	r.whArgs = []string{
 		"--kubeconfig", kubeconfigFor(env.WebhookUser),
 		"--tls-cert-dir", certDir,
