@@ -22,7 +22,7 @@ import (
 // before the stamp was published, by a replica of any version, is stored or
 // has failed.
 //
-// It equals the webhook's default intent lifetime (a test there says so).
+// It equals intent.DefaultLifetime (a test in package intent says so).
 const DefaultSettleAfter = 90 * time.Second
 
 // sweepDelay is how long after a create its place is swept: creates that

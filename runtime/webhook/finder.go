@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
@@ -207,7 +208,7 @@ func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string
 	if referencing.err != nil {
 		return nil, 0, referencing.err
 	}
-	if f.Reindexer != nil && sideEffectsAllowed(ctx) {
+	if f.Reindexer != nil && admission.SideEffectsAllowed(ctx) {
 		f.Reindexer.Enqueue(cluster, p.Dependent, unstamped.unindexed)
 	}
 	return mergeBlockers(unstamped, referencing, limit)

@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
@@ -25,28 +27,28 @@ import (
 // the intent, and retries.
 func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest, w written) (*admissionv1.AdmissionResponse, string) {
 	if req.SubResource != "" || len(req.OldObject.Raw) == 0 {
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	}
-	fresh, _ := intentsOn(w.old.Annotations, v.now(), v.opts.IntentLifetime)
-	var dropped []recordedIntent
+	fresh, _ := intent.On(w.old.Annotations, v.now(), v.opts.IntentLifetime)
+	var dropped []intent.Recorded
 	for _, in := range fresh {
-		if w.obj.Annotations[in.key] != w.old.Annotations[in.key] {
+		if w.obj.Annotations[in.Key] != w.old.Annotations[in.Key] {
 			dropped = append(dropped, in)
 		}
 	}
 	if len(dropped) == 0 {
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	}
 	if v.isSelf(ctx, req.UserInfo.Username) {
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	}
 	in, err := v.pendingIntent(ctx, req, w.old, dropped)
 	if err != nil {
-		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, w.old.Name, err)), outcomeError
 	}
 	if in == nil {
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	}
 	target := req.Resource.Resource + "/" + w.old.Name
 	who := in.Name
@@ -58,16 +60,16 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 		kind = kind[:i]
 	}
 	v.log.Info("update refused: it drops an intent", "resource", req.Resource.String(), "namespace", w.old.Namespace, "name", w.old.Name,
-		"intent", in.key, "user", req.UserInfo.Username)
-	return deny(http.StatusConflict, metav1.StatusReasonConflict, fmt.Sprintf(
+		"intent", in.Key, "user", req.UserInfo.Username)
+	return admission.Deny(http.StatusConflict, metav1.StatusReasonConflict, fmt.Sprintf(
 		"cannot update %s: it would drop the annotation %s, the intent of %s/%s, whose write may not be stored yet; keep the annotation as it is, or retry after %s",
-		target, in.key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
+		target, in.Key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
 }
 
 // pendingIntent returns the first of the dropped intents whose dependent is
 // not known to be stored and referencing the object: its write may still be
 // on its way. Nil means every dropped intent is over.
-func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []recordedIntent) (*recordedIntent, error) {
+func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []intent.Recorded) (*intent.Recorded, error) {
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
 	byResource := byDependentResource(v.index.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)

@@ -3,6 +3,8 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
 // Outcomes of an admission decision, as reported in metrics.
@@ -12,7 +14,7 @@ const (
 	outcomeSkipped        = "skip_protection"
 	outcomeNotInitialized = "not_initialized"
 	outcomeError          = "error"
-	outcomeBadRequest     = "bad_request"
+	outcomeBadRequest     = admission.OutcomeBadRequest
 )
 
 var (

@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -45,7 +47,7 @@ type Indexer struct {
 	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may
-	// still be stored (DefaultIntentLifetime).
+	// still be stored (intent.DefaultLifetime).
 	IntentLifetime time.Duration
 	// now is the clock; tests replace it.
 	now func() time.Time
@@ -55,8 +57,8 @@ type Indexer struct {
 // does not know every rule over the written type: without them it can
 // neither label the object nor check what it newly references.
 func NewIndexer(schemas IndexSchemas, rules RuleReadiness, log logr.Logger) *Indexer {
-	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultIntentLifetime, now: time.Now}
-	ix.hook = newAdmissionWebhook(log, ix.Decide, observeIndex)
+	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: intent.DefaultLifetime, now: time.Now}
+	ix.hook = admission.NewHandler(log, ix.Decide, observeIndex)
 	return ix
 }
 
@@ -86,17 +88,17 @@ func observeIndex(outcome string, start time.Time) {
 // object without a valid stamp is simply read in full when that happens.
 func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	if req.Operation == admissionv1.Delete {
-		if ix.rules.Decidable(scopeOf(ctx)) == nil {
+		if ix.rules.Decidable(admission.ScopeOf(ctx)) == nil {
 			ix.withdrawIntents(ctx, req)
 		}
-		return allow(""), indexUnchanged
+		return admission.Allow(""), indexUnchanged
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return allow(""), indexUnchanged
+		return admission.Allow(""), indexUnchanged
 	}
 	if req.SubResource != "" {
 		// Subresource writes cannot change labels; they are not sent here.
-		return allow(""), indexUnchanged
+		return admission.Allow(""), indexUnchanged
 	}
 	obj := map[string]interface{}{}
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil || len(req.Object.Raw) == 0 {
@@ -104,20 +106,20 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), outcomeBadRequest
 	}
 	md, _ := obj["metadata"].(map[string]interface{})
 	if md == nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot index %s/%s: the object has no metadata", req.Resource.Resource, req.Name)), outcomeBadRequest
 	}
 	current, err := stringMap(md["labels"])
 	if err != nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
 	}
 
-	if err := ix.rules.Decidable(scopeOf(ctx)); err != nil {
+	if err := ix.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
 		// Not knowing the rules over this type, it can neither label the
 		// object nor tell whether the write makes a new reference to an
 		// object being deleted. A pod gets such requests only when reached
@@ -126,7 +128,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		return notDecidable(err), outcomeNotInitialized
 	}
 	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
-	resp, refused, intent, targets := ix.recordIntents(ctx, req, s, obj, md)
+	resp, refused, intentLabel, targets := ix.recordIntents(ctx, req, s, obj, md)
 	if resp != nil {
 		return resp, refused
 	}
@@ -136,47 +138,47 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		outcome = indexStripped
 	}
 	labels, changed := refindex.Relabel(current, index)
-	if ix.relabelIntent(labels, intent) {
+	if ix.relabelIntent(labels, intentLabel) {
 		changed = true
 	}
 	ops := []map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}}
 	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets)
 	if err != nil {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
 	}
 	if annotationsChanged {
 		ops = append(ops, map[string]interface{}{"op": "add", "path": "/metadata/annotations", "value": annotations})
 	}
 	if !changed && !annotationsChanged {
-		return allow(""), indexUnchanged
+		return admission.Allow(""), indexUnchanged
 	}
 	if !changed {
 		ops = ops[1:]
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
+		return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
 	}
 	pt := admissionv1.PatchTypeJSONPatch
-	resp = allow("")
+	resp = admission.Allow("")
 	resp.Patch, resp.PatchType = patch, &pt
 	return resp, outcome
 }
 
-// relabelIntent sets the dependent's IntentLabel to intent when this write
+// relabelIntent sets the dependent's IntentLabel to intentLabel when this write
 // recorded intents, and removes one that has expired; it reports whether it
 // changed labels.
-func (ix *Indexer) relabelIntent(labels map[string]string, intent string) bool {
-	if intent != "" {
-		labels[v1alpha1.IntentLabel] = intent
+func (ix *Indexer) relabelIntent(labels map[string]string, intentLabel string) bool {
+	if intentLabel != "" {
+		labels[v1alpha1.IntentLabel] = intentLabel
 		return true
 	}
 	v, ok := labels[v1alpha1.IntentLabel]
 	if !ok {
 		return false
 	}
-	if _, at, valid := parseIntentLabel(v); valid && ix.now().Sub(at) <= ix.IntentLifetime {
+	if _, at, valid := intent.ParseLabel(v); valid && ix.now().Sub(at) <= ix.IntentLifetime {
 		return false
 	}
 	delete(labels, v1alpha1.IntentLabel)

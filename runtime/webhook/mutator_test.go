@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
@@ -128,7 +129,7 @@ func TestIndexerServeHTTP(t *testing.T) {
 	ix := NewIndexer(schemaSource(refindex.Schema{}), ReadyWhen(ready), logr.Discard())
 	for _, body := range []string{"", "{", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`} {
 		w := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewBufferString(body))
+		r := httptest.NewRequest(http.MethodPost, v1alpha1.MutatePath, bytes.NewBufferString(body))
 		r.Header.Set("Content-Type", "application/json")
 		ix.ServeHTTP(w, r)
 		if !refusedAsBad(w) {
@@ -138,7 +139,7 @@ func TestIndexerServeHTTP(t *testing.T) {
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","operation":"CREATE",
 		"resource":{"group":"compute.test.io","version":"v1","resource":"virtualmachines"},"object":{"metadata":{"name":"vm"}}}}`
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodPost, MutatePath, bytes.NewBufferString(review))
+	r := httptest.NewRequest(http.MethodPost, v1alpha1.MutatePath, bytes.NewBufferString(review))
 	r.Header.Set("Content-Type", "application/json")
 	ix.ServeHTTP(w, r)
 	var out admissionv1.AdmissionReview

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -18,7 +19,7 @@ import (
 // longer references the object does not block; one that is not found does,
 // until its intent is withdrawn (its deletion does that) or expires.
 func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string) ([]Blocker, error) {
-	fresh, _ := intentsOn(annotations, v.now(), v.opts.IntentLifetime)
+	fresh, _ := intent.On(annotations, v.now(), v.opts.IntentLifetime)
 	if len(fresh) == 0 {
 		return nil, nil
 	}
@@ -27,7 +28,7 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 	seen := map[Blocker]bool{}
 	for _, in := range fresh {
 		p, ok := byResource[in.Resource]
-		if !ok || in.At.Time.Before(p.Since.Add(-intentClockSkew)) {
+		if !ok || in.At.Time.Before(p.Since.Add(-intent.ClockSkew)) {
 			// No rule protects the object from this type any more, or
 			// none did when the intent was recorded: the rule it was
 			// recorded under is gone, and with it, perhaps, the webhook

@@ -16,6 +16,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -23,8 +24,8 @@ import (
 // its dependent is not stored, or is stored and references the object.
 func TestPendingBlockers(t *testing.T) {
 	now := time.Now()
-	intent := func(resource, name, generateName string, at time.Time) string {
-		v, err := encodeIntent(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
+	encoded := func(resource, name, generateName string, at time.Time) string {
+		v, err := intent.Encode(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,54 +42,54 @@ func TestPendingBlockers(t *testing.T) {
 	}{
 		{
 			name:    "a dependent not stored yet blocks",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now)},
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-slow (being written)",
 		},
 		{
 			name:    "a stored dependent that references the object blocks",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-a", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "vpc"}}, wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-a",
 		},
 		{
 			name:    "a stored dependent that no longer references it does not",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-a", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "other-vpc"}},
 		},
 		{
 			name:    "an expired intent is not read",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now.Add(-2*DefaultIntentLifetime))},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-2*intent.DefaultLifetime))},
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "an intent of a type no rule protects the object from is not read",
-			intents: map[string]string{intentKey("t1"): intent("managedvolumes.storage.test.io", "v", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded("managedvolumes.storage.test.io", "v", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "a create with a generated name blocks until withdrawn or expired",
-			intents: map[string]string{intentKey("t1"): intent(vms, "", "vm-", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "", "vm-", now)},
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-* (being written)",
 		},
 		{
 			name:    "an intent recorded before the rule was created belongs to a rule since deleted",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now.Add(-time.Minute))},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-time.Minute))},
 			since:   now.Add(-10 * time.Second),
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "within the clock skew of the rule's creation it counts",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-slow", "", now.Add(-12*time.Second))},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-12*time.Second))},
 			since:   now.Add(-10 * time.Second),
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
 		},
 		{
 			name:    "a failed read refuses",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-a", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("boom")}, wantCode: 503, wantMessage: "boom",
 		},
 		{
 			name:    "a dependent the index finds answers first: the intents are not read",
-			intents: map[string]string{intentKey("t1"): intent(vms, "vm-a", "", now)},
+			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm-stored"}}},
 				referencingErr: errors.New("must not be read")},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-stored",
@@ -158,13 +159,13 @@ func TestFrontProxyReferencing(t *testing.T) {
 // only when the webhook itself makes it.
 func TestKeepIntents(t *testing.T) {
 	now := time.Now()
-	fresh, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
-	expired, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * DefaultIntentLifetime))})
+	fresh, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
+	expired, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * intent.DefaultLifetime))})
 	object := func(annotations map[string]string) []byte {
 		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
 		return b
 	}
-	withIntents := map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
+	withIntents := map[string]string{intent.Key("t1"): fresh, intent.Key("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
 	tests := []struct {
 		name     string
 		after    map[string]string
@@ -177,10 +178,10 @@ func TestKeepIntents(t *testing.T) {
 			stored: map[string]string{"default/vm-1": "vpc"}},
 		{name: "one stored without the reference may be the old copy of the write in flight", after: map[string]string{"team": "a"}, user: "alice",
 			stored: map[string]string{"default/vm-1": "other"}, wantCode: 409},
-		{name: "an update that keeps the intents", after: map[string]string{intentKey("t1"): fresh, intentKey("t0"): expired, "team": "b"}, user: "alice"},
+		{name: "an update that keeps the intents", after: map[string]string{intent.Key("t1"): fresh, intent.Key("t0"): expired, "team": "b"}, user: "alice"},
 		{name: "dropping a fresh intent is refused", after: map[string]string{"team": "a"}, user: "alice", wantCode: 409},
-		{name: "changing a fresh intent is refused", after: map[string]string{intentKey("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
-		{name: "dropping an expired one is not", after: map[string]string{intentKey("t1"): fresh, "team": "a"}, user: "alice"},
+		{name: "changing a fresh intent is refused", after: map[string]string{intent.Key("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
+		{name: "dropping an expired one is not", after: map[string]string{intent.Key("t1"): fresh, "team": "a"}, user: "alice"},
 		{name: "the webhook itself may drop a fresh one", after: map[string]string{"team": "a"}, user: "depctrl-webhook"},
 		{name: "not knowing itself, it refuses", after: map[string]string{"team": "a"}, user: "depctrl-webhook", selfErr: errors.New("no review"), wantCode: 409},
 	}

@@ -1,12 +1,12 @@
 package webhook
 
 import (
-	"context"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
@@ -45,19 +45,5 @@ func (notInitializedError) Error() string {
 
 // notDecidable is the refusal of a request the webhook cannot decide yet.
 func notDecidable(err error) *admissionv1.AdmissionResponse {
-	return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
-}
-
-type scopeKey struct{}
-
-// withScope returns ctx carrying the scope of the request's URL.
-func withScope(ctx context.Context, sc scope.Scope) context.Context {
-	return context.WithValue(ctx, scopeKey{}, sc)
-}
-
-// scopeOf is the scope of the request being decided: Unnamed unless the
-// request's URL named one.
-func scopeOf(ctx context.Context) scope.Scope {
-	sc, _ := ctx.Value(scopeKey{}).(scope.Scope)
-	return sc
+	return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
 }

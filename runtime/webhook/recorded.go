@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -48,7 +49,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 			break
 		}
 		p, ok := byResource[in.Resource]
-		if !ok || in.Name == "" || in.At.Time.Before(p.Since.Add(-intentClockSkew)) {
+		if !ok || in.Name == "" || in.At.Time.Before(p.Since.Add(-intent.ClockSkew)) {
 			continue
 		}
 		checked++

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 )
 
 // TestRecordedBlockers: a deletion of an object whose intents, fresh or
@@ -25,8 +26,8 @@ func TestRecordedBlockers(t *testing.T) {
 		out := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
 		for i, n := range names {
 			// The first is the newest.
-			v, _ := encodeIntent(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: n, At: metav1.NewTime(now.Add(-time.Duration(i) * time.Hour))})
-			out[intentKey(fmt.Sprintf("t%d", i))] = v
+			v, _ := intent.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: n, At: metav1.NewTime(now.Add(-time.Duration(i) * time.Hour))})
+			out[intent.Key(fmt.Sprintf("t%d", i))] = v
 		}
 		return out
 	}

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -140,30 +142,30 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		self = req.Resource.Resource + "/" + generateName + "*"
 	}
 	if cluster == "" {
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
 
-	record := !dryRun(req)
+	record := !admission.DryRun(req)
 	var set map[string]*string
 	label := ""
 	if record {
-		token, err := newIntentToken()
+		token, err := intent.NewToken()
 		if err != nil {
-			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
 		}
 		now := ix.now()
-		value, err := encodeIntent(v1alpha1.Intent{
+		value, err := intent.Encode(v1alpha1.Intent{
 			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 		})
 		if err != nil {
-			return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
 		}
-		set = map[string]*string{intentKey(token): &value}
-		label = intentLabelValue(token, now)
+		set = map[string]*string{intent.Key(token): &value}
+		label = intent.LabelValue(token, now)
 	}
 	var recorded []reference
 	for _, ref := range refs {
@@ -188,7 +190,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		if err != nil {
 			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
 			ix.retract(ctx, cluster, namespace, recorded, set)
-			return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, "", nil
 		}
 		recordedHere := record && state.Found
@@ -198,7 +200,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		if state.Deleting {
 			ix.log.Info("write refused: it references an object being deleted", "cluster", cluster, "object", self, "references", ref.String(), "user", req.UserInfo.Username)
 			ix.retract(ctx, cluster, namespace, recorded, set)
-			return deny(http.StatusForbidden, metav1.StatusReasonForbidden,
+			return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden,
 				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, "", nil
 		}
 		if recordedHere {
@@ -221,7 +223,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 // and, on an object that carries many, those of dependents already stored
 // (storedIntents).
 func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
-	fresh, expired := intentsOn(annotations, ix.now(), ix.IntentLifetime)
+	fresh, expired := intent.On(annotations, ix.now(), ix.IntentLifetime)
 	if len(expired) == 0 && len(fresh) <= pruneThreshold {
 		return
 	}
@@ -267,7 +269,7 @@ func (ix *Indexer) retract(ctx context.Context, cluster, namespace string, refs 
 // only delays that deletion until it expires. Only intents that name this
 // very dependent are removed.
 func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.AdmissionRequest) {
-	if ix.Targets == nil || dryRun(req) || len(req.OldObject.Raw) == 0 {
+	if ix.Targets == nil || admission.DryRun(req) || len(req.OldObject.Raw) == 0 {
 		return
 	}
 	var old map[string]interface{}
@@ -276,7 +278,7 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 	}
 	md, _ := old["metadata"].(map[string]interface{})
 	meta := objectMeta(old)
-	token, at, ok := parseIntentLabel(meta.Labels[v1alpha1.IntentLabel])
+	token, at, ok := intent.ParseLabel(meta.Labels[v1alpha1.IntentLabel])
 	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
 		return
 	}
@@ -294,9 +296,9 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 		if err != nil || !state.Found {
 			continue
 		}
-		key := intentKey(token)
-		fresh, _ := intentsOn(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
-		if len(fresh) != 1 || !fresh[0].names(resource, meta.Namespace, meta.Name) {
+		key := intent.Key(token)
+		fresh, _ := intent.On(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
+		if len(fresh) != 1 || !fresh[0].Names(resource, meta.Namespace, meta.Name) {
 			continue
 		}
 		if err := ix.Targets.Withdraw(ctx, cluster, meta.Namespace, ref.target, ref.name, key, state.Annotations[key]); err != nil {

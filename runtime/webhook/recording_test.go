@@ -27,6 +27,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
@@ -216,9 +217,9 @@ func TestRecordIntents(t *testing.T) {
 			}
 			var withIntent []string
 			for key, o := range targets.objects {
-				fresh, _ := intentsOn(o.Annotations, time.Now(), DefaultIntentLifetime)
+				fresh, _ := intent.On(o.Annotations, time.Now(), intent.DefaultLifetime)
 				for _, in := range fresh {
-					if in.names("virtualmachines.compute.test.io", "apps", "vm") {
+					if in.Names("virtualmachines.compute.test.io", "apps", "vm") {
 						withIntent = append(withIntent, key)
 					}
 				}
@@ -238,7 +239,7 @@ func TestRecordIntents(t *testing.T) {
 				if (label != "") != (len(tt.wantIntents) > 0) {
 					t.Fatalf("intent label %q, want one exactly when intents were recorded", label)
 				}
-				if token, _, ok := parseIntentLabel(label); ok && targets.objects[tt.wantIntents[0]].Annotations[intentKey(token)] == "" {
+				if token, _, ok := intent.ParseLabel(label); ok && targets.objects[tt.wantIntents[0]].Annotations[intent.Key(token)] == "" {
 					t.Fatalf("the label's token %s names no intent on %s", token, tt.wantIntents[0])
 				}
 				return
@@ -286,11 +287,11 @@ func patched(t *testing.T, resp *admissionv1.AdmissionResponse, path string) map
 // on the object, and only those.
 func TestIntentsPruned(t *testing.T) {
 	now := time.Now()
-	old, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * DefaultIntentLifetime))})
-	recent, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-recent", At: metav1.NewTime(now.Add(-time.Second))})
+	old, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * intent.DefaultLifetime))})
+	recent, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-recent", At: metav1.NewTime(now.Add(-time.Second))})
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
-	targets.objects["apps/vpc-a"].Annotations = map[string]string{intentKey("old"): old, intentKey("recent"): recent, intentKey("garbage"): "{", "team": "x"}
+	targets.objects["apps/vpc-a"].Annotations = map[string]string{intent.Key("old"): old, intent.Key("recent"): recent, intent.Key("garbage"): "{", "team": "x"}
 	ready := make(chan struct{})
 	close(ready)
 	ix := NewIndexer(schemaSource(vmIndexSchema), ReadyWhen(ready), logr.Discard())
@@ -302,7 +303,7 @@ func TestIntentsPruned(t *testing.T) {
 	}
 	select {
 	case got := <-targets.pruned:
-		if want := []string{intentKey("garbage"), intentKey("old")}; !slices.Equal(got, want) {
+		if want := []string{intent.Key("garbage"), intent.Key("old")}; !slices.Equal(got, want) {
 			t.Fatalf("pruned %v, want %v", got, want)
 		}
 	case <-time.After(10 * time.Second):
@@ -310,7 +311,7 @@ func TestIntentsPruned(t *testing.T) {
 	}
 	targets.mu.Lock()
 	defer targets.mu.Unlock()
-	if a := targets.objects["apps/vpc-a"].Annotations; a[intentKey("recent")] == "" || a["team"] != "x" {
+	if a := targets.objects["apps/vpc-a"].Annotations; a[intent.Key("recent")] == "" || a["team"] != "x" {
 		t.Fatalf("pruning removed more than the expired intents: %v", a)
 	}
 }
@@ -320,8 +321,8 @@ func TestIntentsPruned(t *testing.T) {
 // now, and nothing else.
 func TestWithdrawIntents(t *testing.T) {
 	now := time.Now()
-	intent := func(name string, at time.Time) string {
-		v, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+	encoded := func(name string, at time.Time) string {
+		v, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
 		return v
 	}
 	tests := []struct {
@@ -334,28 +335,28 @@ func TestWithdrawIntents(t *testing.T) {
 		wantAsked   []string
 	}{
 		{
-			name: "its own fresh intent is withdrawn", label: intentLabelValue("t1", now),
-			annotations: map[string]string{intentKey("t1"): intent("vm", now), intentKey("t2"): intent("vm-other", now)},
-			wantLeft:    []string{intentKey("t2")}, wantAsked: []string{"get apps/vpc-a", "withdraw apps/vpc-a"},
+			name: "its own fresh intent is withdrawn", label: intent.LabelValue("t1", now),
+			annotations: map[string]string{intent.Key("t1"): encoded("vm", now), intent.Key("t2"): encoded("vm-other", now)},
+			wantLeft:    []string{intent.Key("t2")}, wantAsked: []string{"get apps/vpc-a", "withdraw apps/vpc-a"},
 		},
 		{
-			name: "a token that names another dependent's intent withdraws nothing", label: intentLabelValue("t2", now),
-			annotations: map[string]string{intentKey("t2"): intent("vm-other", now)},
-			wantLeft:    []string{intentKey("t2")}, wantAsked: []string{"get apps/vpc-a"},
+			name: "a token that names another dependent's intent withdraws nothing", label: intent.LabelValue("t2", now),
+			annotations: map[string]string{intent.Key("t2"): encoded("vm-other", now)},
+			wantLeft:    []string{intent.Key("t2")}, wantAsked: []string{"get apps/vpc-a"},
 		},
 		{
-			name: "an expired label: nothing to do", label: intentLabelValue("t1", now.Add(-2*DefaultIntentLifetime)),
-			annotations: map[string]string{intentKey("t1"): intent("vm", now)},
-			wantLeft:    []string{intentKey("t1")},
+			name: "an expired label: nothing to do", label: intent.LabelValue("t1", now.Add(-2*intent.DefaultLifetime)),
+			annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
+			wantLeft:    []string{intent.Key("t1")},
 		},
 		{
-			name: "a dry run withdraws nothing", label: intentLabelValue("t1", now), dryRun: true,
-			annotations: map[string]string{intentKey("t1"): intent("vm", now)},
-			wantLeft:    []string{intentKey("t1")},
+			name: "a dry run withdraws nothing", label: intent.LabelValue("t1", now), dryRun: true,
+			annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
+			wantLeft:    []string{intent.Key("t1")},
 		},
 		{
-			name: "no label: nothing to do", annotations: map[string]string{intentKey("t1"): intent("vm", now)},
-			wantLeft: []string{intentKey("t1")},
+			name: "no label: nothing to do", annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
+			wantLeft: []string{intent.Key("t1")},
 		},
 	}
 	ready := make(chan struct{})
@@ -504,9 +505,9 @@ func TestStoredIntentsPruned(t *testing.T) {
 	stored := fakeDependents{}
 	var want []string
 	add := func(name string, at time.Time) string {
-		v, _ := encodeIntent(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
-		annotations[intentKey(name)] = v
-		return intentKey(name)
+		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+		annotations[intent.Key(name)] = v
+		return intent.Key(name)
 	}
 	for i := range pruneThreshold {
 		name := fmt.Sprintf("vm-%03d", i)

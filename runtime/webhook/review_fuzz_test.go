@@ -40,7 +40,7 @@ func FuzzServeHTTP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		finder := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm-1"}}}}
 		v := NewValidator(index, finder, ReadyWhen(ready), ValidatorOptions{}, logr.Discard())
-		req := httptest.NewRequest(http.MethodPost, ValidatePath, bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, v1alpha1.ValidatePath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		v.ServeHTTP(rec, req)

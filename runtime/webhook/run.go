@@ -22,7 +22,9 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
@@ -54,7 +56,7 @@ type Options struct {
 	ReindexWorkers int
 	// IntentLifetime is how long an intent recorded on a referenced
 	// object counts as a write that may still be stored; the zero value is
-	// DefaultIntentLifetime.
+	// intent.DefaultLifetime.
 	IntentLifetime time.Duration
 	// Settle turns the settler on (package settle).
 	Settle bool
@@ -158,11 +160,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	published := &settle.PublishedStamps{}
 	intentLifetime := o.IntentLifetime
 	if intentLifetime == 0 {
-		intentLifetime = DefaultIntentLifetime
+		intentLifetime = intent.DefaultLifetime
 	}
 	var settler *settle.Settler
 	if o.Settle {
-		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: intentClock{lifetime: intentLifetime},
+		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: intent.Clock{Lifetime: intentLifetime},
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
 	}
 	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
@@ -193,7 +195,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.RequestTimeout > 0 {
 		indexer.RequestTimeout = o.RequestTimeout
 	}
-	if err := mgr.GetLocalManager().Add(&Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
+	if err := mgr.GetLocalManager().Add(&admission.Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
 		Indexer: indexer, Log: log.WithName("server")}); err != nil {
 		return err
 	}

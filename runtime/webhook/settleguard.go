@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -37,7 +38,7 @@ func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.Admission
 		name = w.obj.GenerateName + "*"
 	}
 	v.log.Info("write refused: it sets the settled label", "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
-	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
 		"cannot %s %s/%s: only the dependency webhook may set the label %s, which exempts the object's deletion from protection; remove the label from the object",
 		lower(req.Operation), req.Resource.Resource, name, settle.SettledLabel)), outcomeDenied, true
 }

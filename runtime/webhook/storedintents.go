@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -29,7 +30,7 @@ type DependentReader interface {
 // storedIntents returns the keys of the fresh intents on the object called name of
 // target whose dependents are stored and reference it, when there are more
 // than pruneThreshold fresh intents.
-func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []recordedIntent) []string {
+func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []intent.Recorded) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
 	}
@@ -55,7 +56,7 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 			return keys
 		}
 		if found && referencing {
-			keys = append(keys, in.key)
+			keys = append(keys, in.Key)
 		}
 	}
 	return keys

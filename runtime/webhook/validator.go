@@ -21,7 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -80,7 +82,7 @@ type ValidatorOptions struct {
 	// else the annotation is ignored and the delete is decided as usual.
 	SkipProtectionGroups []string
 	// IntentLifetime is how long an intent recorded on a protected object
-	// counts as a write that may still be stored (DefaultIntentLifetime).
+	// counts as a write that may still be stored (intent.DefaultLifetime).
 	IntentLifetime time.Duration
 	// Self tells the webhook's own user: only its updates of a protected
 	// object may drop a fresh intent or settle it. Without it no update
@@ -114,10 +116,10 @@ func NewValidator(index Index, finder DependentFinder, rules RuleReadiness, opts
 		opts.MaxBlockersReported = 10
 	}
 	if opts.IntentLifetime == 0 {
-		opts.IntentLifetime = DefaultIntentLifetime
+		opts.IntentLifetime = intent.DefaultLifetime
 	}
 	v := &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
-	v.hook = newAdmissionWebhook(log, v.Decide, observe)
+	v.hook = admission.NewHandler(log, v.Decide, observe)
 	return v
 }
 
@@ -146,24 +148,24 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 			return v.keepIntents(ctx, req, w)
 		}
 		v.candidate(req, w)
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	case admissionv1.Delete:
 	default:
-		return allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
+		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
-	if err := v.rules.Decidable(scopeOf(ctx)); err != nil {
+	if err := v.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
 		return notDecidable(err), outcomeNotInitialized
 	}
 
 	obj, err := decodeObject(req)
 	if err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
 	}
 	meta := objectMeta(obj)
 	if req, err = identify(req, meta); err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
 	}
 	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	target := describe(req)
@@ -173,10 +175,10 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !dryRun(req) {
+			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !admission.DryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
-			return allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
 		}
 		skipIgnored = true
 		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
@@ -184,23 +186,23 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 
 	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
 	if len(protections) == 0 {
-		return allow(""), outcomeAllowed
+		return admission.Allow(""), outcomeAllowed
 	}
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	if cluster != "" && v.opts.Candidates != nil && !dryRun(req) {
+	if cluster != "" && v.opts.Candidates != nil && !admission.DryRun(req) {
 		// The rest of the namespace may be settled before it follows.
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 	if cluster == "" {
 		log.Info("cannot decide: object has no logical cluster annotation")
-		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), outcomeBadRequest
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
-	if dryRun(req) {
-		ctx = withoutSideEffects(ctx)
+	if admission.DryRun(req) {
+		ctx = admission.WithoutSideEffects(ctx)
 	}
 	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
 	// The dependents the object's intents name come first: one of them
@@ -215,7 +217,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		// the intent it recorded on this very revision of the object.
 		blockers, err = v.pendingBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
 		if err == nil && len(blockers) == 0 {
-			return allow(""), outcomeAllowed
+			return admission.Allow(""), outcomeAllowed
 		}
 	}
 	// A workspace that is being deleted must be able to finish: its
@@ -225,11 +227,11 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	// decides, so its teardown never waits on reads that fail.
 	if terminating, terr := v.finder.Terminating(ctx, cluster); terr == nil && terminating {
 		log.Info("deletion allowed: the workspace is being deleted", "cluster", cluster)
-		return allow("the workspace is being deleted"), outcomeAllowed
+		return admission.Allow("the workspace is being deleted"), outcomeAllowed
 	}
 	if err != nil {
 		log.Error(err, "looking up dependents failed", "cluster", cluster)
-		return deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
 	}
 	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
@@ -239,12 +241,12 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
-	return deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
 }
 
 // candidate hands a created protected object's place to Candidates.
 func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
-	if v.opts.Candidates == nil || dryRun(req) {
+	if v.opts.Candidates == nil || admission.DryRun(req) {
 		return
 	}
 	if cluster := w.obj.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {

@@ -24,6 +24,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
@@ -387,7 +388,7 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400, ""},
 		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, ""},
 		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"DELETE"}}`, 400, ""},
-		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", maxReviewBytes) + `"}`, 400, ""},
+		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", admission.MaxReviewBytes) + `"}`, 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
 // written is the metadata of the object a create or update writes, and of
@@ -24,11 +26,11 @@ func decodeWritten(req *admissionv1.AdmissionRequest) (written, *admissionv1.Adm
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return w, deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object: %v", err))
+		return w, admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object: %v", err))
 	}
 	if len(req.OldObject.Raw) > 0 {
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			return w, deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object being updated: %v", err))
+			return w, admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, fmt.Sprintf("cannot decode the object being updated: %v", err))
 		}
 	}
 	w.obj, w.old = obj.Metadata, old.Metadata

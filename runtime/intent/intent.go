@@ -1,4 +1,8 @@
-package webhook
+// Package intent encodes the intents the webhook records on referenced
+// objects: one annotation per write that newly references an object,
+// standing for that write until it is stored (the architecture guide's
+// "Intents: references on their way").
+package intent
 
 import (
 	"crypto/rand"
@@ -13,22 +17,22 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// DefaultIntentLifetime is how long an intent counts as a write that may
+// DefaultLifetime is how long an intent counts as a write that may
 // still be stored. A write is stored within the API server's request
 // timeout of its admission or not at all (kcp's --request-timeout, 60s by
 // default, bounds the whole request, storage included); the rest is margin
 // for clocks that disagree between the webhook's replicas.
-const DefaultIntentLifetime = 90 * time.Second
+const DefaultLifetime = 90 * time.Second
 
-// intentClockSkew is how far apart the clocks of kcp (which stamps a rule's
+// ClockSkew is how far apart the clocks of kcp (which stamps a rule's
 // creation) and of the webhook's replicas (which stamp intents) may be.
 // An intent dated more than that before the oldest current rule over its
 // dependent type was recorded under a rule since deleted, and is ignored.
-const intentClockSkew = 5 * time.Second
+const ClockSkew = 5 * time.Second
 
-// newIntentToken returns the random token that names the intents of one
+// NewToken returns the random token that names the intents of one
 // admitted write.
-func newIntentToken() (string, error) {
+func NewToken() (string, error) {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("generating an intent token: %w", err)
@@ -36,11 +40,11 @@ func newIntentToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// intentKey is the annotation key of the intent named token.
-func intentKey(token string) string { return v1alpha1.IntentAnnotationPrefix + token }
+// Key is the annotation key of the intent named token.
+func Key(token string) string { return v1alpha1.IntentAnnotationPrefix + token }
 
-// encodeIntent renders an intent as an annotation value.
-func encodeIntent(in v1alpha1.Intent) (string, error) {
+// Encode renders an intent as an annotation value.
+func Encode(in v1alpha1.Intent) (string, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return "", fmt.Errorf("encoding an intent: %w", err)
@@ -48,14 +52,14 @@ func encodeIntent(in v1alpha1.Intent) (string, error) {
 	return string(b), nil
 }
 
-// intentLabelValue is the IntentLabel value for the intents named token,
+// LabelValue is the IntentLabel value for the intents named token,
 // recorded at at.
-func intentLabelValue(token string, at time.Time) string {
+func LabelValue(token string, at time.Time) string {
 	return token + "." + strconv.FormatInt(at.Unix(), 10)
 }
 
-// parseIntentLabel reads an IntentLabel value.
-func parseIntentLabel(v string) (token string, at time.Time, ok bool) {
+// ParseLabel reads an IntentLabel value.
+func ParseLabel(v string) (token string, at time.Time, ok bool) {
 	token, secs, found := strings.Cut(v, ".")
 	if !found || token == "" {
 		return "", time.Time{}, false
@@ -67,18 +71,18 @@ func parseIntentLabel(v string) (token string, at time.Time, ok bool) {
 	return token, time.Unix(n, 0), true
 }
 
-// recordedIntent is an intent found on a referenced object.
-type recordedIntent struct {
-	key string
+// Recorded is an intent found on a referenced object.
+type Recorded struct {
+	Key string
 	v1alpha1.Intent
 }
 
-// intentsOn returns the intents recorded in annotations that are still
+// On returns the intents recorded in annotations that are still
 // fresh at now, and the keys of those that are not. An intent recorded up to
 // a lifetime in the future (a replica whose clock runs ahead) counts as
 // fresh; one that cannot be read, or claims a time further ahead, was not
 // written by the webhook and counts as expired.
-func intentsOn(annotations map[string]string, now time.Time, lifetime time.Duration) (fresh []recordedIntent, expired []string) {
+func On(annotations map[string]string, now time.Time, lifetime time.Duration) (fresh []Recorded, expired []string) {
 	for k, v := range annotations {
 		if !strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
 			continue
@@ -89,17 +93,17 @@ func intentsOn(annotations map[string]string, now time.Time, lifetime time.Durat
 			expired = append(expired, k)
 			continue
 		}
-		fresh = append(fresh, recordedIntent{key: k, Intent: in})
+		fresh = append(fresh, Recorded{Key: k, Intent: in})
 	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].key < fresh[j].key })
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Key < fresh[j].Key })
 	sort.Strings(expired)
 	return fresh, expired
 }
 
-// names reports whether the intent is about the object called name in
+// Names reports whether the intent is about the object called name in
 // namespace of resource (its generated name, for a create that let the
 // server choose it).
-func (in recordedIntent) names(resource, namespace, name string) bool {
+func (in Recorded) Names(resource, namespace, name string) bool {
 	if in.Resource != resource || in.Namespace != namespace {
 		return false
 	}
@@ -109,17 +113,17 @@ func (in recordedIntent) names(resource, namespace, name string) bool {
 	return in.Name == name
 }
 
-// intentClock tells until when the intents on an object stand for writes
+// Clock tells until when the intents on an object stand for writes
 // that may still be stored (settle.Intents).
-type intentClock struct{ lifetime time.Duration }
+type Clock struct{ Lifetime time.Duration }
 
 // FreshUntil is when the newest fresh intent in annotations expires, the
 // zero time when there is none.
-func (c intentClock) FreshUntil(annotations map[string]string, now time.Time) time.Time {
-	fresh, _ := intentsOn(annotations, now, c.lifetime)
+func (c Clock) FreshUntil(annotations map[string]string, now time.Time) time.Time {
+	fresh, _ := On(annotations, now, c.Lifetime)
 	var until time.Time
 	for _, in := range fresh {
-		if t := in.At.Add(c.lifetime); t.After(until) {
+		if t := in.At.Add(c.Lifetime); t.After(until) {
 			until = t
 		}
 	}

@@ -1,4 +1,4 @@
-package webhook
+package admission
 
 import (
 	"context"
@@ -10,19 +10,19 @@ import (
 // requests too and trusts that answering them changes nothing: no Event, no
 // re-index write.
 
-// dryRun reports whether req is a dry run.
-func dryRun(req *admissionv1.AdmissionRequest) bool {
+// DryRun reports whether req is a dry run.
+func DryRun(req *admissionv1.AdmissionRequest) bool {
 	return req.DryRun != nil && *req.DryRun
 }
 
 type noSideEffectsKey struct{}
 
-// withoutSideEffects marks ctx as serving a dry run.
-func withoutSideEffects(ctx context.Context) context.Context {
+// WithoutSideEffects marks ctx as serving a dry run.
+func WithoutSideEffects(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noSideEffectsKey{}, true)
 }
 
-// sideEffectsAllowed reports whether work under ctx may write anything.
-func sideEffectsAllowed(ctx context.Context) bool {
+// SideEffectsAllowed reports whether work under ctx may write anything.
+func SideEffectsAllowed(ctx context.Context) bool {
 	return ctx.Value(noSideEffectsKey{}) == nil
 }

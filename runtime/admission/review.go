@@ -1,4 +1,8 @@
-package webhook
+// Package admission serves admission reviews on controller-runtime's webhook
+// server and cradmission.Webhook, stricter than they are by themselves: what
+// is not a well-formed AdmissionReview is refused as bad before any decision
+// sees it. It knows nothing of what is decided.
+package admission
 
 import (
 	"bytes"
@@ -13,22 +17,22 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
-// decideFunc decides one well-formed admission request and names the
+// DecideFunc decides one well-formed admission request and names the
 // outcome for metrics.
-type decideFunc func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string)
+type DecideFunc func(context.Context, *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string)
 
-// newAdmissionWebhook serves decide with controller-runtime's admission
+// NewHandler serves decide with controller-runtime's admission
 // webhook, which reads, decodes and answers the AdmissionReview. A body that
 // is not an AdmissionReview, a review without a request UID, and a URL whose
 // scope is malformed are refused with 400 before decide sees them. observe
 // records each outcome and how long it took.
-func newAdmissionWebhook(log logr.Logger, decide decideFunc, observe func(outcome string, start time.Time)) http.Handler {
-	return strictReviews(log, observe, &admission.Webhook{
+func NewHandler(log logr.Logger, decide DecideFunc, observe func(outcome string, start time.Time)) http.Handler {
+	return strictReviews(log, observe, &cradmission.Webhook{
 		Handler: &reviewHandler{log: log, decide: decide, observe: observe},
 		WithContextFunc: func(ctx context.Context, r *http.Request) context.Context {
 			sc, err := scope.Parse(r.URL.Path)
@@ -37,17 +41,20 @@ func newAdmissionWebhook(log logr.Logger, decide decideFunc, observe func(outcom
 			}
 			return withScope(ctx, sc)
 		},
-		LogConstructor: func(logr.Logger, *admission.Request) logr.Logger { return log },
+		LogConstructor: func(logr.Logger, *cradmission.Request) logr.Logger { return log },
 	})
 }
 
-// maxReviewBytes bounds an AdmissionReview body. kube-apiserver caps objects
+// MaxReviewBytes bounds an AdmissionReview body. kube-apiserver caps objects
 // at 3 MiB; a DELETE review carries the old object once, plus envelope.
-const maxReviewBytes = 4 << 20
+const MaxReviewBytes = 4 << 20
+
+// OutcomeBadRequest is the outcome of a request refused as malformed.
+const OutcomeBadRequest = "bad_request"
 
 // strictReviews refuses, with 400, what controller-runtime would decode
-// leniently: a method other than POST, a body over maxReviewBytes, and a
-// body that does not say it is an admission.k8s.io/v1 AdmissionReview
+// leniently: a method other than POST, a body over MaxReviewBytes, and a
+// body that does not say it is an cradmission.k8s.io/v1 AdmissionReview
 // (controller-runtime decodes any kind into one, and answers it).
 func strictReviews(log logr.Logger, observe func(outcome string, start time.Time), next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,8 +62,8 @@ func strictReviews(log logr.Logger, observe func(outcome string, start time.Time
 		body, err := readReview(r)
 		if err != nil {
 			log.Info("rejecting malformed admission request", "error", err.Error(), "remote", r.RemoteAddr)
-			observe(outcomeBadRequest, start)
-			resp := admission.Errored(http.StatusBadRequest, err)
+			observe(OutcomeBadRequest, start)
+			resp := cradmission.Errored(http.StatusBadRequest, err)
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(admissionv1.AdmissionReview{
 				TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
@@ -75,12 +82,12 @@ func readReview(r *http.Request) ([]byte, error) {
 	if r.Method != http.MethodPost {
 		return nil, fmt.Errorf("method %s not allowed: admission reviews are POSTed", r.Method)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxReviewBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading body: %w", err)
 	}
-	if len(body) > maxReviewBytes {
-		return nil, fmt.Errorf("admission review larger than %d bytes", maxReviewBytes)
+	if len(body) > MaxReviewBytes {
+		return nil, fmt.Errorf("admission review larger than %d bytes", MaxReviewBytes)
 	}
 	var tm metav1.TypeMeta
 	if err := json.Unmarshal(body, &tm); err != nil {
@@ -94,33 +101,34 @@ func readReview(r *http.Request) ([]byte, error) {
 
 type scopeErrorKey struct{}
 
-// reviewHandler is the admission.Handler around a decide function.
+// reviewHandler is the cradmission.Handler around a decide function.
 type reviewHandler struct {
 	log     logr.Logger
-	decide  decideFunc
+	decide  DecideFunc
 	observe func(outcome string, start time.Time)
 }
 
 // Handle checks what controller-runtime does not, then decides.
-func (h *reviewHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (h *reviewHandler) Handle(ctx context.Context, req cradmission.Request) cradmission.Response {
 	start := time.Now()
 	if err, _ := ctx.Value(scopeErrorKey{}).(error); err != nil {
 		h.log.Info("rejecting admission request to a malformed URL", "error", err.Error())
-		h.observe(outcomeBadRequest, start)
-		return admission.Errored(http.StatusBadRequest, err)
+		h.observe(OutcomeBadRequest, start)
+		return cradmission.Errored(http.StatusBadRequest, err)
 	}
 	if req.UID == "" {
 		err := errors.New("AdmissionReview request has no uid")
 		h.log.Info("rejecting malformed admission request", "error", err.Error())
-		h.observe(outcomeBadRequest, start)
-		return admission.Errored(http.StatusBadRequest, err)
+		h.observe(OutcomeBadRequest, start)
+		return cradmission.Errored(http.StatusBadRequest, err)
 	}
 	resp, outcome := h.decide(ctx, &req.AdmissionRequest)
 	h.observe(outcome, start)
-	return admission.Response{AdmissionResponse: *resp}
+	return cradmission.Response{AdmissionResponse: *resp}
 }
 
-func allow(message string) *admissionv1.AdmissionResponse {
+// Allow admits, with message when not empty.
+func Allow(message string) *admissionv1.AdmissionResponse {
 	r := &admissionv1.AdmissionResponse{Allowed: true}
 	if message != "" {
 		r.Result = &metav1.Status{Message: message}
@@ -128,9 +136,9 @@ func allow(message string) *admissionv1.AdmissionResponse {
 	return r
 }
 
-// deny refuses with an HTTP-like code: 403 when the object is protected,
+// Deny refuses with an HTTP-like code: 403 when the object is protected,
 // 503 when protection cannot decide now (retry), 400 for a bad request.
-func deny(code int32, reason metav1.StatusReason, message string) *admissionv1.AdmissionResponse {
+func Deny(code int32, reason metav1.StatusReason, message string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{
 		Allowed: false,
 		Result:  &metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message},

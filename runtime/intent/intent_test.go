@@ -1,4 +1,4 @@
-package webhook
+package intent
 
 import (
 	"testing"
@@ -15,18 +15,18 @@ import (
 func TestIntentClock(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) string {
-		v, _ := encodeIntent(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Name: "vm", At: metav1.NewTime(now.Add(d))})
+		v, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Name: "vm", At: metav1.NewTime(now.Add(d))})
 		return v
 	}
-	c := intentClock{lifetime: time.Minute}
+	c := Clock{Lifetime: time.Minute}
 	for name, tt := range map[string]struct {
 		annotations map[string]string
 		want        time.Time
 	}{
 		"none":          {nil, time.Time{}},
-		"expired":       {map[string]string{intentKey("a"): at(-2 * time.Minute)}, time.Time{}},
-		"unreadable":    {map[string]string{intentKey("a"): "{"}, time.Time{}},
-		"newest counts": {map[string]string{intentKey("a"): at(-30 * time.Second), intentKey("b"): at(-10 * time.Second)}, now.Add(50 * time.Second)},
+		"expired":       {map[string]string{Key("a"): at(-2 * time.Minute)}, time.Time{}},
+		"unreadable":    {map[string]string{Key("a"): "{"}, time.Time{}},
+		"newest counts": {map[string]string{Key("a"): at(-30 * time.Second), Key("b"): at(-10 * time.Second)}, now.Add(50 * time.Second)},
 	} {
 		if got := c.FreshUntil(tt.annotations, now); !got.Equal(tt.want) {
 			t.Errorf("%s: FreshUntil = %v, want %v", name, got, tt.want)
@@ -38,7 +38,7 @@ func TestIntentClock(t *testing.T) {
 // long as an intent lives, so that every write admitted before it was
 // published, by a replica of any version, is stored or failed by then.
 func TestSettleAfterCoversAnIntent(t *testing.T) {
-	if settle.DefaultSettleAfter < DefaultIntentLifetime {
-		t.Errorf("settle.DefaultSettleAfter %s is shorter than DefaultIntentLifetime %s", settle.DefaultSettleAfter, DefaultIntentLifetime)
+	if settle.DefaultSettleAfter < DefaultLifetime {
+		t.Errorf("settle.DefaultSettleAfter %s is shorter than DefaultLifetime %s", settle.DefaultSettleAfter, DefaultLifetime)
 	}
 }
