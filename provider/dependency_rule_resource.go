@@ -35,6 +35,7 @@ var (
 	_ resource.Resource                   = &dependencyRuleResource{}
 	_ resource.ResourceWithConfigure      = &dependencyRuleResource{}
 	_ resource.ResourceWithImportState    = &dependencyRuleResource{}
+	_ resource.ResourceWithIdentity       = &dependencyRuleResource{}
 	_ resource.ResourceWithValidateConfig = &dependencyRuleResource{}
 )
 
@@ -197,6 +198,12 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 	documentSchema(ctx, &resp.Schema)
 }
 
+func (r *dependencyRuleResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = workspaceObjectIdentitySchema(
+		"The path of the API provider's workspace that holds the rule, such as `root:compute`.",
+		"The DependencyRule's name, such as `vm-needs-vpc`.")
+}
+
 func (r *dependencyRuleResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -354,7 +361,10 @@ func (r *dependencyRuleResource) Create(ctx context.Context, req resource.Create
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() { resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) })
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	})
 }
 
 func (r *dependencyRuleResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -368,7 +378,10 @@ func (r *dependencyRuleResource) Update(ctx context.Context, req resource.Update
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() { resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...) })
+	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	})
 }
 
 // apply writes the rule and, if asked, waits until it is enforced. save
@@ -501,6 +514,7 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 		state.WaitForEnforcement = types.BoolValue(true)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
 }
 
 func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -567,7 +581,7 @@ func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.Delete
 	}
 }
 
-// ImportState takes <workspace path>/<rule name>.
+// ImportState takes <workspace path>/<rule name>, or the identity.
 func (r *dependencyRuleResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importWorkspaceObject(ctx, req, resp, "rule", "root:compute/vm-needs-vpc")
 	if !resp.Diagnostics.HasError() {

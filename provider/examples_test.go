@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,8 +19,11 @@ var fileCallRE = regexp.MustCompile(`file\("([^"$]+)"\)`)
 // TestAccExamplesValidate runs `terraform validate` on every example
 // directory with the provider built from this tree, so the examples in the
 // docs use attributes that exist, with values the provider accepts at
-// validation. examples/quickstart is also applied end to end by
-// `make quickstart-test`, and the resources by the acceptance tests.
+// validation. An example import block with an identity
+// (import-by-identity.tf) is validated on its own with the other files of
+// its directory, by CLIs that read such blocks. examples/quickstart is also
+// applied end to end by `make quickstart-test`, and the resources by the
+// acceptance tests.
 func TestAccExamplesValidate(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("runs terraform; only with TF_ACC=1")
@@ -57,29 +61,46 @@ func TestAccExamplesValidate(t *testing.T) {
 	if len(dirs) < 10 {
 		t.Fatalf("found only %d example directories", len(dirs))
 	}
+	// validate runs terraform validate on files together.
+	validate := func(t *testing.T, rel string, files []string) {
+		t.Helper()
+		work := t.TempDir()
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			check.Must(t, err)
+			check.Must(t, os.WriteFile(filepath.Join(work, filepath.Base(f)), data, 0o600))
+			// Files that examples read with file() stand for the
+			// user's secrets; validate needs them to exist.
+			for _, m := range fileCallRE.FindAllStringSubmatch(string(data), -1) {
+				check.Must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(m[1])), 0o700))
+				check.Must(t, os.WriteFile(filepath.Join(work, m[1]), nil, 0o600))
+			}
+		}
+		cmd := exec.Command(tf, "validate", "-no-color")
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("terraform validate %s: %v\n%s", rel, err, out)
+		}
+	}
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(root, dir)
-		t.Run(rel, func(t *testing.T) {
-			work := t.TempDir()
-			files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
-			check.Must(t, err)
-			for _, f := range files {
-				data, err := os.ReadFile(f)
-				check.Must(t, err)
-				check.Must(t, os.WriteFile(filepath.Join(work, filepath.Base(f)), data, 0o600))
-				// Files that examples read with file() stand for the
-				// user's secrets; validate needs them to exist.
-				for _, m := range fileCallRE.FindAllStringSubmatch(string(data), -1) {
-					check.Must(t, os.MkdirAll(filepath.Join(work, filepath.Dir(m[1])), 0o700))
-					check.Must(t, os.WriteFile(filepath.Join(work, m[1]), nil, 0o600))
+		files, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+		check.Must(t, err)
+		// The import block with an identity imports to the same address
+		// as the one with an ID: each is validated with the rest on its
+		// own.
+		byIdentity := filepath.Join(dir, "import-by-identity.tf")
+		files = slices.DeleteFunc(files, func(f string) bool { return f == byIdentity })
+		t.Run(rel, func(t *testing.T) { validate(t, rel, files) })
+		if _, err := os.Stat(byIdentity); err == nil {
+			files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "import-by-string-id.tf" })
+			t.Run(rel+"/import-by-identity", func(t *testing.T) {
+				if reason := cliUnderTest().identityUnsupported(); reason != "" {
+					t.Skip(reason)
 				}
-			}
-			cmd := exec.Command(tf, "validate", "-no-color")
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("terraform validate %s: %v\n%s", rel, err, out)
-			}
-		})
+				validate(t, rel, append(files, byIdentity))
+			})
+		}
 	}
 }

@@ -34,6 +34,7 @@ var (
 	_ resource.Resource                     = &exportResource{}
 	_ resource.ResourceWithConfigure        = &exportResource{}
 	_ resource.ResourceWithImportState      = &exportResource{}
+	_ resource.ResourceWithIdentity         = &exportResource{}
 	_ resource.ResourceWithModifyPlan       = &exportResource{}
 	_ resource.ResourceWithConfigValidators = &exportResource{}
 )
@@ -151,6 +152,12 @@ func (r *exportResource) ConfigValidators(context.Context) []resource.ConfigVali
 	}
 }
 
+func (r *exportResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = workspaceObjectIdentitySchema(
+		"The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`.",
+		"The APIExport name, such as `"+v1alpha1.DefaultAPIExportName+"`.")
+}
+
 func (r *exportResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -226,6 +233,7 @@ func (r *exportResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
 }
 
 func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -245,6 +253,7 @@ func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
 }
 
 // apply makes kcp match the plan. The new schema goes in before the export
@@ -368,6 +377,7 @@ func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, res
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
 }
 
 func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -404,7 +414,7 @@ func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	}
 }
 
-// ImportState takes <workspace path>/<export name>.
+// ImportState takes <workspace path>/<export name>, or the identity.
 func (r *exportResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importWorkspaceObject(ctx, req, resp, "export", "root:depctrl/"+v1alpha1.DefaultAPIExportName)
 }

@@ -75,7 +75,7 @@ func TestAccExportResource(t *testing.T) {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: exportConfig(e, ws.Path, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -104,6 +104,15 @@ func TestAccExportResource(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing(addr, ws.Path+"/"+v1alpha1.DefaultAPIExportName),
+		}, identitySteps(t,
+			// The identity names the export by its workspace and name, and an
+			// import block may give it instead of the ID.
+			expectIdentity(exportConfig(e, ws.Path, ""), addr, map[string]knownvalue.Check{
+				"workspace_path": knownvalue.StringExact(ws.Path),
+				"name":           knownvalue.StringExact(v1alpha1.DefaultAPIExportName),
+			}),
+			importByIdentityPlansNothing(addr),
+		), []resource.TestStep{
 			{
 				// Drift: the claims and a runtime rule are removed, and a
 				// subject dropped, by hand. The plan shows it; apply repairs.
@@ -201,7 +210,7 @@ func TestAccExportResource(t *testing.T) {
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
 				}},
 			},
-		},
+		}),
 	})
 }
 

@@ -2,6 +2,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +14,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 )
 
 // importPlansNothing is the import step every resource's test has: import
@@ -80,5 +85,47 @@ func TestRuntimeImportID(t *testing.T) {
 				t.Errorf("%s: %s = %q, want %q", tt.id, attr, got.ValueString(), want)
 			}
 		}
+	}
+}
+
+// importByIdentityPlansNothing imports addr with an import block that gives
+// the identity in state (not the ID), as Terraform 1.12 and later allow,
+// and plans the configuration of the step before it: nothing to change.
+// The identity the import returns must equal the one in state.
+func importByIdentityPlansNothing(addr string) resource.TestStep {
+	return resource.TestStep{
+		ResourceName:     addr,
+		ImportState:      true,
+		ImportStateKind:  resource.ImportBlockWithResourceIdentity,
+		ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+	}
+}
+
+// importByIdentityBlockPlansNothing is importByIdentityPlansNothing with
+// the import block written out: identity adds the attributes that only an
+// import sets (where a shard's credentials are, what a runtime's
+// configuration says that the cluster does not record), which the identity
+// in state leaves null. config is the configuration to plan.
+func importByIdentityBlockPlansNothing(addr, config string, identity map[string]string) resource.TestStep {
+	block := fmt.Sprintf("\nimport {\n  to = %s\n  identity = {\n", addr)
+	for _, k := range slices.Sorted(maps.Keys(identity)) {
+		block += fmt.Sprintf("    %s = %q\n", k, identity[k])
+	}
+	block += "  }\n}\n"
+	step := importByIdentityPlansNothing(addr)
+	step.Config = config + block
+	step.ImportStateConfigExact = true
+	return step
+}
+
+// expectIdentity applies config again, which changes nothing, and checks
+// the identity in state.
+func expectIdentity(config, addr string, identity map[string]knownvalue.Check) resource.TestStep {
+	return resource.TestStep{
+		Config: config,
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectEmptyPlan(),
+		}},
+		ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectIdentity(addr, identity)},
 	}
 }

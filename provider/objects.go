@@ -127,16 +127,36 @@ func toUnstructured(obj runtime.Object) (map[string]interface{}, error) {
 }
 
 // importWorkspaceObject imports an object named by <workspace path>/<name>,
-// the ID of every resource that lives in one workspace; example is a valid
-// ID for the error message.
+// the ID of every resource that lives in one workspace, or by the identity
+// {workspace_path, name} (workspaceObjectIdentity); example is a valid ID
+// for the error message.
 func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse, kind, example string) {
-	ws, name, ok := strings.Cut(req.ID, "/")
-	if !ok || !validWorkspacePath(ws) || !validObjectName(name) {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("%q is not <workspace path>/<%s name>, such as %s", req.ID, kind, example))
-		return
+	var ws, name string
+	if byIdentity(req) {
+		var id workspaceObjectIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		ws, name = id.WorkspacePath.ValueString(), id.Name.ValueString()
+		if !validWorkspacePath(ws) || !validObjectName(name) {
+			e, _, _ := strings.Cut(example, "/")
+			resp.Diagnostics.AddError("Invalid import identity",
+				fmt.Sprintf("workspace_path %q and name %q do not name a %s: workspace_path is a workspace path such as %s, and name the %s's name",
+					ws, name, kind, e, kind))
+			return
+		}
+	} else {
+		var ok bool
+		ws, name, ok = strings.Cut(req.ID, "/")
+		if !ok || !validWorkspacePath(ws) || !validObjectName(name) {
+			resp.Diagnostics.AddError("Invalid import ID",
+				fmt.Sprintf("%q is not <workspace path>/<%s name>, such as %s", req.ID, kind, example))
+			return
+		}
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ws+"/"+name)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("workspace_path"), ws)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentityOf(ws, name), &resp.Diagnostics)
 }

@@ -31,6 +31,7 @@ var (
 	_ resource.Resource                = &providerBindingResource{}
 	_ resource.ResourceWithConfigure   = &providerBindingResource{}
 	_ resource.ResourceWithImportState = &providerBindingResource{}
+	_ resource.ResourceWithIdentity    = &providerBindingResource{}
 	_ resource.ResourceWithModifyPlan  = &providerBindingResource{}
 )
 
@@ -136,6 +137,12 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 	documentSchema(ctx, &resp.Schema)
 }
 
+func (r *providerBindingResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = workspaceObjectIdentitySchema(
+		"The path of the API provider's workspace that holds the binding, such as `root:org:network`.",
+		"The APIBinding name, such as `"+defaultBindingName+"`.")
+}
+
 func (r *providerBindingResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -203,6 +210,7 @@ func (r *providerBindingResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -221,6 +229,7 @@ func (r *providerBindingResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {
@@ -375,6 +384,7 @@ func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadReq
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -457,7 +467,7 @@ func removeLeftoverConfigurations(ctx context.Context, client dynamic.Interface)
 	return removed, nil
 }
 
-// ImportState takes <workspace path>/<binding name>.
+// ImportState takes <workspace path>/<binding name>, or the identity.
 func (r *providerBindingResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importWorkspaceObject(ctx, req, resp, "binding", "root:org:network/"+defaultBindingName)
 }

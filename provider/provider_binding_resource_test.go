@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -83,7 +84,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -105,6 +106,15 @@ func TestAccProviderBindingResource(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing(addr, network.Path+"/"+defaultBindingName),
+		}, identitySteps(t,
+			// The identity names the binding by its workspace and name, and an
+			// import block may give it instead of the ID.
+			expectIdentity(config, addr, map[string]knownvalue.Check{
+				"workspace_path": knownvalue.StringExact(network.Path),
+				"name":           knownvalue.StringExact(defaultBindingName),
+			}),
+			importByIdentityPlansNothing(addr),
+		), []resource.TestStep{
 			{
 				// Drift: the claim is rejected by hand; apply accepts it again.
 				PreConfig: func() {
@@ -164,7 +174,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 				Config:           config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-		},
+		}),
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -30,6 +31,7 @@ var (
 	_ resource.Resource                     = &rootRBACResource{}
 	_ resource.ResourceWithConfigure        = &rootRBACResource{}
 	_ resource.ResourceWithImportState      = &rootRBACResource{}
+	_ resource.ResourceWithIdentity         = &rootRBACResource{}
 	_ resource.ResourceWithModifyPlan       = &rootRBACResource{}
 	_ resource.ResourceWithConfigValidators = &rootRBACResource{}
 )
@@ -57,6 +59,9 @@ type rootRBACModel struct {
 
 func (r *rootRBACResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_root_rbac"
+	// The identity names the workspaces that hold the grant, and
+	// parent_paths changes in place.
+	resp.ResourceBehavior.MutableIdentity = true
 }
 
 func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -119,6 +124,41 @@ func (r *rootRBACResource) ConfigValidators(context.Context) []resource.ConfigVa
 	return []resource.ConfigValidator{
 		resourcevalidator.AtLeastOneOf(path.MatchRoot("controller_users"), path.MatchRoot("controller_groups")),
 	}
+}
+
+// rootRBACIdentity names the grant: its name and the workspaces besides
+// root that hold it, as the import ID does (root,<parent paths>/<name>).
+type rootRBACIdentity struct {
+	Name        types.String `tfsdk:"name"`
+	ParentPaths types.List   `tfsdk:"parent_paths"`
+}
+
+func (r *rootRBACResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{
+		Attributes: map[string]identityschema.Attribute{
+			"name": identityschema.StringAttribute{
+				OptionalForImport: true,
+				Description:       "The name of the ClusterRole and ClusterRoleBinding, `" + rbac.WorkspaceReaderName + "` when not given.",
+			},
+			"parent_paths": identityschema.ListAttribute{
+				OptionalForImport: true,
+				ElementType:       types.StringType,
+				Description: "The workspaces besides `root` that hold the grant (`parent_paths`), sorted; null when `parent_paths` is. " +
+					"Unlike other identities this one changes when `parent_paths` does.",
+			},
+		},
+	}
+}
+
+// identity is m's identity: the grant's name and its parent paths, sorted;
+// null when parent_paths is, so that an import by identity reads back the
+// configuration it came from.
+func (m *rootRBACModel) identity(ctx context.Context) rootRBACIdentity {
+	id := rootRBACIdentity{Name: m.Name, ParentPaths: types.ListNull(types.StringType)}
+	if parents := m.paths(ctx)[1:]; len(parents) > 0 || (!m.ParentPaths.IsNull() && !m.ParentPaths.IsUnknown()) {
+		id.ParentPaths = stringList(parents)
+	}
+	return id
 }
 
 func (r *rootRBACResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -193,6 +233,7 @@ func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.identity(ctx), &resp.Diagnostics)
 }
 
 func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -229,6 +270,7 @@ func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, plan.identity(ctx), &resp.Diagnostics)
 }
 
 func (r *rootRBACResource) apply(ctx context.Context, m *rootRBACModel, diags *diagnostics) {
@@ -321,6 +363,7 @@ func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, r
 		state.ParentPaths = stringSet(intact)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, state.identity(ctx), &resp.Diagnostics)
 }
 
 func (r *rootRBACResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -338,29 +381,60 @@ func (r *rootRBACResource) Delete(ctx context.Context, req resource.DeleteReques
 }
 
 // ImportState takes root and the parent paths joined by ",", such as
-// root,root:org, optionally followed by "/" and a non-default name.
+// root,root:org, optionally followed by "/" and a non-default name; or the
+// identity, whose name and parent_paths say the same.
 func (r *rootRBACResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	id, name, named := strings.Cut(req.ID, "/")
-	paths := strings.Split(id, ",")
-	if paths[0] != "root" {
-		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("%q must be root followed by the parent paths, joined by ',', such as root,root:org", req.ID))
-		return
-	}
-	for _, p := range paths[1:] {
-		if !validWorkspacePath(p) {
-			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q in %q is not a workspace path", p, req.ID))
+	var m rootRBACModel
+	if byIdentity(req) {
+		var id rootRBACIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
+		if resp.Diagnostics.HasError() {
 			return
 		}
+		var parents []string
+		resp.Diagnostics.Append(id.ParentPaths.ElementsAs(ctx, &parents, false)...)
+		for _, p := range parents {
+			if !validWorkspacePath(p) || p == "root" {
+				resp.Diagnostics.AddError("Invalid import identity", fmt.Sprintf("%q in parent_paths is not a workspace path below root", p))
+				return
+			}
+		}
+		m.Name, m.ParentPaths = id.Name, stringSet(parents)
+		if id.ParentPaths.IsNull() {
+			m.ParentPaths = types.SetNull(types.StringType)
+		}
+		if m.Name.ValueString() == "" {
+			m.Name = types.StringValue(rbac.WorkspaceReaderName)
+		}
+	} else {
+		id, name, named := strings.Cut(req.ID, "/")
+		paths := strings.Split(id, ",")
+		if paths[0] != "root" {
+			resp.Diagnostics.AddError("Invalid import ID",
+				fmt.Sprintf("%q must be root followed by the parent paths, joined by ',', such as root,root:org", req.ID))
+			return
+		}
+		for _, p := range paths[1:] {
+			if !validWorkspacePath(p) {
+				resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("%q in %q is not a workspace path", p, req.ID))
+				return
+			}
+		}
+		if !named {
+			name = rbac.WorkspaceReaderName
+		}
+		m.Name, m.ParentPaths = types.StringValue(name), types.SetNull(types.StringType)
+		if len(paths) > 1 {
+			m.ParentPaths = stringSet(paths[1:])
+		}
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	if !named {
-		name = rbac.WorkspaceReaderName
+	if resp.Diagnostics.HasError() {
+		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	if len(paths) > 1 {
-		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("parent_paths"), paths[1:])...)
-	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), m.id(ctx))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), m.Name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("parent_paths"), m.ParentPaths)...)
+	setIdentity(ctx, resp.Identity, m.identity(ctx), &resp.Diagnostics)
 }
 
 func sameSubjects(a, b []rbacv1.Subject) bool {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -98,7 +99,7 @@ func TestAccRootRBACResource(t *testing.T) {
 			}
 			return gone(org.Path)
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: rootRBACConfig(e, name, user, org.Path),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -127,6 +128,15 @@ func TestAccRootRBACResource(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing(addr, "root,"+org.Path+"/"+name),
+		}, identitySteps(t,
+			// The identity names the grant and the workspaces besides root that
+			// hold it, and an import block may give it instead of the ID.
+			expectIdentity(rootRBACConfig(e, name, user, org.Path), addr, map[string]knownvalue.Check{
+				"name":         knownvalue.StringExact(name),
+				"parent_paths": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(org.Path)}),
+			}),
+			importByIdentityPlansNothing(addr),
+		), []resource.TestStep{
 			{
 				// Drift: the grant in the org is deleted and root's role is
 				// narrowed by hand.
@@ -163,6 +173,14 @@ func TestAccRootRBACResource(t *testing.T) {
 					return gone(org.Path)
 				},
 			},
-		},
+		}, identitySteps(t,
+			// With parent_paths, the identity changes: root alone holds the
+			// grant now, and an import block that says so imports it.
+			expectIdentity(rootRBACConfig(e, name, user), addr, map[string]knownvalue.Check{
+				"name":         knownvalue.StringExact(name),
+				"parent_paths": knownvalue.ListSizeExact(0),
+			}),
+			importByIdentityPlansNothing(addr),
+		)),
 	})
 }

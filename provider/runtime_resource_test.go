@@ -111,6 +111,13 @@ resource "depctrl_runtime" "this" {
     metrics_namespaces = ["monitoring"]
   }`
 
+	// webhookSettings are the webhook's settings when the runtime is
+	// imported.
+	webhookSettings := `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`
+
 	kcfg, err := kube.Config()
 	check.Must(t, err)
 	kc, err := kubernetes.NewForConfig(kcfg)
@@ -213,7 +220,7 @@ resource "depctrl_runtime" "this" {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				// The kcp side and the runtime, which rolls out once the
 				// export and the RBAC it needs exist.
@@ -329,6 +336,30 @@ resource "depctrl_runtime" "this" {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing(rt, importID),
+		}, identitySteps(t,
+			// The identity names the runtime by its namespace and name; what
+			// the cluster does not record is not part of it.
+			expectIdentity(config("v1.0.1", 2, webhookSettings, narrowed), rt, map[string]knownvalue.Check{
+				"namespace":                        knownvalue.StringExact(ns),
+				"name":                             knownvalue.StringExact(deploy.DefaultName),
+				"workspace_path":                   knownvalue.Null(),
+				"controller_kubeconfig_path":       knownvalue.Null(),
+				"controller_context":               knownvalue.Null(),
+				"webhook_kubeconfig_path":          knownvalue.Null(),
+				"webhook_context":                  knownvalue.Null(),
+				"webhook_certificate_validity":     knownvalue.Null(),
+				"webhook_certificate_renew_before": knownvalue.Null(),
+			}),
+			// An import block adds it, as the import ID does.
+			importByIdentityBlockPlansNothing(rt, config("v1.0.1", 2, webhookSettings, narrowed), map[string]string{
+				"namespace":                        ns,
+				"workspace_path":                   tp.path("depctrl"),
+				"controller_kubeconfig_path":       kubeconfigs[env.ControllerUser],
+				"webhook_kubeconfig_path":          kubeconfigs[env.WebhookUser],
+				"webhook_certificate_validity":     "1h",
+				"webhook_certificate_renew_before": "30m",
+			}),
+		), []resource.TestStep{
 			{
 				// Without them, the kubeconfigs are read from the Secrets
 				// and the certificate policy is the default.
@@ -404,7 +435,7 @@ resource "depctrl_runtime" "this" {
 					return nil
 				}, protected),
 			},
-		},
+		}),
 	})
 }
 

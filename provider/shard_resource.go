@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -40,6 +41,7 @@ var (
 	_ resource.ResourceWithModifyPlan       = &shardResource{}
 	_ resource.ResourceWithConfigValidators = &shardResource{}
 	_ resource.ResourceWithValidateConfig   = &shardResource{}
+	_ resource.ResourceWithIdentity         = &shardResource{}
 )
 
 // systemAdminCluster is the logical cluster whose RBAC a shard consults for
@@ -201,6 +203,50 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 		},
 	}
 	documentSchema(ctx, &resp.Schema)
+}
+
+// shardIdentity names the grant on a shard: the shard and the name of the
+// ClusterRole and ClusterRoleBinding in its system:admin. The other
+// attributes say, in an import block only, where the credentials for the
+// shard are, as the import ID does; they are null in the stored identity.
+type shardIdentity struct {
+	Name                  types.String `tfsdk:"name"`
+	GrantName             types.String `tfsdk:"grant_name"`
+	KubeconfigPath        types.String `tfsdk:"kubeconfig_path"`
+	Context               types.String `tfsdk:"context"`
+	ClientCertificatePath types.String `tfsdk:"client_certificate_path"`
+	ClientKeyPath         types.String `tfsdk:"client_key_path"`
+	CACertificatePath     types.String `tfsdk:"ca_certificate_path"`
+	URL                   types.String `tfsdk:"url"`
+}
+
+func shardIdentityOf(name, grant types.String) shardIdentity {
+	null := types.StringNull()
+	return shardIdentity{Name: name, GrantName: grant, KubeconfigPath: null, Context: null, ClientCertificatePath: null, ClientKeyPath: null, CACertificatePath: null, URL: null}
+}
+
+func (r *shardResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	importOnly := func(desc string) identityschema.StringAttribute {
+		return identityschema.StringAttribute{OptionalForImport: true, Description: desc + " Import only: always null in the stored identity."}
+	}
+	resp.IdentitySchema = identityschema.Schema{
+		Attributes: map[string]identityschema.Attribute{
+			"name": identityschema.StringAttribute{
+				RequiredForImport: true,
+				Description:       "The name of the Shard object in `root`, such as `shard-1`.",
+			},
+			"grant_name": identityschema.StringAttribute{
+				OptionalForImport: true,
+				Description:       "The name of the ClusterRole and ClusterRoleBinding on the shard, `" + rbac.ShardReaderName + "` when not given.",
+			},
+			"kubeconfig_path":         importOnly("A kubeconfig with credentials for the shard, as `kubeconfig_path` in the configuration. Give it or `client_certificate_path`."),
+			"context":                 importOnly("The context of `kubeconfig_path` to use."),
+			"client_certificate_path": importOnly("A PEM client certificate file for the shard, with `client_key_path`, instead of `kubeconfig_path`."),
+			"client_key_path":         importOnly("The PEM private key file of `client_certificate_path`."),
+			"ca_certificate_path":     importOnly("A PEM file with the CA that signed the shard's serving certificate, with `client_certificate_path`; its content becomes `ca_certificate`."),
+			"url":                     importOnly("The shard's own URL, as `url`; default the kubeconfig's server, else the Shard object's base URL."),
+		},
+	}
 }
 
 func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValidator {
@@ -374,6 +420,7 @@ func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
 }
 
 func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -399,6 +446,7 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
 }
 
 func (m *shardModel) client(ua string) (dynamic.Interface, *rest.Config, error) {
@@ -543,6 +591,7 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	state.WebhookUsers = keepNullIfEmpty(state.WebhookUsers, users)
 	state.WebhookGroups = keepNullIfEmpty(state.WebhookGroups, groups)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, shardIdentityOf(state.Name, state.GrantName), &resp.Diagnostics)
 }
 
 // shardAccessFrom reads back what rbac.ShardReader was asked for from the
@@ -638,14 +687,27 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 // import cannot see the resource's configuration:
 // <name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>] or
 // <name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>].
-// Read then finds the grant's subjects and types on the shard. Inline
-// credentials cannot be imported; apply adopts an existing grant instead.
+// The identity says the same in its attributes (shardIdentity). Read then
+// finds the grant's subjects and types on the shard. Inline credentials
+// cannot be imported; apply adopts an existing grant instead.
 func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	id, err := parseShardImportID(req.ID)
-	if err != nil {
+	var id shardImportID
+	var err error
+	if byIdentity(req) {
+		var ident shardIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		if id, err = shardImportIDFromIdentity(ident); err != nil {
+			resp.Diagnostics.AddError("Invalid import identity", err.Error())
+			return
+		}
+	} else if id, err = parseShardImportID(req.ID); err != nil {
 		resp.Diagnostics.AddError("Invalid import ID", err.Error())
 		return
 	}
+	setIdentity(ctx, resp.Identity, shardIdentityOf(types.StringValue(id.name), types.StringValue(id.grant)), &resp.Diagnostics)
 	set := func(attr, v string) {
 		if v != "" {
 			resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root(attr), v)...)
@@ -714,6 +776,34 @@ func parseShardImportID(s string) (shardImportID, error) {
 			return shardImportID{}, bad
 		}
 		*into = value
+	}
+	return id, nil
+}
+
+// shardImportIDFromIdentity checks an import block's identity as
+// parseShardImportID checks an import ID.
+func shardImportIDFromIdentity(ident shardIdentity) (shardImportID, error) {
+	id := shardImportID{
+		name: ident.Name.ValueString(), grant: ident.GrantName.ValueString(),
+		kubeconfig: ident.KubeconfigPath.ValueString(), context: ident.Context.ValueString(),
+		cert: ident.ClientCertificatePath.ValueString(), key: ident.ClientKeyPath.ValueString(),
+		ca: ident.CACertificatePath.ValueString(), url: ident.URL.ValueString(),
+	}
+	if id.grant == "" {
+		id.grant = rbac.ShardReaderName
+	}
+	switch {
+	case !validObjectName(id.name):
+		return id, fmt.Errorf("name %q is not a Shard name such as shard-1", id.name)
+	case (id.kubeconfig == "") == (id.cert == ""):
+		return id, fmt.Errorf("give exactly one of kubeconfig_path and client_certificate_path: importing shard %q reads its grant on the shard, "+
+			"with the credentials they name (an identity cannot carry inline credentials)", id.name)
+	case (id.cert == "") != (id.key == ""):
+		return id, fmt.Errorf("client_certificate_path and client_key_path go together")
+	case id.context != "" && id.kubeconfig == "":
+		return id, fmt.Errorf("context needs kubeconfig_path")
+	case id.ca != "" && id.cert == "":
+		return id, fmt.Errorf("ca_certificate_path goes with client_certificate_path; a kubeconfig names its own CA")
 	}
 	return id, nil
 }

@@ -122,7 +122,7 @@ func TestAccShardResource(t *testing.T) {
 			}
 			return everyShard("configmaps", false)(nil)
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: shardConfig(e, grant, user, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -202,6 +202,26 @@ func TestAccShardResource(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing("depctrl_shard.s1", e.Shards[1].Name+"/"+grant+","+e.Shards[1].AdminKubeconfig),
+		}, identitySteps(t,
+			// The identity names the grant by its shard and name; where the
+			// credentials are is not part of it.
+			expectIdentity(shardConfig(e, grant, user, reindexed), "depctrl_shard.s1", map[string]knownvalue.Check{
+				"name":                    knownvalue.StringExact(e.Shards[1].Name),
+				"grant_name":              knownvalue.StringExact(grant),
+				"kubeconfig_path":         knownvalue.Null(),
+				"context":                 knownvalue.Null(),
+				"client_certificate_path": knownvalue.Null(),
+				"client_key_path":         knownvalue.Null(),
+				"ca_certificate_path":     knownvalue.Null(),
+				"url":                     knownvalue.Null(),
+			}),
+			// An import block adds them, as the import ID does.
+			importByIdentityBlockPlansNothing("depctrl_shard.s1", shardConfig(e, grant, user, reindexed), map[string]string{
+				"name":            e.Shards[1].Name,
+				"grant_name":      grant,
+				"kubeconfig_path": e.Shards[1].AdminKubeconfig,
+			}),
+		), []resource.TestStep{
 			{
 				// Drift: a type removed from the role by hand shows as
 				// the attribute that asked for it, and apply restores it.
@@ -239,7 +259,7 @@ func TestAccShardResource(t *testing.T) {
 				Config:           shardConfig(e, grant, user, reindexed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-		},
+		}),
 	})
 }
 
@@ -438,7 +458,7 @@ resource "depctrl_shard" "this" {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				// The current context's server is not the shard.
 				Config:      config(""),
@@ -463,7 +483,11 @@ resource "depctrl_shard" "this" {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing("depctrl_shard.this", shard.Name+"/"+grant+","+kubeconfig+",context=system-masters"),
-		},
+		}, identitySteps(t,
+			importByIdentityBlockPlansNothing("depctrl_shard.this", config(`  context = "system-masters"`+"\n"), map[string]string{
+				"name": shard.Name, "grant_name": grant, "kubeconfig_path": kubeconfig, "context": "system-masters",
+			}),
+		)),
 	})
 }
 
@@ -507,8 +531,8 @@ func shardSchemaType(t *testing.T) tftypes.Type {
 
 // TestAccShardResourceCertificates: a shard reached with a client
 // certificate and key from files and an inline CA, imported with the
-// certificate form of the import ID (its CA read from a file), plans
-// nothing.
+// certificate form of the import ID (its CA read from a file), or of an
+// import block's identity, plans nothing.
 func TestAccShardResourceCertificates(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
@@ -548,7 +572,7 @@ resource "depctrl_shard" "this" {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{Config: config},
 			{
 				ResourceName:            "depctrl_shard.this",
@@ -558,6 +582,11 @@ resource "depctrl_shard" "this" {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			importPlansNothing("depctrl_shard.this", id),
-		},
+		}, identitySteps(t,
+			importByIdentityBlockPlansNothing("depctrl_shard.this", config, map[string]string{
+				"name": shard.Name, "grant_name": grant, "client_certificate_path": filepath.Join(dir, "admin.crt"),
+				"client_key_path": filepath.Join(dir, "admin.key"), "ca_certificate_path": filepath.Join(dir, "ca.crt"), "url": shard.URL,
+			}),
+		)),
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,7 +233,7 @@ func TestAccTopology(t *testing.T) {
 			}
 			return shardGrantsGone()
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				// The kcp side of the installation.
 				Config: tp.base(),
@@ -282,6 +283,15 @@ data "depctrl_dependency_rules" "compute" {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
+		}, identitySteps(t,
+			// The identity names the rule by its workspace and name, and an
+			// import block may give it instead of the ID.
+			expectIdentity(tp.withRules(".spec.vpcRef.name", ""), rule, map[string]knownvalue.Check{
+				"workspace_path": knownvalue.StringExact(tp.path("compute")),
+				"name":           knownvalue.StringExact("vm-needs-vpc"),
+			}),
+			withConfig(importByIdentityPlansNothing(rule), tp.withRules(".spec.vpcRef.name", "")),
+		), []resource.TestStep{
 			{
 				// Drift: the field path is changed by hand; apply restores it.
 				PreConfig: func() {
@@ -367,7 +377,7 @@ resource "depctrl_dependency_rule" "cycle" {
 					plancheck.ExpectResourceAction("depctrl_dependency_rule.refused", plancheck.ResourceActionDestroy),
 				}},
 			},
-		},
+		}),
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -29,6 +30,7 @@ var (
 	_ resource.Resource                = &workspaceResource{}
 	_ resource.ResourceWithConfigure   = &workspaceResource{}
 	_ resource.ResourceWithImportState = &workspaceResource{}
+	_ resource.ResourceWithIdentity    = &workspaceResource{}
 )
 
 const (
@@ -129,6 +131,22 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 	documentSchema(ctx, &resp.Schema)
 }
 
+// workspaceIdentity names a workspace by its path, the import ID.
+type workspaceIdentity struct {
+	Path types.String `tfsdk:"path"`
+}
+
+func (r *workspaceResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = identityschema.Schema{
+		Attributes: map[string]identityschema.Attribute{
+			"path": identityschema.StringAttribute{
+				RequiredForImport: true,
+				Description:       "The workspace path, such as `root:org:network`: `parent_path` and `name` joined by `:`.",
+			},
+		},
+	}
+}
+
 func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -227,11 +245,13 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 			plan.setUnknownComputedToNull()
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		setIdentity(ctx, resp.Identity, workspaceIdentity{Path: types.StringValue(p)}, &resp.Diagnostics)
 		resp.Diagnostics.AddError("Workspace not ready", err.Error())
 		return
 	}
 	r.setFromWorkspace(&plan, describeWorkspace(p, got), got)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setIdentity(ctx, resp.Identity, workspaceIdentity{Path: types.StringValue(p)}, &resp.Diagnostics)
 }
 
 func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -259,6 +279,7 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	}
 	r.setFromWorkspace(&state, describeWorkspace(p, ws), ws)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, workspaceIdentity{Path: types.StringValue(p)}, &resp.Diagnostics)
 }
 
 // Update only ever changes timeouts: every other input forces replacement.
@@ -271,6 +292,7 @@ func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateReque
 	}
 	state.Timeouts = plan.Timeouts
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setIdentity(ctx, resp.Identity, workspaceIdentity{Path: state.Path}, &resp.Diagnostics)
 }
 
 func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -316,14 +338,24 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 }
 
-// ImportState takes the workspace path, such as root:org:network.
+// ImportState takes the workspace path, such as root:org:network, as the
+// import ID or as the identity's path.
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	p := req.ID
+	p, what := req.ID, "import ID"
+	if byIdentity(req) {
+		var id workspaceIdentity
+		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		p, what = id.Path.ValueString(), "import identity"
+	}
 	if !validWorkspacePath(p) || p == "root" {
-		resp.Diagnostics.AddError("Invalid import ID",
+		resp.Diagnostics.AddError("Invalid "+what,
 			fmt.Sprintf("%q is not a workspace path below root: import a workspace by its path, such as root:org:network", p))
 		return
 	}
+	setIdentity(ctx, resp.Identity, workspaceIdentity{Path: types.StringValue(p)}, &resp.Diagnostics)
 	i := strings.LastIndex(p, ":")
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), p)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("parent_path"), p[:i])...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func TestAccWorkspaceResource(t *testing.T) {
 			}
 			return nil
 		},
-		Steps: []resource.TestStep{
+		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: workspaceResourceConfig(e, org.Path, "team", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -133,6 +134,14 @@ func TestAccWorkspaceResource(t *testing.T) {
 			},
 			// The same through an import block, planned like any change.
 			importPlansNothing(addr, org.Path+":team"),
+		}, identitySteps(t,
+			// The identity names the workspace by its path, and an import
+			// block may give it instead of the ID.
+			expectIdentity(workspaceResourceConfig(e, org.Path, "team", ""), addr, map[string]knownvalue.Check{
+				"path": knownvalue.StringExact(org.Path + ":team"),
+			}),
+			importByIdentityPlansNothing(addr),
+		), []resource.TestStep{
 			{
 				// Drift: the workspace is deleted outside Terraform, and
 				// apply creates it again.
@@ -167,7 +176,7 @@ func TestAccWorkspaceResource(t *testing.T) {
 					attr("path", knownvalue.StringExact(org.Path+":renamed")),
 				},
 			},
-		},
+		}),
 	})
 }
 
