@@ -118,12 +118,20 @@ type exportReader struct {
 // read to serve without reading its APIResourceSchemas again.
 const exportCacheFor = time.Minute
 
+// exportFreshFor is how long a run may reuse what an export was read to
+// serve without reading the export at all: a burst of runs (rules applied
+// together, each run starting the next by the configurations it writes)
+// reads each export once instead of once a run, which under the client's
+// rate limit held every other request back.
+const exportFreshFor = 5 * time.Second
+
 // exportCache keeps what each export serves between runs, by the export's
-// resourceVersion: a run reads every export it needs (one GET), and its
-// schemas (one GET each) only when the export changed or the entry is
-// older than exportCacheFor. Schemas are immutable; one deleted and created
-// again under the same name while the export stays as it is is noticed
-// within exportCacheFor.
+// resourceVersion: a run reads every export it needs (one GET) unless it
+// was read less than exportFreshFor before, and its schemas (one GET each)
+// only when the export changed or the entry is older than exportCacheFor.
+// Schemas are immutable; one deleted and created again under the same name
+// while the export stays as it is is noticed within exportCacheFor. Only
+// exports found are kept: a missing one is looked for at every run.
 type exportCache struct {
 	mu      sync.Mutex
 	entries map[exportKey]cachedExport
@@ -132,11 +140,26 @@ type exportCache struct {
 type cachedExport struct {
 	resourceVersion string
 	types           *ExportTypes
-	at              time.Time
+	// at is when the schemas were read, checked when the export was last
+	// read at resourceVersion.
+	at, checked time.Time
+}
+
+// fresh returns the cached types of key if the export was read less than
+// exportFreshFor before now.
+func (c *exportCache) fresh(key exportKey, now time.Time) (*ExportTypes, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.Sub(e.checked) >= exportFreshFor {
+		return nil, false
+	}
+	return e.types, true
 }
 
 // get returns the cached types of key if they were read at resourceVersion
-// less than exportCacheFor before now.
+// less than exportCacheFor before now, and notes that the export was read
+// at now.
 func (c *exportCache) get(key exportKey, resourceVersion string, now time.Time) (*ExportTypes, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -144,6 +167,8 @@ func (c *exportCache) get(key exportKey, resourceVersion string, now time.Time) 
 	if !ok || e.resourceVersion != resourceVersion || now.Sub(e.at) >= exportCacheFor {
 		return nil, false
 	}
+	e.checked = now
+	c.entries[key] = e
 	return e.types, true
 }
 
@@ -153,12 +178,16 @@ func (c *exportCache) put(key exportKey, resourceVersion string, types *ExportTy
 	if c.entries == nil {
 		c.entries = map[exportKey]cachedExport{}
 	}
-	c.entries[key] = cachedExport{resourceVersion: resourceVersion, types: types, at: now}
+	c.entries[key] = cachedExport{resourceVersion: resourceVersion, types: types, at: now, checked: now}
 }
 
-// readCached reads the export called name in cluster with c, its schemas
-// only when the cache has nothing current.
+// readCached reads the export called name in cluster with c, unless it was
+// read moments ago, and its schemas only when the cache has nothing
+// current.
 func (r *exportReader) readCached(ctx context.Context, c dynamic.Interface, key exportKey) (*ExportTypes, error) {
+	if types, ok := r.cache.fresh(key, time.Now()); ok {
+		return types, nil
+	}
 	u, err := getExport(ctx, c, key.name)
 	if err != nil {
 		return nil, err

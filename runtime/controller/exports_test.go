@@ -12,9 +12,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// TestExportCache: a run reads every export it needs, but the export's
-// schemas only when the export changed since the cached read, or the entry
-// is older than exportCacheFor.
+// TestExportCache: a run reads every export it needs unless it was read
+// less than exportFreshFor before, and the export's schemas only when the
+// export changed since the cached read, or the entry is older than
+// exportCacheFor.
 func TestExportCache(t *testing.T) {
 	export := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
@@ -46,11 +47,26 @@ func TestExportCache(t *testing.T) {
 			t.Fatalf("read %+v, %v", types, err)
 		}
 	}
+	age := func(schemas bool) {
+		for k, e := range cache.entries {
+			e.checked = e.checked.Add(-exportFreshFor)
+			if schemas {
+				e.at = e.at.Add(-exportCacheFor)
+			}
+			cache.entries[k] = e
+		}
+	}
 	read()
+	read()
+	if gets["apiexports"] != 1 || gets["apiresourceschemas"] != 1 {
+		t.Fatalf("two runs in a row got the export %d times and its schema %d times, want 1 and 1", gets["apiexports"], gets["apiresourceschemas"])
+	}
+	age(false)
 	read()
 	if gets["apiexports"] != 2 || gets["apiresourceschemas"] != 1 {
-		t.Fatalf("two runs got the export %d times and its schema %d times, want 2 and 1", gets["apiexports"], gets["apiresourceschemas"])
+		t.Fatalf("a run %s later got the export %d times and its schema %d times in all, want 2 and 1", exportFreshFor, gets["apiexports"], gets["apiresourceschemas"])
 	}
+	age(false)
 	export.SetResourceVersion("2")
 	if _, err := client.Resource(APIExportsGVR).Update(context.Background(), export, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -59,10 +75,7 @@ func TestExportCache(t *testing.T) {
 	if gets["apiresourceschemas"] != 2 {
 		t.Errorf("a changed export's schemas were not read again (%d reads)", gets["apiresourceschemas"])
 	}
-	for k, e := range cache.entries {
-		e.at = e.at.Add(-exportCacheFor)
-		cache.entries[k] = e
-	}
+	age(true)
 	read()
 	if gets["apiresourceschemas"] != 3 {
 		t.Errorf("the schemas of an entry older than %s were not read again (%d reads)", exportCacheFor, gets["apiresourceschemas"])

@@ -50,11 +50,19 @@ func settleIndex(rp *RulePlan, done indexSync) {
 // syncIndexes makes the reference index configurations match the plan:
 // installed or repaired where rules want them, and ours removed where none
 // does. The error joins every failure, so that the run is retried.
-func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []virtualworkspace.Object) (indexSync, error) {
+func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []virtualworkspace.Object, listed bool) (indexSync, error) {
 	out := indexSync{UIDs: map[string]string{}, Failed: map[string]error{}}
 	var errs []error
+	var current map[string]*unstructured.Unstructured
+	if listed {
+		current = byCluster(existing, settings.ConfigurationName)
+	}
 	for cluster, gvrs := range plan.Indexes {
-		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, DesiredIndexConfiguration(settings.Scoped(scope.Of(cluster)), gvrs))
+		var cur *unstructured.Unstructured
+		if listed {
+			cur = current[cluster]
+		}
+		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, listed, cur, DesiredIndexConfiguration(settings.Scoped(scope.Of(cluster)), gvrs))
 		if err != nil {
 			out.Failed[cluster] = err
 			s.Log.Error(err, "installing reference index configuration", "cluster", cluster)
@@ -78,13 +86,47 @@ func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[strin
 }
 
 // ensureIndexIn ensures the configuration in cluster, reached through the
-// virtual workspace at url.
-func (s *Syncer) ensureIndexIn(ctx context.Context, url, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+// virtual workspace at url. When listed, current is the configuration as
+// this run listed it (nil: none); otherwise it is read first.
+func (s *Syncer) ensureIndexIn(ctx context.Context, url, cluster string, listed bool, current *unstructured.Unstructured, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
 	c, err := s.VW.Client(url, cluster)
 	if err != nil {
 		return "", err
 	}
-	return s.ensureIndexConfiguration(ctx, c.Resource(virtualworkspace.MutatingWebhookConfigurationsGVR), cluster, desired)
+	return s.ensureListedIndex(ctx, c.Resource(virtualworkspace.MutatingWebhookConfigurationsGVR), cluster, listed, current, desired)
+}
+
+// ensureListedIndex is ensureIndexIn with res, the cluster's index
+// configurations.
+func (s *Syncer) ensureListedIndex(ctx context.Context, res dynamic.ResourceInterface, cluster string, listed bool, current *unstructured.Unstructured, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+	var err error
+	if !listed {
+		if current, err = readConfiguration(ctx, res, desired.Name); err != nil {
+			return "", err
+		}
+	}
+	uid, err := s.ensureIndexConfiguration(ctx, res, cluster, current, desired)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		// Changed or created since the list: read it and write once more.
+		if current, err = readConfiguration(ctx, res, desired.Name); err != nil {
+			return "", err
+		}
+		uid, err = s.ensureIndexConfiguration(ctx, res, cluster, current, desired)
+	}
+	return uid, err
+}
+
+// readConfiguration reads the configuration called name, nil when there is
+// none.
+func readConfiguration(ctx context.Context, res dynamic.ResourceInterface, name string) (*unstructured.Unstructured, error) {
+	current, err := res.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	return current, nil
 }
 
 // ensureIndexConfiguration makes the cluster's reference index
@@ -93,13 +135,9 @@ func (s *Syncer) ensureIndexIn(ctx context.Context, url, cluster string, desired
 // new epoch, so index labels written while writes could skip the webhook
 // are never trusted again. The controller's own changes keep the UID: they
 // never leave a covered type uncovered.
-func (s *Syncer) ensureIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
-	current, err := res.Get(ctx, desired.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+func (s *Syncer) ensureIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, cluster string, current *unstructured.Unstructured, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+	if current == nil {
 		return s.createIndexConfiguration(ctx, res, cluster, desired)
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading: %w", err)
 	}
 	existing := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, existing); err != nil {

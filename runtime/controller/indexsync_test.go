@@ -164,7 +164,15 @@ func TestEnsureIndexConfiguration(t *testing.T) {
 			ctx := context.Background()
 			s := &Syncer{Log: logr.Discard()}
 			f := newFakeServer()
-			first, err := s.ensureIndexConfiguration(ctx, f.res(), "comp", DesiredIndexConfiguration(testSettings, vms))
+			// ensure runs as a run does, on the configuration as listed.
+			ensure := func(desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
+				current, err := readConfiguration(ctx, f.res(), desired.Name)
+				if err != nil {
+					return "", err
+				}
+				return s.ensureIndexConfiguration(ctx, f.res(), "comp", current, desired)
+			}
+			first, err := ensure(DesiredIndexConfiguration(testSettings, vms))
 			if err != nil || first == "" || !reflect.DeepEqual(f.writes, []string{"create"}) {
 				t.Fatalf("first install: uid %q, err %v, writes %v", first, err, f.writes)
 			}
@@ -179,7 +187,7 @@ func TestEnsureIndexConfiguration(t *testing.T) {
 			if tt.ca != "" {
 				settings.CABundle = []byte(tt.ca)
 			}
-			got, err := s.ensureIndexConfiguration(ctx, f.res(), "comp", DesiredIndexConfiguration(settings, tt.desired))
+			got, err := ensure(DesiredIndexConfiguration(settings, tt.desired))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +206,7 @@ func TestEnsureIndexConfiguration(t *testing.T) {
 			}
 			// The next run finds nothing to do.
 			f.writes = nil
-			if again, err := s.ensureIndexConfiguration(ctx, f.res(), "comp", DesiredIndexConfiguration(settings, tt.desired)); err != nil || again != got || f.writes != nil {
+			if again, err := ensure(DesiredIndexConfiguration(settings, tt.desired)); err != nil || again != got || f.writes != nil {
 				t.Errorf("second run: uid %q, err %v, writes %v", again, err, f.writes)
 			}
 		})

@@ -4,7 +4,9 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +65,44 @@ func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 		})
 	}
 	return in
+}
+
+// statusWriters is how many rule statuses a run writes at once: each write
+// waits for a round trip, and with many rules changing together (an apply
+// of many rules) writing them one after another made every run slower.
+const statusWriters = 8
+
+// statusWrite is the status of one rule to write.
+type statusWrite struct {
+	o              virtualworkspace.Object
+	decoded        decodedRule
+	plan           *RulePlan
+	eventsAccepted bool
+}
+
+// writeStatuses writes the statuses, statusWriters at a time.
+func (s *Syncer) writeStatuses(ctx context.Context, writes []statusWrite) error {
+	var mu sync.Mutex
+	var errs []error
+	work := make(chan statusWrite)
+	var wg sync.WaitGroup
+	for range min(statusWriters, len(writes)) {
+		wg.Go(func() {
+			for w := range work {
+				if err := s.writeStatus(ctx, w.o, w.decoded, w.plan, w.eventsAccepted); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, w := range writes {
+		work <- w
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // writeStatus sets the conditions the controller owns and the Ready summary,

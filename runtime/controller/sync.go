@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
@@ -133,17 +135,21 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		return phases, err
 	}
 	s.decoded.keep(ruleObjs)
-	bindingObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR)
-	if err != nil {
-		return phases, err
-	}
-	configObjs, err := s.VW.ListAll(ctx, urls, virtualworkspace.WebhookConfigurationsGVR)
-	if err != nil {
+	// The three lists do not depend on each other: read them at once.
+	var bindingObjs, configObjs, indexObjs []virtualworkspace.Object
+	var bindingErr, configErr, indexListErr error
+	var reads sync.WaitGroup
+	reads.Go(func() { bindingObjs, bindingErr = s.VW.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR) })
+	reads.Go(func() { configObjs, configErr = s.VW.ListAll(ctx, urls, virtualworkspace.WebhookConfigurationsGVR) })
+	reads.Go(func() {
+		indexObjs, indexListErr = s.VW.ListAll(ctx, urls, virtualworkspace.MutatingWebhookConfigurationsGVR)
+	})
+	reads.Wait()
+	if err := errors.Join(bindingErr, configErr); err != nil {
 		return phases, err
 	}
 	// Protection does not need the index: a failure to list the index
 	// configurations only keeps stale ones from being removed this run.
-	indexObjs, indexListErr := s.VW.ListAll(ctx, urls, virtualworkspace.MutatingWebhookConfigurationsGVR)
 	if indexListErr != nil {
 		s.Log.Error(indexListErr, "listing reference index configurations; not removing any this run")
 	}
@@ -180,8 +186,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 			delete(s.written, cluster)
 		}
 	}
+	configs := byCluster(configObjs, settings.ConfigurationName)
 	for cluster, gvrs := range plan.Webhooks {
-		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), plan.Stamps))
+		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, configs[cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), plan.Stamps))
 		if err != nil {
 			installErrs[cluster] = err
 			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)
@@ -200,7 +207,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 			errs = append(errs, err)
 		}
 	}
-	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs)
+	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs, indexListErr == nil)
 	errs = append(errs, err, indexListErr)
 	phases.done(phaseInstall)
 	if len(installErrs) == 0 && err == nil {
@@ -212,6 +219,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	// A failure to read an export leaves the verdicts as they were; the
 	// run is retried.
 	errs = append(errs, exports.errs...)
+	var writes []statusWrite
 	for _, o := range ruleObjs {
 		key := o.Cluster + "/" + o.Obj.GetName()
 		rp := plan.Rules[key]
@@ -226,10 +234,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
 			time.AfterFunc(wait, s.Trigger)
 		}
-		if err := s.writeStatus(ctx, o, decoded, rp, bindings[o.Cluster].EventsAccepted); err != nil {
-			errs = append(errs, err)
-		}
+		writes = append(writes, statusWrite{o: o, decoded: decoded, plan: rp, eventsAccepted: bindings[o.Cluster].EventsAccepted})
 	}
+	errs = append(errs, s.writeStatuses(ctx, writes))
 	phases.done(phaseStatus)
 	for cluster, err := range installErrs {
 		errs = append(errs, fmt.Errorf("installing webhook configuration in %s: %w", cluster, err))
@@ -237,16 +244,41 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	return phases, errors.Join(errs...)
 }
 
-// ensureConfiguration makes the cluster's configuration match desired and
-// returns the resources it newly added (all of them when it created it).
-func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, desired *admissionregistrationv1.ValidatingWebhookConfiguration) (map[schema.GroupVersionResource]bool, error) {
+// byCluster returns the objects called name by logical cluster.
+func byCluster(objs []virtualworkspace.Object, name string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.Obj.GetName() == name {
+			out[o.Cluster] = o.Obj
+		}
+	}
+	return out
+}
+
+// ensureConfiguration makes the cluster's configuration, current as this
+// run listed it (nil: none), match desired and returns the resources it
+// newly added (all of them when it created it). One changed or created
+// since the list is read again and written once more.
+func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, current *unstructured.Unstructured, desired *admissionregistrationv1.ValidatingWebhookConfiguration) (map[schema.GroupVersionResource]bool, error) {
 	c, err := s.VW.Client(url, cluster)
 	if err != nil {
 		return nil, err
 	}
 	res := c.Resource(virtualworkspace.WebhookConfigurationsGVR)
-	current, err := res.Get(ctx, desired.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	added, err := s.ensureConfigurationIn(ctx, res, cluster, current, desired)
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		if current, err = readConfiguration(ctx, res, desired.Name); err != nil {
+			return nil, err
+		}
+		added, err = s.ensureConfigurationIn(ctx, res, cluster, current, desired)
+	}
+	return added, err
+}
+
+// ensureConfigurationIn is ensureConfiguration with res, the cluster's
+// configurations.
+func (s *Syncer) ensureConfigurationIn(ctx context.Context, res dynamic.ResourceInterface, cluster string, current *unstructured.Unstructured, desired *admissionregistrationv1.ValidatingWebhookConfiguration) (map[schema.GroupVersionResource]bool, error) {
+	if current == nil {
 		u, err := toUnstructured(desired, "ValidatingWebhookConfiguration")
 		if err != nil {
 			return nil, err
@@ -257,9 +289,6 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, d
 		}
 		s.Log.Info("installed webhook configuration", "cluster", cluster, "resources", len(coveredResources(desired)))
 		return coveredResources(desired), nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, existing); err != nil {

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,9 +189,10 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 	s.shards = len(e.Shards)
 	out, err := command("output", "-raw", "dep_ctrl_path").Output()
 	check.Must(t, err)
-	startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
+	rt := startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
 	createBenchExports(ctx, t, e, prefix)
 	s.applyRules = run("apply", "-auto-approve", "-input=false", "-no-color", "-var", rules)
+	logControllerLoad(ctx, t, rt.ControllerMetricsURL)
 	s.ruleResources = tfBenchRules
 	// -detailed-exitcode fails the run when the plan is not empty.
 	s.plan = run("plan", "-detailed-exitcode", "-input=false", "-no-color", "-var", rules)
@@ -229,5 +232,25 @@ func createBenchExports(ctx context.Context, t *testing.T, e *env.Env, prefix st
 		cfg, err := e.AdminConfig(fmt.Sprintf("root:%s-provider-%d", prefix, w))
 		check.Must(t, err)
 		check.Must(t, fixtures.ApplyYAML(ctx, cfg, fixtures.NamedExportYAML("things", things[w]...)+"---\n"+fixtures.NamedExportYAML("widgets", widgets[w]...)))
+	}
+}
+
+// logControllerLoad logs what the controller did so far: its runs by phase
+// and its requests to kcp, with the time they waited for its rate limiter.
+func logControllerLoad(ctx context.Context, t *testing.T, metricsURL string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	check.Must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	check.Must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	check.Must(t, err)
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, prefix := range []string{"depctrl_controller_sync_duration_seconds_sum", "depctrl_controller_sync_duration_seconds_count", "rest_client_requests_total", "rest_client_rate_limiter_duration_seconds_sum", "rest_client_rate_limiter_duration_seconds_count"} {
+			if strings.HasPrefix(line, prefix) {
+				t.Logf("controller: %s", line)
+			}
+		}
 	}
 }
