@@ -499,7 +499,7 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 	rule, err := r.read(ctx, client, &state)
 	if err != nil {
 		if workspaceGone(ctx, r.conn, ws, err) {
-			resp.State.RemoveResource(ctx)
+			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 			return
 		}
 		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+state.Name.ValueString(), err))
@@ -507,7 +507,7 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 	}
 	if rule == nil {
 		tflog.Warn(ctx, "DependencyRule is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "rule": state.Name.ValueString()})
-		resp.State.RemoveResource(ctx)
+		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 		return
 	}
 	if state.WaitForEnforcement.IsNull() {

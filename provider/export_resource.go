@@ -365,7 +365,7 @@ func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, res
 	found, err := r.read(ctx, client, &state)
 	if err != nil {
 		if gone := workspaceGone(ctx, r.conn, ws, err); gone {
-			resp.State.RemoveResource(ctx)
+			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 			return
 		}
 		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading the dep-ctrl export", err))
@@ -373,7 +373,7 @@ func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, res
 	}
 	if !found {
 		tflog.Warn(ctx, "APIExport is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "export": state.Name.ValueString()})
-		resp.State.RemoveResource(ctx)
+		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

@@ -75,3 +75,12 @@ func workspaceObjectIdentitySchema(workspace, object string) identityschema.Sche
 		},
 	}
 }
+
+// removeFromState drops a resource that Read found gone. The framework
+// wants an identity after every Read that returns no error, also one that
+// removes the resource (a CLI without identities, such as Terraform 1.11,
+// hands Read none to keep), so identity is set first.
+func removeFromState(ctx context.Context, resp *resource.ReadResponse, identity any) {
+	setIdentity(ctx, resp.Identity, identity, &resp.Diagnostics)
+	resp.State.RemoveResource(ctx)
+}

@@ -372,7 +372,7 @@ func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadReq
 	found, _, err := r.read(ctx, client, &state)
 	if err != nil {
 		if workspaceGone(ctx, r.conn, ws, err) {
-			resp.State.RemoveResource(ctx)
+			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 			return
 		}
 		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading the dep-ctrl binding", err))
@@ -380,7 +380,7 @@ func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadReq
 	}
 	if !found {
 		tflog.Warn(ctx, "APIBinding is gone; it will be planned for creation", map[string]interface{}{"workspace": ws})
-		resp.State.RemoveResource(ctx)
+		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

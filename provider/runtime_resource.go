@@ -583,7 +583,7 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	if missing == len(objs) {
 		tflog.Info(ctx, "the runtime is gone from the cluster; removing it from state", map[string]interface{}{"id": state.ID.ValueString()})
-		resp.State.RemoveResource(ctx)
+		removeFromState(ctx, resp, runtimeIdentityOf(state.Namespace, state.Name))
 		return
 	}
 	objects := make(map[string]attr.Value, len(live))

@@ -270,7 +270,7 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	ws, err := kcp.Cluster(logicalcluster.NewPath(parent)).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || workspaceGone(ctx, r.conn, p, err) {
 		tflog.Warn(ctx, "workspace is gone; it will be planned for creation", map[string]interface{}{"path": p})
-		resp.State.RemoveResource(ctx)
+		removeFromState(ctx, resp, workspaceIdentity{Path: types.StringValue(p)})
 		return
 	}
 	if err != nil {
