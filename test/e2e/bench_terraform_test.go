@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,14 +237,7 @@ func createBenchExports(ctx context.Context, t *testing.T, e *env.Env, prefix st
 // and its requests to kcp, with the time they waited for its rate limiter.
 func logControllerLoad(ctx context.Context, t *testing.T, metricsURL string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
-	check.Must(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	check.Must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	check.Must(t, err)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range metricLines(ctx, t, metricsURL) {
 		for _, prefix := range []string{"depctrl_controller_sync_duration_seconds_sum", "depctrl_controller_sync_duration_seconds_count", "rest_client_requests_total", "rest_client_rate_limiter_duration_seconds_sum", "rest_client_rate_limiter_duration_seconds_count"} {
 			if strings.HasPrefix(line, prefix) {
 				t.Logf("controller: %s", line)

@@ -345,6 +345,17 @@ func httpStatus(ctx context.Context, url string) int {
 // metricValue reads one unlabelled metric from a Prometheus endpoint.
 func metricValue(ctx context.Context, t *testing.T, url, name string) string {
 	t.Helper()
+	for _, line := range metricLines(ctx, t, url) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// metricLines reads a Prometheus endpoint, one line per element.
+func metricLines(ctx context.Context, t *testing.T, url string) []string {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	check.Must(t, err)
 	resp, err := http.DefaultClient.Do(req)
@@ -352,12 +363,7 @@ func metricValue(ctx context.Context, t *testing.T, url, name string) string {
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	check.Must(t, err)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	return strings.Split(string(body), "\n")
 }
 
 // counterValue is metricValue for a counter, "0" before a labelled one has
