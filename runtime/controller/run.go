@@ -12,24 +12,16 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
-	"github.com/kcp-dev/multicluster-provider/apiexport"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
-	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
@@ -106,11 +98,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			return err
 		}
 	}
-	provider, err := apiexport.New(ws.Config, o.ExportName, apiexport.Options{Scheme: scheme, Log: &log})
-	if err != nil {
-		return fmt.Errorf("setting up the APIExport provider for %q: %w", o.ExportName, err)
-	}
-	mgr, err := mcmanager.New(ws.Config, provider, manager.Options{
+	mgr, err := manager.New(ws.Config, manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -163,31 +151,16 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := mgr.AddReadyzCheck("configurations", syncer.ReadyCheck(otherLeads)); err != nil {
 		return err
 	}
-	if err := mgr.GetLocalManager().Add(syncer); err != nil {
+	if err := mgr.Add(syncer); err != nil {
 		return err
 	}
-	if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		bundle.watch(ctx, syncer.Trigger, log)
 		return nil
 	})); err != nil {
 		return err
 	}
 
-	// Watches only say "something changed"; the syncer recomputes everything.
-	trigger := mcreconcile.Func(func(context.Context, mcreconcile.Request) (ctrl.Result, error) {
-		syncer.Trigger()
-		return ctrl.Result{}, nil
-	})
-	// The rules themselves are watched by the syncer (Syncer.rules), which
-	// reads them from those watches.
-	if err := mcbuilder.ControllerManagedBy(mgr).
-		Named("dependencyrule").
-		Watches(&admissionregistrationv1.ValidatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
-		Watches(&admissionregistrationv1.MutatingWebhookConfiguration{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
-		Watches(&apisv1alpha1.APIBinding{}, mchandler.TypedEnqueueRequestForObject[client.Object]()).
-		Complete(trigger); err != nil {
-		return fmt.Errorf("setting up the rule watch: %w", err)
-	}
 	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL, "webhookMutateURL", mutateURL)
 	return mgr.Start(ctx)
 }

@@ -52,6 +52,10 @@ type Syncer struct {
 	// rules is every rule, from watches; decoded keeps them decoded.
 	rules   *virtualworkspace.Watched
 	decoded decodedRules
+	// others watches what else a run reads (bindings, webhook
+	// configurations), only to start a run when it changes: a run lists
+	// them itself.
+	others []*virtualworkspace.Watched
 
 	trigger chan struct{}
 	// leading: this replica runs the syncs; synced: a run since put every
@@ -71,6 +75,9 @@ func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, sett
 	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
 		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1)}
 	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
+	for _, gvr := range []schema.GroupVersionResource{virtualworkspace.APIBindingsGVR, virtualworkspace.WebhookConfigurationsGVR, virtualworkspace.MutatingWebhookConfigurationsGVR} {
+		s.others = append(s.others, &virtualworkspace.Watched{VW: vw, GVR: gvr, Changed: s.Trigger})
+	}
 	return s
 }
 
@@ -91,6 +98,14 @@ func (s *Syncer) Start(ctx context.Context) error {
 	// Start runs only on the elected replica (NeedLeaderElection).
 	s.leading.Store(true)
 	s.rules.Start(ctx)
+	for _, w := range s.others {
+		w.Start(ctx)
+	}
+	// A run follows the shards the endpoint slice names: a shard that gets
+	// its first binding must start one.
+	if err := s.VW.WatchURLs(ctx, s.Trigger); err != nil {
+		return err
+	}
 	ticker := time.NewTicker(s.Period)
 	defer ticker.Stop()
 	s.Trigger()
@@ -133,6 +148,13 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	ruleObjs, err := s.rules.List(ctx, urls)
 	if err != nil {
 		return phases, err
+	}
+	// These watches retry on their own until they can list (a workspace
+	// that accepts a claim later): never wait for them.
+	for _, w := range s.others {
+		if err := w.Follow(urls); err != nil {
+			return phases, err
+		}
 	}
 	s.decoded.keep(ruleObjs)
 	// The three lists do not depend on each other: read them at once.

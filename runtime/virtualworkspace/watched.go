@@ -29,6 +29,10 @@ type Watched struct {
 	// which Relevant (when set) returns true.
 	Changed  func()
 	Relevant func(old, updated *unstructured.Unstructured) bool
+	// Each, when set, is told of every add, update and delete, with the
+	// object (for a delete, its last known state) and the URL it came
+	// from, once the change is in the view.
+	Each func(url string, obj *unstructured.Unstructured)
 
 	mu      sync.Mutex
 	base    context.Context
@@ -56,14 +60,32 @@ func (w *Watched) Start(ctx context.Context) {
 const initialListWait = 10 * time.Second
 
 // List returns the objects of every workspace at urls, as ListAll would.
-// It starts a watch for each URL it has not seen and stops those of URLs no
-// longer given. It waits up to initialListWait for a new watch's initial
-// list, and fails while one has not arrived.
+// It follows urls (Follow) and waits up to initialListWait for each new
+// watch's initial list; it fails while one has not arrived.
 func (w *Watched) List(ctx context.Context, urls []string) ([]Object, error) {
+	if err := w.Follow(urls); err != nil {
+		return nil, err
+	}
+	var out []Object
+	for _, url := range urls {
+		objs, err := w.ListShard(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// Follow starts a watch for each of urls not yet watched and stops those of
+// URLs no longer given. It does not wait for the initial lists: a watch
+// that cannot list yet (a virtual workspace that does not serve yet, a
+// shard that is down) keeps retrying on its own.
+func (w *Watched) Follow(urls []string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.started {
-		return nil, fmt.Errorf("watching %s: not started", w.GVR.GroupResource())
+		return fmt.Errorf("watching %s: not started", w.GVR.GroupResource())
 	}
 	want := map[string]bool{}
 	for _, url := range urls {
@@ -73,7 +95,7 @@ func (w *Watched) List(ctx context.Context, urls []string) ([]Object, error) {
 		}
 		sw, err := w.watch(url)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		w.byURL[url] = sw
 	}
@@ -83,20 +105,29 @@ func (w *Watched) List(ctx context.Context, urls []string) ([]Object, error) {
 			delete(w.byURL, url)
 		}
 	}
+	return nil
+}
+
+// ListShard returns the objects of every workspace at url, one followed
+// URL. It waits up to initialListWait for the watch's initial list, and
+// fails while it has not arrived. Every change after what it returns
+// reaches Changed and Each.
+func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
+	w.mu.Lock()
+	sw, ok := w.byURL[url]
+	w.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("watching %s at %s: not followed", w.GVR.GroupResource(), url)
+	}
+	wait, cancel := context.WithTimeout(ctx, initialListWait)
+	synced := cache.WaitForCacheSync(wait.Done(), sw.informer.HasSynced)
+	cancel()
+	if !synced {
+		return nil, fmt.Errorf("watching %s at %s: the initial list has not arrived yet", w.GVR.GroupResource(), url)
+	}
 	var out []Object
-	for _, url := range urls {
-		sw := w.byURL[url]
-		wait, cancel := context.WithTimeout(ctx, initialListWait)
-		synced := cache.WaitForCacheSync(wait.Done(), sw.informer.HasSynced)
-		cancel()
-		if !synced {
-			return nil, fmt.Errorf("watching %s at %s: the initial list has not arrived yet", w.GVR.GroupResource(), url)
-		}
-		for _, item := range sw.informer.GetStore().List() {
-			u, ok := item.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
+	for _, item := range sw.informer.GetStore().List() {
+		if u, ok := item.(*unstructured.Unstructured); ok {
 			out = append(out, Object{URL: url, Cluster: u.GetAnnotations()[clusterAnnotation], Obj: u})
 		}
 	}
@@ -110,17 +141,22 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 		return nil, err
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(c, w.GVR, "", 0, cache.Indexers{}, nil).Informer()
-	if w.Changed != nil {
+	if w.Changed != nil || w.Each != nil {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { w.Changed() },
+			AddFunc: func(obj any) { w.changed(url, obj) },
 			UpdateFunc: func(old, updated any) {
 				o, _ := old.(*unstructured.Unstructured)
 				u, _ := updated.(*unstructured.Unstructured)
 				if w.Relevant == nil || o == nil || u == nil || w.Relevant(o, u) {
-					w.Changed()
+					w.changed(url, updated)
 				}
 			},
-			DeleteFunc: func(any) { w.Changed() },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				w.changed(url, obj)
+			},
 		}); err != nil {
 			return nil, fmt.Errorf("watching %s at %s: %w", w.GVR.GroupResource(), url, err)
 		}
@@ -128,4 +164,14 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 	ctx, stop := context.WithCancel(w.base)
 	go inf.RunWithContext(ctx)
 	return &shardWatch{informer: inf, stop: stop}, nil
+}
+
+// changed tells Changed and Each of one event.
+func (w *Watched) changed(url string, obj any) {
+	if w.Changed != nil {
+		w.Changed()
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && w.Each != nil {
+		w.Each(url, u)
+	}
 }

@@ -48,6 +48,11 @@ type RuleSync struct {
 	// IndexConfigs, when set, is populated with the rules, shard by
 	// shard: no index epoch is trusted before its configuration was seen.
 	IndexConfigs *IndexConfigurations
+	// Shard reads the rules of one shard's virtual workspace. The webhook
+	// reads them from the watches whose events reach Observe, so that a
+	// rule deleted before the read is never registered from it; the
+	// default lists them.
+	Shard func(ctx context.Context, url string) ([]virtualworkspace.Object, error)
 	// PartialReadyAfter is how long after Start a pod that has read the
 	// rules of some shards but not all reports ready; negative: never.
 	// Until then a pod whose peers may know every rule leaves the traffic
@@ -202,7 +207,7 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	n := 0
 	var errs []error
 	for _, url := range urls {
-		objs, err := s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
+		objs, err := s.readShard(ctx, url)
 		var configs []virtualworkspace.Object
 		if err == nil && s.IndexConfigs != nil {
 			configs, err = s.IndexConfigs.ListShard(ctx, s.VW, url)
@@ -235,6 +240,14 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	clear(s.unread)
 	rulesRegistered.Set(float64(s.Registry.Len()))
 	return n, nil
+}
+
+// readShard reads the rules of the shard at url.
+func (s *RuleSync) readShard(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
+	if s.Shard != nil {
+		return s.Shard(ctx, url)
+	}
+	return s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
 }
 
 // register records the rules read from the shard at url and removes those

@@ -63,6 +63,16 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if r.URL.Query().Get("watch") == "true" {
+		// An empty watch that ends soon: a watching client lists again.
+		f.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		f.mu.Lock()
+		return
+	}
 	f.lists[shard]++
 	if f.down[shard] {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -7,20 +7,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/kcp-dev/multicluster-provider/apiexport"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -96,11 +90,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			return err
 		}
 	}
-	provider, err := apiexport.New(ws.Config, o.ExportName, apiexport.Options{Scheme: scheme, Log: &log})
-	if err != nil {
-		return fmt.Errorf("setting up the APIExport provider for %q: %w", o.ExportName, err)
-	}
-	mgr, err := mcmanager.New(ws.Config, provider, manager.Options{
+	mgr, err := manager.New(ws.Config, manager.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress: o.ProbeAddr,
@@ -119,7 +109,20 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexConfigs := &IndexConfigurations{Registry: reg, Log: log.WithName("index-configurations")}
 	rules.IndexConfigs = indexConfigs
 	rules.PartialReadyAfter = o.PartialReadyAfter
-	if err := mgr.GetLocalManager().Add(rules); err != nil {
+	published := &settle.PublishedStamps{}
+	follower := &Follower{VW: vw, Scheme: scheme, Log: log.WithName("follow")}
+	// The rules are read, at start and after, from the same watches: a
+	// rule deleted before a watch's initial list is in neither.
+	ruleWatch := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"), rules.Observe)
+	rules.Shard = ruleWatch.ListShard
+	follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
+		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), indexConfigs.Observe)
+	follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR,
+		admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), published.Observe)
+	if err := mgr.Add(follower); err != nil {
+		return err
+	}
+	if err := mgr.Add(rules); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -140,7 +143,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	if o.ReindexWorkers > 0 {
 		finder.Reindexer = NewReindexer(finder.raw, o.ReindexWorkers, log.WithName("reindex"))
-		if err := mgr.GetLocalManager().Add(finder.Reindexer); err != nil {
+		if err := mgr.Add(finder.Reindexer); err != nil {
 			return err
 		}
 	}
@@ -157,7 +160,6 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	// another replica may settle. A mark costs a write per workspace and
 	// type every 20 s at most.
 	pending := settle.NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
-	published := &settle.PublishedStamps{}
 	intentLifetime := o.IntentLifetime
 	if intentLifetime == 0 {
 		intentLifetime = intent.DefaultLifetime
@@ -168,7 +170,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
 	}
 	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
-	if err := mgr.GetLocalManager().Add(guard); err != nil {
+	if err := mgr.Add(guard); err != nil {
 		return err
 	}
 	validator := NewValidator(reg, finder, rules, ValidatorOptions{
@@ -181,7 +183,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}, log.WithName("validator"))
 	if settler != nil {
 		settler.Prover = validator
-		if err := mgr.GetLocalManager().Add(settler); err != nil {
+		if err := mgr.Add(settler); err != nil {
 			return err
 		}
 	}
@@ -195,20 +197,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.RequestTimeout > 0 {
 		indexer.RequestTimeout = o.RequestTimeout
 	}
-	if err := mgr.GetLocalManager().Add(&admission.Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
+	if err := mgr.Add(&admission.Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
 		Indexer: indexer, Log: log.WithName("server")}); err != nil {
 		return err
 	}
 
-	if err := watchObjects(mgr, "rule-registry", &v1alpha1.DependencyRule{}, rules.Observe); err != nil {
-		return fmt.Errorf("setting up the rule watch: %w", err)
-	}
-	if err := watchObjects(mgr, "index-configurations", &admissionregistrationv1.MutatingWebhookConfiguration{}, indexConfigs.Observe); err != nil {
-		return fmt.Errorf("setting up the reference index configuration watch: %w", err)
-	}
-	if err := watchObjects(mgr, "published-stamps", &admissionregistrationv1.ValidatingWebhookConfiguration{}, published.Observe); err != nil {
-		return fmt.Errorf("setting up the protection configuration watch: %w", err)
-	}
 	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
 	return mgr.Start(ctx)
 }
@@ -219,19 +212,4 @@ func candidates(settler *settle.Settler) Candidates {
 		return nil
 	}
 	return settler
-}
-
-// watchObjects watches objects of obj's type through the virtual workspaces and
-// hands each change to f with a client of the object's logical cluster.
-func watchObjects(mgr mcmanager.Manager, name string, obj client.Object, f func(ctx context.Context, c client.Client, cluster, name string) error) error {
-	return mcbuilder.ControllerManagedBy(mgr).
-		Named(name).
-		For(obj).
-		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (ctrl.Result, error) {
-			cl, err := mgr.GetCluster(ctx, req.ClusterName)
-			if err != nil {
-				return ctrl.Result{}, fmt.Errorf("cluster %s: %w", req.ClusterName, err)
-			}
-			return ctrl.Result{}, f(ctx, cl.GetClient(), string(req.ClusterName), req.Name)
-		}))
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -32,8 +35,9 @@ type Topology struct {
 }
 
 type topologyOptions struct {
-	placement     []env.WorkspaceOption
-	nestedDepCtrl bool
+	placement      []env.WorkspaceOption
+	nestedDepCtrl  bool
+	beforeBindings func(*Topology)
 }
 
 type topologyOption func(*topologyOptions)
@@ -48,6 +52,13 @@ func placedOn(opts ...env.WorkspaceOption) topologyOption {
 // (root:<org>:depctrl) instead of below root.
 func nestedDepCtrl() topologyOption {
 	return func(o *topologyOptions) { o.nestedDepCtrl = true }
+}
+
+// beforeBindings runs f once the dep-ctrl export exists and before any
+// workspace binds it, as in the documented order where the runtime is
+// deployed before the providers bind the export.
+func beforeBindings(f func(*Topology)) topologyOption {
+	return func(o *topologyOptions) { o.beforeBindings = f }
 }
 
 // setupTopology creates a fresh topology with unique workspace names, so
@@ -100,13 +111,33 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{})))
 	}
 
+	if o.beforeBindings != nil {
+		o.beforeBindings(top)
+	}
 	// Providers export their types and bind the dep-ctrl export.
 	apply(ctx, t, top.admin(t, top.Network.Path), exportYAML(vpcs, firewallRules, regions), depCtrlBindingYAML(top.DepCtrl.Path))
 	apply(ctx, t, top.admin(t, top.Compute.Path), exportYAML(virtualMachines, managedDBs), depCtrlBindingYAML(top.DepCtrl.Path))
 	for _, c := range top.Consumers {
 		top.bindConsumer(ctx, t, c)
 	}
+	// A binding serves its types a moment after it is created.
+	for _, ws := range []env.Workspace{top.Network, top.Compute} {
+		top.waitServed(ctx, t, ws, rulesGVR)
+	}
+	for _, c := range top.Consumers {
+		top.waitServed(ctx, t, c, vpcs.GVR())
+		top.waitServed(ctx, t, c, virtualMachines.GVR())
+	}
 	return top
+}
+
+// waitServed waits until ws serves gvr.
+func (top *Topology) waitServed(ctx context.Context, t *testing.T, ws env.Workspace, gvr schema.GroupVersionResource) {
+	t.Helper()
+	check.Eventually(ctx, t, time.Minute, gvr.Resource+" to be served in "+ws.Path, func() error {
+		_, err := top.dynamicFor(t, ws.Path).Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	})
 }
 
 // bindConsumer makes ws a consumer: it binds both providers and gets the

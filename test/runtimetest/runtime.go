@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,14 +130,19 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[4]),
 		"--resync-period", "20s",
 	}
+	if level := os.Getenv(LogLevelEnv); level != "" {
+		r.whArgs = append(r.whArgs, "--zap-log-level", level)
+		r.ctrlArgs = append(r.ctrlArgs, "--zap-log-level", level)
+	}
 	t.Cleanup(func() {
 		r.StopController(t)
 		r.StopWebhook(t)
-		if t.Failed() {
-			for _, f := range []string{"webhook.log", "controller.log"} {
-				data, _ := os.ReadFile(filepath.Join(dir, f))
+		for _, f := range []string{"webhook.log", "controller.log"} {
+			data, _ := os.ReadFile(filepath.Join(dir, f))
+			if t.Failed() {
 				t.Logf("==> %s <==\n%s", f, Tail(string(data), 60))
 			}
+			keepLog(t, f, data)
 		}
 	})
 	r.StartWebhook(ctx, t)
@@ -288,6 +294,32 @@ func Tail(s string, lines int) string {
 	return s
 }
 
+// KeepLogsEnv names a directory where every test's runtime logs are kept
+// whole (the output of a failed test shows their tail only).
+const KeepLogsEnv = "DEPCTRL_TEST_KEEP_LOGS"
+
+// LogLevelEnv sets both binaries' --zap-log-level (e.g. "debug" or "2").
+const LogLevelEnv = "DEPCTRL_TEST_LOG_LEVEL"
+
+// keepLog copies a test's log into $DEPCTRL_TEST_KEEP_LOGS, if set.
+func keepLog(t *testing.T, name string, data []byte) {
+	dir := os.Getenv(KeepLogsEnv)
+	if dir == "" {
+		return
+	}
+	p := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"."+name)
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(p, data, 0o600)
+		if err == nil {
+			if t.Failed() {
+				t.Logf("whole log kept at %s", p)
+			}
+			return
+		}
+	}
+	t.Logf("keeping %s: could not write %s", name, p)
+}
+
 // StartControllerReplica starts one more controller with the same
 // arguments plus extra (later flags win, so extra can move its ports), and
 // logs to <name>.log in the runtime's directory. It is stopped with the
@@ -302,10 +334,11 @@ func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...str
 		if err := p.Stop(10 * time.Second); err != nil {
 			t.Errorf("stopping %s: %v", name, err)
 		}
+		data, _ := os.ReadFile(logFile)
 		if t.Failed() {
-			data, _ := os.ReadFile(logFile)
 			t.Logf("==> %s <==\n%s", filepath.Base(logFile), Tail(string(data), 60))
 		}
+		keepLog(t, filepath.Base(logFile), data)
 	})
 	return p, logFile
 }

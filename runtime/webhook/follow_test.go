@@ -1,0 +1,87 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// TestFollowerRetriesUntilServed: a shard's virtual workspace that cannot
+// list when the webhook starts (the export's virtual workspaces serve a
+// moment after the first binding) is followed once it answers, without a
+// restart or a change of the endpoint slice, and the start-up read comes
+// from the same watch. (TestRuntimeBeforeBindings and TestFaults follow
+// rules through a real kcp, deletions included.)
+func TestFollowerRetriesUntilServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.set(func() { f.down["shard-a"] = true })
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	observed := map[string]int{}
+	follower := &Follower{VW: vw, Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
+	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+		func(_ context.Context, c client.Client, cluster, name string) error {
+			if c == nil {
+				t.Error("observed without a client")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			observed[registry.Key(cluster, name)]++
+			return nil
+		})
+	go func() { _ = follower.Start(ctx) }()
+	seen := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return observed[registry.Key("cluster-a", "vm-needs-vpc")]
+	}
+
+	time.Sleep(500 * time.Millisecond)
+	if n := seen(); n != 0 {
+		t.Fatalf("observed %d times while the shard could not list", n)
+	}
+	url := f.srv.URL + "/shard-a"
+	if _, err := watch.ListShard(ctx, url); err == nil {
+		t.Fatal("ListShard succeeded before the shard could list")
+	}
+
+	f.set(func() { f.down["shard-a"] = false })
+	eventually(t, 20*time.Second, "the rule to be observed once the shard serves", func() bool { return seen() >= 1 })
+	objs, err := watch.ListShard(ctx, url)
+	if err != nil || len(objs) != 1 || objs[0].Cluster != "cluster-a" || objs[0].Obj.GetName() != "vm-needs-vpc" {
+		t.Fatalf("ListShard = %v, %v; want the one rule", objs, err)
+	}
+
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+)
+
+// TestRuntimeBeforeBindings: the runtime deployed in the documented order,
+// right after the dep-ctrl export and before any workspace binds it. The
+// webhook becomes ready then; rules created once the providers bound the
+// export are enforced for consumers on every shard, and a rule deleted
+// later stops protecting. The webhook follows each shard's virtual
+// workspace from its own watches, which retry until the shard serves the
+// export: a watch set up once at start, while the export's virtual
+// workspaces did not serve yet, would never deliver a rule.
+func TestRuntimeBeforeBindings(t *testing.T) {
+	requireIntegration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e := env.ForTest(t, env.TwoShards)
+	top := setupTopology(ctx, t, e, beforeBindings(func(top *Topology) {
+		start := time.Now()
+		startRuntime(ctx, t, e, top.DepCtrl.Path)
+		t.Logf("webhook ready %s after it started, with no workspace bound to the export", time.Since(start).Round(time.Millisecond))
+	}))
+
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	t.Logf("rule Ready after %s", top.waitReady(ctx, t, top.Compute, "vm-needs-vpc").Round(time.Millisecond))
+	for _, c := range top.Consumers {
+		top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
+		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	}
+
+	top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
+	for _, c := range top.Consumers {
+		check.Eventually(ctx, t, convergenceBound, "vpc-1 in "+c.Path+" to be deletable once its rule is gone", func() error {
+			return top.remove(ctx, t, c, vpcs, "vpc-1")
+		})
+	}
+}
