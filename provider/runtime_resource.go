@@ -213,7 +213,7 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	if config.ImageTag.IsNull() {
 		plan.ImageTag = types.StringValue(r.conn.versionTag())
-		if !releaseVersion.MatchString(r.conn.versionTag()) {
+		if !isRelease(r.conn.versionTag()) {
 			resp.Diagnostics.AddAttributeWarning(path.Root("image_tag"), "No published image for a development build",
 				fmt.Sprintf("This provider is a development build (version %q), so the default image tag %q names no published runtime image. "+
 					"Set image and image_tag to the image you built (make image) and pushed.", r.conn.versionTag(), r.conn.versionTag()))
@@ -293,8 +293,16 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 }
 
 // releaseVersion matches the versions releases carry, whose runtime image
-// is published under the same tag.
-var releaseVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+// is published under the same tag; devVersion the development packages
+// make release builds from an untagged checkout (0.0.0-dev-<commit>), which
+// have no published image.
+var (
+	releaseVersion = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+	devVersion     = regexp.MustCompile(`-dev([.-]|$)`)
+)
+
+// isRelease reports whether v is a release version.
+func isRelease(v string) bool { return releaseVersion.MatchString(v) && !devVersion.MatchString(v) }
 
 // userAgent names this provider and its version to the servers it calls.
 func (c *Connection) userAgent() string { return userAgent + "/" + c.versionTag() }

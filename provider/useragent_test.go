@@ -24,10 +24,10 @@ func TestUserAgent(t *testing.T) {
 func TestReleaseVersion(t *testing.T) {
 	for v, want := range map[string]bool{
 		"1.4.0": true, "v1.4.0": true, "1.4.0-rc.1": true,
-		"dev": false, "test": false, "4bbc5b7": false, "1.4": false, "": false,
+		"dev": false, "test": false, "0.0.0-dev-4bbc5b7": false, "0.0.0-dev-4bbc5b7-dirty": false, "1.0.0-devel": true, "4bbc5b7": false, "1.4": false, "": false,
 	} {
-		if got := releaseVersion.MatchString(v); got != want {
-			t.Errorf("releaseVersion(%q) = %v, want %v", v, got, want)
+		if got := isRelease(v); got != want {
+			t.Errorf("isRelease(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

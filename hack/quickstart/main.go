@@ -74,6 +74,7 @@ type quickstart struct {
 	root, dir, bin string
 	step           int
 	e              *env.Env
+	pkg            *providerPackage
 }
 
 func (q *quickstart) say(format string, args ...interface{}) {
@@ -90,10 +91,20 @@ func (q *quickstart) up(ctx context.Context) error {
 		return err
 	}
 
-	q.say("Starting a local kcp with two shards, a cache server and a front-proxy, and a Kubernetes API server (30-90s)")
+	q.say("Starting a local kcp with two shards, a cache server and a front-proxy, and a Kubernetes API server (30-90s); meanwhile packaging the provider as make release does, into a filesystem mirror")
+	packaged := make(chan error, 1)
+	go func() {
+		var err error
+		q.pkg, err = buildPackage(ctx, q.root, q.dir)
+		packaged <- err
+	}()
 	if err := q.startKCP(ctx); err != nil {
 		return err
 	}
+	if err := <-packaged; err != nil {
+		return fmt.Errorf("packaging the provider: %w", err)
+	}
+	fmt.Printf("    provider package: %s (%s)\n", q.pkg.pkg.Zip, q.pkg.pkg.H1)
 	fmt.Printf("    kcp front-proxy: %s\n    admin kubeconfig: %s\n    Kubernetes API server: %s\n", q.e.FrontProxyURL, q.e.AdminKubeconfig, q.e.Kube.Host)
 
 	q.say("Starting the pod runner: this API server has no nodes, so it plays the kubelet and runs the runtime's pods from %s", q.bin)
@@ -123,7 +134,7 @@ func (q *quickstart) up(ctx context.Context) error {
 	fmt.Printf("    export KUBECONFIG=%s\n", q.e.AdminKubeconfig)
 	fmt.Printf("    kubectl --server %s/clusters/root:tenant-root get vpcs,virtualmachines -A\n", q.e.FrontProxyURL)
 	fmt.Printf("    kubectl --kubeconfig %s -n %s get deployments,secrets,services\n", q.e.Kube.Kubeconfig, runtimeNamespace)
-	fmt.Printf("    terraform -chdir=%s plan   (with TF_CLI_CONFIG_FILE=%s)\n", filepath.Join(q.dir, "terraform"), filepath.Join(q.dir, "dev.tfrc"))
+	fmt.Printf("    terraform -chdir=%s plan   (with TF_CLI_CONFIG_FILE=%s)\n", filepath.Join(q.dir, "terraform"), q.pkg.cliConfig)
 	fmt.Println("Stop everything and remove the state with: make quickstart-down")
 	return nil
 }
@@ -196,9 +207,9 @@ func (q *quickstart) identityKubeconfigs() (controller, webhook string, err erro
 	return controller, webhook, err
 }
 
-// terraform applies examples/quickstart through a development override of
-// the provider built into bin/, so no registry is involved (and no
-// terraform init, which dev overrides do not need).
+// terraform applies examples/quickstart with the provider installed by
+// terraform init from the quickstart's filesystem mirror (buildPackage), as
+// a user without access to a registry installs it.
 func (q *quickstart) terraform(ctx context.Context, rules bool) error {
 	tfDir := filepath.Join(q.dir, "terraform")
 	if err := os.MkdirAll(tfDir, 0o755); err != nil {
@@ -248,10 +259,14 @@ func (q *quickstart) terraform(ctx context.Context, rules bool) error {
 	if err := os.WriteFile(filepath.Join(tfDir, "terraform.tfvars.json"), vars, 0o644); err != nil {
 		return err
 	}
-	tfrc := filepath.Join(q.dir, "dev.tfrc")
-	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n  }\n  direct {}\n}\n", q.bin)
-	if err := os.WriteFile(tfrc, []byte(rc), 0o644); err != nil {
-		return err
+	tfEnv := append(os.Environ(), "TF_CLI_CONFIG_FILE="+q.pkg.cliConfig, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	if !rules {
+		if err := q.pkg.pinVersion(tfDir); err != nil {
+			return err
+		}
+		if err := q.pkg.init(ctx, tfDir, tfEnv); err != nil {
+			return err
+		}
 	}
 	args := []string{"apply", "-auto-approve", "-input=false", "-compact-warnings"}
 	if fi, err := os.Stdout.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
@@ -259,7 +274,7 @@ func (q *quickstart) terraform(ctx context.Context, rules bool) error {
 	}
 	cmd := exec.CommandContext(ctx, "terraform", args...)
 	cmd.Dir = tfDir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+tfrc, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+	cmd.Env = tfEnv
 	cmd.Stdout, cmd.Stderr = indent(os.Stdout), indent(os.Stderr)
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("terraform apply in %s: %w", tfDir, err)

@@ -1,0 +1,77 @@
+// Command release builds the provider package: for every platform (or those
+// given) the archive the Terraform Registry and `terraform providers
+// mirror` use, the manifest and SHA256SUMS, into -out; with -mirror, also a
+// filesystem mirror to install from with `terraform init`.
+//
+//	go run ./hack/release [-version 1.2.3] [-platforms all|linux_amd64,…] [-out dist] [-mirror dist/mirror]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/depctrl/terraform-provider-depctrl/internal/release"
+)
+
+func main() {
+	v := flag.String("version", "", "the version to release, semantic and without a leading v; default: from git describe (a tag v1.2.3 gives 1.2.3, an untagged commit 0.0.0-dev-<commit>)")
+	platforms := flag.String("platforms", "all", "comma-separated GOOS_GOARCH targets, or all")
+	out := flag.String("out", "dist", "directory for the archives, the manifest and SHA256SUMS")
+	mirror := flag.String("mirror", "", "also lay the archives out as a filesystem mirror in this directory")
+	flag.Parse()
+	if err := run(context.Background(), *v, *platforms, *out, *mirror); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, v, platforms, out, mirror string) error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if v == "" {
+		v = release.GitVersion(root)
+	}
+	if err := release.CheckVersion(v); err != nil {
+		return err
+	}
+	targets, err := release.ParsePlatforms(platforms)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	build, err := os.MkdirTemp("", "depctrl-release-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(build) }()
+	var pkgs []release.Package
+	for _, p := range targets {
+		bin, err := release.Build(ctx, root, v, p, build)
+		if err != nil {
+			return err
+		}
+		pkg, err := release.Pack(v, p, bin, out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s  %s\n", v, pkg.H1, filepath.Base(pkg.Zip))
+		pkgs = append(pkgs, pkg)
+	}
+	if err := release.Finish(v, out, pkgs); err != nil {
+		return err
+	}
+	if mirror != "" {
+		if err := release.Mirror(mirror, pkgs); err != nil {
+			return err
+		}
+		fmt.Printf("filesystem mirror: %s\n", mirror)
+	}
+	return nil
+}
