@@ -42,8 +42,18 @@ type componentModel struct {
 	MemoryLimit    types.String `tfsdk:"memory_limit"`
 }
 
-type webhookModel struct {
+// runtimeComponentModel is a component block of depctrl_runtime: the
+// shared part and the write-only kubeconfig, which Terraform never stores
+// (it is null in every plan and state; the provider reads it from the
+// configuration, where it is known during plan and apply).
+type runtimeComponentModel struct {
 	componentModel
+	KubeconfigWO        types.String `tfsdk:"kubeconfig_wo"`
+	KubeconfigWOVersion types.Int64  `tfsdk:"kubeconfig_wo_version"`
+}
+
+type webhookModel struct {
+	runtimeComponentModel
 	Port                   types.Int64  `tfsdk:"port"`
 	URL                    types.String `tfsdk:"url"`
 	ExtraSANs              types.List   `tfsdk:"extra_sans"`
@@ -56,17 +66,17 @@ type webhookModel struct {
 // runtimeInputs is what depctrl_runtime and depctrl_runtime_manifests have
 // in common: everything the renderer needs except the TLS material.
 type runtimeInputs struct {
-	Namespace       types.String    `tfsdk:"namespace"`
-	CreateNamespace types.Bool      `tfsdk:"create_namespace"`
-	Name            types.String    `tfsdk:"name"`
-	Image           types.String    `tfsdk:"image"`
-	ImageTag        types.String    `tfsdk:"image_tag"`
-	ImagePullPolicy types.String    `tfsdk:"image_pull_policy"`
-	APIExportName   types.String    `tfsdk:"api_export_name"`
-	WorkspacePath   types.String    `tfsdk:"workspace_path"`
-	SettleObjects   types.Bool      `tfsdk:"settle_objects"`
-	Controller      *componentModel `tfsdk:"controller"`
-	Webhook         *webhookModel   `tfsdk:"webhook"`
+	Namespace       types.String           `tfsdk:"namespace"`
+	CreateNamespace types.Bool             `tfsdk:"create_namespace"`
+	Name            types.String           `tfsdk:"name"`
+	Image           types.String           `tfsdk:"image"`
+	ImageTag        types.String           `tfsdk:"image_tag"`
+	ImagePullPolicy types.String           `tfsdk:"image_pull_policy"`
+	APIExportName   types.String           `tfsdk:"api_export_name"`
+	WorkspacePath   types.String           `tfsdk:"workspace_path"`
+	SettleObjects   types.Bool             `tfsdk:"settle_objects"`
+	Controller      *runtimeComponentModel `tfsdk:"controller"`
+	Webhook         *webhookModel          `tfsdk:"webhook"`
 	// NetworkPolicy is an object, not a model, since a configuration may
 	// make it unknown as a whole (a conditional); it is null in a state
 	// from before the attribute existed.
@@ -81,8 +91,8 @@ func (in *runtimeInputs) known() bool {
 	}
 	vals := []unknowable{in.WorkspacePath, in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
 		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.SettleObjects, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
-	for _, c := range []*componentModel{in.Controller, &in.Webhook.componentModel} {
-		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
+	for _, c := range []*runtimeComponentModel{in.Controller, &in.Webhook.runtimeComponentModel} {
+		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.KubeconfigWO, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
 	}
 	if in.NetworkPolicy.IsUnknown() {
 		return false
@@ -91,6 +101,26 @@ func (in *runtimeInputs) known() bool {
 		vals = append(vals, p.values()...)
 	}
 	return !anyUnknown(vals...)
+}
+
+// withWriteOnly returns a copy of the inputs to render from: each
+// component's kubeconfig_wo, read from config (the write-only value is null
+// in the plan), becomes its inline kubeconfig. The copy is never stored.
+func (in runtimeInputs) withWriteOnly(config *runtimeInputs) runtimeInputs {
+	if config == nil {
+		return in
+	}
+	if in.Controller != nil && config.Controller != nil && !config.Controller.KubeconfigWO.IsNull() {
+		c := *in.Controller
+		c.Kubeconfig, c.KubeconfigWO = config.Controller.KubeconfigWO, config.Controller.KubeconfigWO
+		in.Controller = &c
+	}
+	if in.Webhook != nil && config.Webhook != nil && !config.Webhook.KubeconfigWO.IsNull() {
+		w := *in.Webhook
+		w.Kubeconfig, w.KubeconfigWO = config.Webhook.KubeconfigWO, config.Webhook.KubeconfigWO
+		in.Webhook = &w
+	}
+	return in
 }
 
 // deployConfig turns the inputs into the renderer's configuration, reading
@@ -113,9 +143,9 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 	var d diag.Diagnostics
 	diags.Append(in.Webhook.SkipProtectionGroups.ElementsAs(ctx, &cfg.SkipProtectionGroups, false)...)
 	ws := in.WorkspacePath.ValueString()
-	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"), ws)
+	cfg.Controller, d = in.Controller.component(ctx, path.Root("controller"), ws, in.Controller.inlineAttribute())
 	diags.Append(d...)
-	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"), ws)
+	cfg.Webhook, d = in.Webhook.component(ctx, path.Root("webhook"), ws, in.Webhook.inlineAttribute())
 	diags.Append(d...)
 	policy, d := networkPolicyOf(ctx, in.NetworkPolicy)
 	diags.Append(d...)
@@ -124,13 +154,23 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 	return cfg.WithDefaults(), diags
 }
 
-func (c *componentModel) component(ctx context.Context, at path.Path, workspace string) (deploy.Component, diag.Diagnostics) {
+// inlineAttribute names the attribute an inline kubeconfig came from.
+func (c *runtimeComponentModel) inlineAttribute() string {
+	if !c.KubeconfigWO.IsNull() {
+		return "kubeconfig_wo"
+	}
+	return "kubeconfig"
+}
+
+// component renders the component; inline names the attribute its inline
+// kubeconfig, if any, came from, for errors.
+func (c *componentModel) component(ctx context.Context, at path.Path, workspace, inline string) (deploy.Component, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var args []string
 	diags.Append(c.ExtraArgs.ElementsAs(ctx, &args, false)...)
 	kubeconfig, err := c.kubeconfig(workspace)
 	if err != nil {
-		attr := "kubeconfig"
+		attr := inline
 		if c.KubeconfigPath.ValueString() != "" {
 			attr = "kubeconfig_path"
 		}

@@ -85,11 +85,11 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		}
 		return types.StringValue(string(s.Data[deploy.KubeconfigKey])), nil
 	}
-	m.Controller = componentFrom(ctrl, cc, ctrlExtra)
+	m.Controller = &runtimeComponentModel{componentModel: *componentFrom(ctrl, cc, ctrlExtra)}
 	if m.Controller.Kubeconfig, err = kubeconfig("controller"); err != nil {
 		return false, err
 	}
-	m.Webhook = &webhookModel{componentModel: *componentFrom(hook, wc, hookExtra)}
+	m.Webhook = &webhookModel{runtimeComponentModel: runtimeComponentModel{componentModel: *componentFrom(hook, wc, hookExtra)}}
 	if m.Webhook.Kubeconfig, err = kubeconfig("webhook"); err != nil {
 		return false, err
 	}
@@ -116,7 +116,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	// A kubeconfig file named in the import ID replaces the content read
 	// from the Secret: the Secret is then compared with what the file
 	// renders, like after any apply.
-	for _, c := range []struct{ given, read *componentModel }{{givenController, m.Controller}, {componentOf(givenWebhook), &m.Webhook.componentModel}} {
+	for _, c := range []struct{ given, read *componentModel }{{componentOf(givenController), &m.Controller.componentModel}, {webhookComponentOf(givenWebhook), &m.Webhook.componentModel}} {
 		if c.given != nil && c.given.KubeconfigPath.ValueString() != "" {
 			c.read.KubeconfigPath, c.read.Context, c.read.Kubeconfig = c.given.KubeconfigPath, c.given.Context, types.StringNull()
 		}
@@ -197,7 +197,14 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 
 const timeFormat = "2006-01-02T15:04:05Z07:00"
 
-func componentOf(w *webhookModel) *componentModel {
+func componentOf(c *runtimeComponentModel) *componentModel {
+	if c == nil {
+		return nil
+	}
+	return &c.componentModel
+}
+
+func webhookComponentOf(w *webhookModel) *componentModel {
 	if w == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -68,14 +69,24 @@ func (d *runtimeManifestsDataSource) Metadata(_ context.Context, req datasource.
 	resp.TypeName = req.ProviderTypeName + "_runtime_manifests"
 }
 
+// manifestsKubeconfigPathDoc is kubeconfig_path's description without the
+// write-only attribute a data source cannot have.
+var manifestsKubeconfigPathDoc = strings.Replace(runtimeDocs["kubeconfig_path"], "Exactly one of `kubeconfig_path`, `kubeconfig_wo` and `kubeconfig`", "Exactly one of `kubeconfig_path` and `kubeconfig`", 1)
+
+func withDescription(a schema.StringAttribute, doc string) schema.StringAttribute {
+	a.MarkdownDescription = doc
+	return a
+}
+
 func manifestsComponentAttributes(component string) map[string]schema.Attribute {
 	str := func(name string, sensitive bool, v ...validator.String) schema.StringAttribute {
 		return schema.StringAttribute{Optional: true, Sensitive: sensitive, MarkdownDescription: runtimeDocs[name], Validators: v}
 	}
 	return map[string]schema.Attribute{
-		"kubeconfig_path": str("kubeconfig_path", false, stringvalidator.ExactlyOneOf(
-			path.MatchRoot(component).AtName("kubeconfig_path"), path.MatchRoot(component).AtName("kubeconfig"))),
-		"kubeconfig":     str("kubeconfig", true),
+		"kubeconfig_path": withDescription(str("kubeconfig_path", false, stringvalidator.ExactlyOneOf(
+			path.MatchRoot(component).AtName("kubeconfig_path"), path.MatchRoot(component).AtName("kubeconfig"))), manifestsKubeconfigPathDoc),
+		"kubeconfig": withDescription(str("kubeconfig", true), "The kubeconfig content instead of `kubeconfig_path`. Sensitive; "+
+			"a data source's inputs are stored in state (write-only attributes exist for resources only): prefer `kubeconfig_path`."),
 		"context":        str("context", false),
 		"replicas":       schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["replicas"]},
 		"extra_args":     schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["extra_args"]},
@@ -239,13 +250,13 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		WorkspacePath:   m.WorkspacePath,
 		SettleObjects:   types.BoolValue(m.SettleObjects.ValueBool()),
 		NetworkPolicy:   m.NetworkPolicy,
-		Controller:      defaults(m.Controller),
+		Controller:      &runtimeComponentModel{componentModel: *defaults(m.Controller)},
 		Webhook: &webhookModel{
-			componentModel:       *defaults(&m.Webhook.componentModel),
-			Port:                 port,
-			URL:                  m.Webhook.URL,
-			TLSSecretName:        m.Webhook.TLSSecretName,
-			SkipProtectionGroups: m.Webhook.SkipGroups,
+			runtimeComponentModel: runtimeComponentModel{componentModel: *defaults(&m.Webhook.componentModel)},
+			Port:                  port,
+			URL:                   m.Webhook.URL,
+			TLSSecretName:         m.Webhook.TLSSecretName,
+			SkipProtectionGroups:  m.Webhook.SkipGroups,
 		},
 	}
 }

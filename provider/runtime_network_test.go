@@ -148,7 +148,7 @@ func TestNetworkPolicyUnknown(t *testing.T) {
 			t.Errorf("%s: got %+v, %v", name, m, diags)
 		}
 	}
-	in := &runtimeInputs{Controller: &componentModel{}, Webhook: &webhookModel{}, NetworkPolicy: types.ObjectUnknown(networkPolicyAttrTypes)}
+	in := &runtimeInputs{Controller: &runtimeComponentModel{}, Webhook: &webhookModel{}, NetworkPolicy: types.ObjectUnknown(networkPolicyAttrTypes)}
 	if in.known() {
 		t.Error("inputs with an unknown network_policy count as known")
 	}

@@ -230,10 +230,11 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	defer func() { resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...) }()
-	if !plan.known() {
+	inputs := plan.withWriteOnly(&config.runtimeInputs)
+	if !inputs.known() {
 		return
 	}
-	cfg, diags := plan.deployConfig(ctx)
+	cfg, diags := inputs.deployConfig(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -333,8 +334,9 @@ func renderError(err error) diag.Diagnostic {
 }
 
 func (r *runtimeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan runtimeModel
+	var plan, config runtimeModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -343,15 +345,16 @@ func (r *runtimeResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &privateState{}, timeout, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, &plan, &config.runtimeInputs, &privateState{}, timeout, &resp.State, resp.Private, &resp.Diagnostics)
 	if !resp.State.Raw.IsNull() {
 		setIdentity(ctx, resp.Identity, runtimeIdentityOf(plan.Namespace, plan.Name), &resp.Diagnostics)
 	}
 }
 
 func (r *runtimeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan runtimeModel
+	var plan, config runtimeModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -362,7 +365,7 @@ func (r *runtimeResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, priv, timeout, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, &plan, &config.runtimeInputs, priv, timeout, &resp.State, resp.Private, &resp.Diagnostics)
 	setIdentity(ctx, resp.Identity, runtimeIdentityOf(plan.Namespace, plan.Name), &resp.Diagnostics)
 }
 
@@ -370,10 +373,10 @@ type stateSetter interface {
 	Set(ctx context.Context, val interface{}) diag.Diagnostics
 }
 
-// apply renders, applies and prunes the objects, records them, and waits
-// for the rollout. The state is recorded before waiting, so a rollout that
+// apply renders (with the write-only values of config), applies and prunes
+// the objects, records them, and waits for the rollout. The state is recorded before waiting, so a rollout that
 // times out leaves a resource Terraform knows about.
-func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *privateState, timeout time.Duration, state stateSetter, private privateSetter, diags *diag.Diagnostics) {
+func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, config *runtimeInputs, prior *privateState, timeout time.Duration, state stateSetter, private privateSetter, diags *diag.Diagnostics) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	kube, err := r.conn.Kube()
@@ -386,7 +389,8 @@ func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, prior *
 		diags.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
 		return
 	}
-	cfg, d := plan.deployConfig(ctx)
+	inputs := plan.withWriteOnly(config)
+	cfg, d := inputs.deployConfig(ctx)
 	diags.Append(d...)
 	if diags.HasError() {
 		return

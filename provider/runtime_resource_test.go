@@ -435,8 +435,53 @@ resource "depctrl_runtime" "this" {
 					return nil
 				}, protected),
 			},
+			{
+				// The same kubeconfigs, write-only: the objects do not
+				// change (so neither do the pods), and the state holds
+				// neither the kubeconfigs nor their keys.
+				Config: writeOnlyKubeconfigs(config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`, `  network_policy = { enabled = false }`), 1, kubeconfigs[env.ControllerUser], kubeconfigs[env.WebhookUser]),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(rt, tfjsonpath.New("objects"), knownvalue.NotNull()),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("controller").AtMapKey("kubeconfig_wo"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("controller").AtMapKey("kubeconfig"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook").AtMapKey("kubeconfig_wo"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook").AtMapKey("kubeconfig_wo_version"), knownvalue.Int64Exact(1)),
+				},
+				Check: resource.ComposeTestCheckFunc(noSecretsInState(tfDir), protected),
+			},
+			{
+				// A new version applies the kubeconfigs again.
+				Config: writeOnlyKubeconfigs(config("v1.0.1", 2, `    extra_sans = ["depctrl.example.com"]
+    certificate_validity     = "1h"
+    certificate_renew_before = "30m"
+    skip_protection_groups   = ["platform-admins"]`, `  network_policy = { enabled = false }`), 2, kubeconfigs[env.ControllerUser], kubeconfigs[env.WebhookUser]),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("controller").AtMapKey("kubeconfig_wo_version"), knownvalue.Int64Exact(2)),
+				},
+				Check: resource.ComposeTestCheckFunc(noSecretsInState(tfDir), protected),
+			},
 		}),
 	})
+}
+
+// writeOnlyKubeconfigs turns the kubeconfig_path attributes in config that
+// name one of paths into kubeconfig_wo with the file's content, at the
+// given version.
+func writeOnlyKubeconfigs(config string, version int, paths ...string) string {
+	for _, p := range paths {
+		re := regexp.MustCompile(`(?m)^(\s*)kubeconfig_path = ` + regexp.QuoteMeta(fmt.Sprintf("%q", p)) + `$`)
+		config = re.ReplaceAllString(config, fmt.Sprintf("${1}kubeconfig_wo         = file(%q)\n${1}kubeconfig_wo_version = %d", p, version))
+	}
+	return config
 }
 
 // noSecretsInState reads every state file under dir, private state

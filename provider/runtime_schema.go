@@ -43,8 +43,14 @@ var runtimeDocs = map[string]string{
 		"and referencing the export orders the runtime after it. Unset (default): the kubeconfigs' servers must already name the workspace. Updates in place.",
 	"api_export_name": "The name of the dep-ctrl APIExport (and of its APIExportEndpointSlice) in the dep-ctrl workspace, passed to both binaries as `--apiexport-name`; `depctrl_export`'s `name`. Not the `api_export_name` of a rule's `dependent`, which names the export of the dependent type. Default `" + v1alpha1.DefaultAPIExportName + "`. Updates in place.",
 	"kubeconfig_path": "Path to a kubeconfig for this component's kcp identity, whose server is the dep-ctrl workspace through the front-proxy (`https://<front-proxy>/clusters/<path>`). " +
-		"Files it references are embedded, and only its current context (or `context`) is kept, so the Secret works in the pod. Only the path is stored in state; a change of the file's content shows as an update. Exactly one of `kubeconfig_path` and `kubeconfig` is required.",
-	"kubeconfig":     "The kubeconfig content instead of `kubeconfig_path`. Sensitive; it is stored in state.",
+		"Files it references are embedded, and only its current context (or `context`) is kept, so the Secret works in the pod. Only the path is stored in state; a change of the file's content shows as an update. Exactly one of `kubeconfig_path`, `kubeconfig_wo` and `kubeconfig` is required.",
+	"kubeconfig": "The kubeconfig content instead of `kubeconfig_path`. Sensitive, but stored in state: prefer `kubeconfig_wo` (Terraform 1.11 and later) " +
+		"or `kubeconfig_path`.",
+	"kubeconfig_wo": "The kubeconfig content, write-only (Terraform 1.11 and later): Terraform never stores it, in state or plan, so it may come from an " +
+		"ephemeral resource (a secrets manager) or a variable without ending up in the state file. It is read at every plan and apply, so a changed " +
+		"content shows as an update; set `kubeconfig_wo_version` as well and change it to roll out a new kubeconfig explicitly.",
+	"kubeconfig_wo_version": "Any number, stored in state: a change applies `kubeconfig_wo` again (the kubeconfig Secret is rewritten and the pods roll). " +
+		"Only meaningful with `kubeconfig_wo`.",
 	"context":        "The kubeconfig context to use; default its current context.",
 	"replicas":       "Number of pods. Default `2`. The controller elects a leader, so only one writes at a time; webhook replicas share the load. Updates in place.",
 	"extra_args":     "Arguments appended to the binary's command line, such as `[\"--zap-log-level=debug\"]`. Updates in place (the pods roll).",
@@ -87,11 +93,20 @@ func runtimeComponentAttributes(component string, sensitive map[string]bool) map
 			Optional: true, MarkdownDescription: runtimeDocs["kubeconfig_path"],
 			Validators: []validator.String{
 				stringvalidator.LengthAtLeast(1),
-				stringvalidator.ExactlyOneOf(path.MatchRoot(component).AtName("kubeconfig_path"), path.MatchRoot(component).AtName("kubeconfig")),
+				stringvalidator.ExactlyOneOf(path.MatchRoot(component).AtName("kubeconfig_path"), path.MatchRoot(component).AtName("kubeconfig"),
+					path.MatchRoot(component).AtName("kubeconfig_wo")),
 			},
 		},
 		"kubeconfig": opt("kubeconfig"),
-		"context":    opt("context"),
+		"kubeconfig_wo": schema.StringAttribute{
+			Optional: true, Sensitive: true, WriteOnly: true, MarkdownDescription: runtimeDocs["kubeconfig_wo"],
+			Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+		},
+		"kubeconfig_wo_version": schema.Int64Attribute{
+			Optional: true, MarkdownDescription: runtimeDocs["kubeconfig_wo_version"],
+			Validators: []validator.Int64{int64validator.AlsoRequires(path.MatchRoot(component).AtName("kubeconfig_wo"))},
+		},
+		"context": opt("context"),
 		"replicas": schema.Int64Attribute{
 			Optional: true, Computed: true, Default: int64default.StaticInt64(deploy.DefaultReplicas),
 			MarkdownDescription: runtimeDocs["replicas"],

@@ -31,7 +31,7 @@ func TestCheckVersion(t *testing.T) {
 
 func TestVersionFrom(t *testing.T) {
 	for describe, want := range map[string]string{
-		"v1.2.3\n":                 "1.2.3",
+		"v1.2.3\n":                "1.2.3",
 		"v1.2.3-4-g7fab0fb-dirty": "1.2.3-4-g7fab0fb-dirty",
 		"c39b750":                 "0.0.0-dev-c39b750",
 		"c39b750-dirty":           "0.0.0-dev-c39b750-dirty",

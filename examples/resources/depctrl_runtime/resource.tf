@@ -51,3 +51,34 @@ resource "depctrl_runtime" "external" {
     create = "15m"
   }
 }
+
+# Kubeconfigs that never reach the state file: write-only attributes
+# (Terraform 1.11 and later, OpenTofu 1.11 and later), here from ephemeral
+# variables (a secrets manager's ephemeral resource works the same way).
+# Terraform reads them at every plan and apply; a new version number
+# rolls a new kubeconfig out explicitly.
+variable "controller_kubeconfig" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+variable "webhook_kubeconfig" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+resource "depctrl_runtime" "write_only" {
+  namespace = "depctrl-system"
+
+  controller = {
+    kubeconfig_wo         = var.controller_kubeconfig
+    kubeconfig_wo_version = 1
+  }
+
+  webhook = {
+    kubeconfig_wo         = var.webhook_kubeconfig
+    kubeconfig_wo_version = 1
+  }
+}
