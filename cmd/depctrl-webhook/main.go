@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
@@ -36,8 +38,8 @@ func main() {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8082", "address of the Prometheus metrics endpoint (0 disables it)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8083", "address of the /healthz and /readyz probes; ready once every shard's rules are registered, or once some are and --partial-ready-after has passed")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
-	fs.Int64Var(&o.ListPageSize, "list-page-size", webhook.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
-	fs.IntVar(&o.ReindexWorkers, "reindex-workers", webhook.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
+	fs.Int64Var(&o.ListPageSize, "list-page-size", decision.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
+	fs.IntVar(&o.ReindexWorkers, "reindex-workers", index.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
 	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", intent.DefaultLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
 	fs.BoolVar(&o.Settle, "settle-objects", false, "label the protected objects found unreferenced as settled, so that their deletions skip the webhook (see the architecture guide; off by default until a reference index configuration removed while the controller is down also unsettles them)")
 	fs.DurationVar(&o.SettleAfter, "settle-after", settle.DefaultSettleAfter, "with --settle-objects: how long the rules over a type must stand unchanged, and published by the controller, before its objects may be settled; must exceed the shards' --request-timeout (60s by default)")

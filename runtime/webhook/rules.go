@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
@@ -47,7 +49,7 @@ type RuleSync struct {
 	Log      logr.Logger
 	// IndexConfigs, when set, is populated with the rules, shard by
 	// shard: no index epoch is trusted before its configuration was seen.
-	IndexConfigs *IndexConfigurations
+	IndexConfigs *index.Configurations
 	// Shard reads the rules of one shard's virtual workspace. The webhook
 	// reads them from the watches whose events reach Observe, so that a
 	// rule deleted before the read is never registered from it; the
@@ -145,7 +147,7 @@ func (s *RuleSync) Decidable(sc scope.Scope) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.read) == 0 && len(s.clusters) == 0 {
-		return errNotInitialized
+		return readiness.ErrNotInitialized
 	}
 	if !sc.Named {
 		return fmt.Errorf("dependency protection cannot decide this request yet, retry later: it may depend on the rules of any workspace, and %s", s.unreadLocked())

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
@@ -199,8 +200,8 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	s.started = clock
 
-	if err := s.Decidable(scope.Of("cluster-a")); err == nil || err != errNotInitialized {
-		t.Errorf("before any read: Decidable = %v, want %v", err, errNotInitialized)
+	if err := s.Decidable(scope.Of("cluster-a")); err == nil || err != readiness.ErrNotInitialized {
+		t.Errorf("before any read: Decidable = %v, want %v", err, readiness.ErrNotInitialized)
 	}
 	f.set(func() { f.down["shard-b"] = true })
 	if _, err := s.populate(ctx); err == nil {

@@ -1,3 +1,11 @@
+// Package webhook wires the dependency webhook binary together. Run reads
+// the rules (RuleSync), the reference index configurations and the
+// published settle stamps from every shard's virtual workspace, through
+// watches that retry until the shard serves the export (Follower), and
+// serves the protection decision (package decision) and the reference index
+// (package index), which refuse a request until RuleSync knows every rule
+// that matters to it (package readiness). It holds no admission logic of
+// its own.
 package webhook
 
 import (
@@ -18,6 +26,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
@@ -43,7 +53,7 @@ type Options struct {
 	SkipProtectionGroups []string
 	// ListPageSize is the page size of dependent lookups; 0 reads all
 	// dependents in one response. The webhook's flag defaults to
-	// DefaultPageSize.
+	// decision.DefaultPageSize.
 	ListPageSize int64
 	// ReindexWorkers is how many dependents found unindexed are written
 	// again at once to index them; 0 turns re-indexing off.
@@ -106,7 +116,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	reg := registry.New()
 	rules := NewRuleSync(vw, reg, log.WithName("rules"))
-	indexConfigs := &IndexConfigurations{Registry: reg, Log: log.WithName("index-configurations")}
+	indexConfigs := &index.Configurations{Registry: reg, Log: log.WithName("index-configurations")}
 	rules.IndexConfigs = indexConfigs
 	rules.PartialReadyAfter = o.PartialReadyAfter
 	published := &settle.PublishedStamps{}
@@ -132,7 +142,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 
-	finder, err := NewFrontProxyFinder(ws.Base)
+	finder, err := decision.NewFrontProxyFinder(ws.Base)
 	if err != nil {
 		return err
 	}
@@ -142,8 +152,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		finder.PageSize = o.ListPageSize
 	}
 	if o.ReindexWorkers > 0 {
-		finder.Reindexer = NewReindexer(finder.raw, o.ReindexWorkers, log.WithName("reindex"))
-		if err := mgr.Add(finder.Reindexer); err != nil {
+		reindexer := index.NewReindexer(finder.RESTClient(), o.ReindexWorkers, log.WithName("reindex"))
+		finder.Reindexer = reindexer
+		if err := mgr.Add(reindexer); err != nil {
 			return err
 		}
 	}
@@ -173,11 +184,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := mgr.Add(guard); err != nil {
 		return err
 	}
-	validator := NewValidator(reg, finder, rules, ValidatorOptions{
+	validator := decision.NewValidator(reg, finder, rules, decision.ValidatorOptions{
 		Self:                 self,
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
-		Auditor:              NewEventAuditor(finder, log.WithName("audit")),
+		Auditor:              decision.NewEventAuditor(finder, log.WithName("audit")),
 		IntentLifetime:       o.IntentLifetime,
 		Candidates:           candidates(settler),
 	}, log.WithName("validator"))
@@ -187,7 +198,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 			return err
 		}
 	}
-	indexer := NewIndexer(reg, rules, log.WithName("indexer"))
+	indexer := index.NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Targets = finder
 	indexer.Dependents = finder
 	indexer.Pending = pending
@@ -207,7 +218,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 }
 
 // candidates is settler as Candidates, nil when there is none.
-func candidates(settler *settle.Settler) Candidates {
+func candidates(settler *settle.Settler) decision.Candidates {
 	if settler == nil {
 		return nil
 	}

@@ -13,8 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 )
 
 // Targets of the admission benchmark.
@@ -194,7 +195,7 @@ every dependent. Rules that share a dependent type share both reads, so five rul
 configuration was (re)installed carries no current stamp: it is read in full at every such DELETE, as without the
 index, until it is written again: by its users, or by the webhook itself after the first DELETE that read it where
 `+"`depctrl_shard`"+` grants `+"`reindex`"+` (the benchmark grants it only for its last re-index, below). That costs what reading N dependents costs: measured in the same run, the webhook's
-lookup among `+fmt.Sprint(paging.dependents)+` unindexed dependents took `+ms(paging.defaultPages.pct(.5))+` ms in its pages of `+fmt.Sprint(webhook.DefaultPageSize)+` (`+"`--list-page-size`"+`),
+lookup among `+fmt.Sprint(paging.dependents)+` unindexed dependents took `+ms(paging.defaultPages.pct(.5))+` ms in its pages of `+fmt.Sprint(decision.DefaultPageSize)+` (`+"`--list-page-size`"+`),
 `+ms(paging.oneResponse.pct(.5))+` ms in one response and `+ms(paging.paged.pct(.5))+` ms in pages of `+fmt.Sprint(pagedSize)+` (p50 over `+fmt.Sprint(len(paging.paged))+` trials; of each dependent it decodes
 only what the rules' paths reach, `+"`go test -bench DecodeDependent ./runtime/fieldpath`"+`). Rewriting every dependent
 re-indexes them: the benchmark rewrote %d VMs, eight at a time, in %s after the rules changed. With `+"`reindex`"+`
@@ -226,7 +227,7 @@ its intent on that object, about the floor again (measured in the next section).
 		ms(fresh.afterWrite.pct(.5)), ms(fresh.afterWriteSettled.pct(.5)), pause, ms(fresh.quiet.pct(.5)), ms(fresh.cached.pct(.5)),
 		ms(fresh.shardSettled.pct(.5)), ms(fresh.shardCached.pct(.5)), hop.Round(100*time.Microsecond),
 		perDependent.Round(time.Nanosecond), ms(first.inWebhook), ms(at10000.inWebhook), ms(at10000five.inWebhook),
-		idx.reindexed, idx.reindexTook.Round(time.Second), idx.selfReindexed, webhook.DefaultReindexWorkers, idx.selfReindexTook.Round(time.Second),
+		idx.reindexed, idx.reindexTook.Round(time.Second), idx.selfReindexed, index.DefaultReindexWorkers, idx.selfReindexTook.Round(time.Second),
 		idx.mean().Round(10*time.Microsecond), idx.created, idx.createTook.Round(100*time.Millisecond),
 		(at1000.floor.pct(.5) / 2).Round(100*time.Microsecond), ratio(at1000.allowed.pct(.5)-hop, at1000.floor.pct(.5)))
 	many := res.many

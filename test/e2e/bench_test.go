@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
@@ -511,7 +511,7 @@ type pagingResult struct {
 
 const pagedSize = 2000
 
-// pagingCost times the webhook's lookup (webhook.FrontProxyFinder, as the
+// pagingCost times the webhook's lookup (decision.FrontProxyFinder, as the
 // webhook runs it) of an object nothing references, with each page size,
 // each pause after the last read of the dependents and after a write, as
 // the admission benchmark's (b).
@@ -520,14 +520,14 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	base, err := e.AdminConfig("root")
 	check.Must(t, err)
 	base.Host = e.FrontProxyURL
-	finder, err := webhook.NewFrontProxyFinder(base)
+	finder, err := decision.NewFrontProxyFinder(base)
 	check.Must(t, err)
 	protection := registry.Protection{Rule: "bench", Dependent: virtualMachines.GVR(), DependentKind: virtualMachines.Kind,
 		Paths: []fieldpath.Path{fieldpath.MustParse(benchPaths[0])}}
 	fws := top.dynamicFor(t, consumer.Path).Resource(firewallRules.GVR()).Namespace("apps")
 	var r pagingResult
 	for i := range 10 {
-		for _, size := range []int64{webhook.DefaultPageSize, 0, pagedSize} {
+		for _, size := range []int64{decision.DefaultPageSize, 0, pagedSize} {
 			name := fmt.Sprintf("paging-%d-%d", i, size)
 			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
 			time.Sleep(pause)
@@ -552,6 +552,6 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	}
 	r.dependents = dependents
 	t.Logf("lookup among %d dependents: pages of %d %s, one response %s, pages of %d %s (p50)", r.dependents,
-		webhook.DefaultPageSize, r.defaultPages.pct(.5), r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
+		decision.DefaultPageSize, r.defaultPages.pct(.5), r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
 	return r
 }

@@ -1,0 +1,155 @@
+package decision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+)
+
+// Reason of the Event recorded when the skip-protection annotation let an
+// object go.
+const reasonSkipProtection = "DeletionProtectionSkipped"
+
+// SkipAuditor records a deletion that the skip-protection annotation let
+// through. It must not block or fail the admission decision.
+type SkipAuditor interface {
+	RecordSkip(cluster string, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta)
+}
+
+// EventAuditor records each use of the skip-protection annotation as an
+// Event on the deleted object, in its own workspace, where its owners look.
+type EventAuditor struct {
+	Finder   *FrontProxyFinder
+	Log      logr.Logger
+	instance string
+	// Confirm bounds how long the auditor waits for the deletion to show
+	// before writing the Event; zero means a minute.
+	Confirm time.Duration
+	// Poll is how often it looks; zero means a second.
+	Poll time.Duration
+}
+
+// NewEventAuditor returns an auditor writing through finder's front-proxy
+// connection.
+func NewEventAuditor(finder *FrontProxyFinder, log logr.Logger) *EventAuditor {
+	return &EventAuditor{Finder: finder, Log: log, instance: events.Instance("depctrl-webhook")}
+}
+
+// RecordSkip writes the Event in the background, once the deletion shows:
+// the object is gone, replaced, or being deleted. The webhook does not
+// authenticate its callers, so the review alone proves nothing; an Event
+// written on a forged review (or for a deletion another admission plugin
+// then refused) would tell the object's owners of a deletion that never
+// happened. A failure is logged.
+func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta) {
+	ev := skipEvent(req, meta, a.instance, time.Now())
+	gvr := schema.GroupVersionResource(req.Resource)
+	go func() {
+		confirm, poll := a.Confirm, a.Poll
+		if confirm == 0 {
+			confirm = time.Minute
+		}
+		if poll == 0 {
+			poll = time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), confirm+10*time.Second)
+		defer cancel()
+		log := a.Log.WithValues("cluster", cluster, "resource", gvr.Resource, "namespace", meta.Namespace, "name", meta.Name)
+		if !deletionShows(ctx, time.Now().Add(confirm), poll, func(ctx context.Context) (deletionState, error) {
+			return a.Finder.deletionState(ctx, cluster, gvr, meta)
+		}) {
+			log.Info("skip-protection Event not recorded: the object was not deleted (refused by another admission step, or the review did not come from kcp)")
+			return
+		}
+		c, err := a.Finder.client(cluster)
+		if err == nil {
+			_, err = c.Resource(events.GVR).Namespace(ev.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
+		}
+		if err != nil {
+			log.Error(err, "recording the skip-protection Event")
+		}
+	}()
+}
+
+// deletionState is what a read says of an object a review named.
+type deletionState int
+
+const (
+	// stillThere: the same object, not being deleted.
+	stillThere deletionState = iota
+	// deletionShown: gone, replaced by another of its name, or being
+	// deleted.
+	deletionShown
+)
+
+// deletionShows polls state until it shows the deletion or deadline
+// passes; read errors count as "not yet".
+func deletionShows(ctx context.Context, deadline time.Time, poll time.Duration, state func(context.Context) (deletionState, error)) bool {
+	for {
+		if st, err := state(ctx); err == nil && st == deletionShown {
+			return true
+		}
+		if time.Now().Add(poll).After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(poll):
+		}
+	}
+}
+
+// deletionState reads the object meta names in cluster.
+func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta) (deletionState, error) {
+	c, err := f.client(cluster)
+	if err != nil {
+		return stillThere, err
+	}
+	var o *unstructured.Unstructured
+	if meta.Namespace != "" {
+		o, err = c.Resource(gvr).Namespace(meta.Namespace).Get(ctx, meta.Name, metav1.GetOptions{})
+	} else {
+		o, err = c.Resource(gvr).Get(ctx, meta.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return deletionShown, nil
+	case err != nil:
+		return stillThere, err
+	case o.GetUID() != meta.UID || o.GetDeletionTimestamp() != nil:
+		return deletionShown, nil
+	}
+	return stillThere, nil
+}
+
+// skipEvent is the Event for one skip-protection use.
+func skipEvent(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, instance string, now time.Time) *unstructured.Unstructured {
+	return events.Event{
+		Regarding: events.Regarding{
+			APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
+			Kind:       req.Kind.Kind,
+			Namespace:  req.Namespace,
+			Name:       req.Name,
+			UID:        string(meta.UID),
+		},
+		Type:   events.Warning,
+		Reason: reasonSkipProtection,
+		Action: "Delete",
+		Note: fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",
+			describe(req), v1alpha1.SkipProtectionAnnotation, req.UserInfo.Username, strings.Join(req.UserInfo.Groups, ", ")),
+		Controller: "dependencies.opendefense.cloud/webhook",
+		Instance:   instance,
+	}.Object(now)
+}

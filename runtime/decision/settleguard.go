@@ -1,0 +1,68 @@
+package decision
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+)
+
+// Candidates are told of the places where protected objects are created or
+// deleted, so that the objects there can be settled (settle.Settler).
+type Candidates interface {
+	Candidate(cluster string, req *admissionv1.AdmissionRequest)
+}
+
+// guardSettled refuses a create or update that sets the settled label or
+// changes its value, unless the webhook itself makes it: a settled object's
+// deletion never reaches the webhook, so a label anyone else could write
+// would switch protection off. Removing the label is always allowed; it
+// only sends the object's deletion to the webhook again. The match
+// condition of the guard entry selects the same writes, and this check
+// stands on its own should a configuration lack it.
+func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.AdmissionRequest, w written) (*admissionv1.AdmissionResponse, string, bool) {
+	value, set := w.obj.Labels[settle.SettledLabel]
+	if was, had := w.old.Labels[settle.SettledLabel]; !set || (had && was == value) {
+		return nil, "", false
+	}
+	if v.isSelf(ctx, req.UserInfo.Username) {
+		return nil, "", false
+	}
+	name := w.obj.Name
+	if name == "" {
+		name = w.obj.GenerateName + "*"
+	}
+	v.log.Info("write refused: it sets the settled label", "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
+	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+		"cannot %s %s/%s: only the dependency webhook may set the label %s, which exempts the object's deletion from protection; remove the label from the object",
+		lower(req.Operation), req.Resource.Resource, name, settle.SettledLabel)), outcomeDenied, true
+}
+
+// isSelf reports whether user is the webhook's own; false when that cannot
+// be told, so that only a known self is trusted.
+func (v *Validator) isSelf(ctx context.Context, user string) bool {
+	if v.opts.Self == nil {
+		return false
+	}
+	self, err := v.opts.Self(ctx)
+	if err != nil {
+		v.log.Error(err, "cannot tell the webhook's own writes from others'")
+		return false
+	}
+	return user == self
+}
+
+func lower(op admissionv1.Operation) string {
+	switch op {
+	case admissionv1.Create:
+		return "create"
+	case admissionv1.Update:
+		return "update"
+	}
+	return string(op)
+}

@@ -1,0 +1,56 @@
+package decision
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/frontproxy"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+)
+
+// The front-proxy implementation of settle.SettleObjects.
+
+// metadataOnly asks the API server for the objects' metadata alone.
+const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+// ListMeta implements SettleObjects with a consistent LIST of metadata.
+func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
+	var out []metav1.ObjectMeta
+	cont := ""
+	for {
+		req := f.raw.Get().AbsPath(frontproxy.Path(cluster, gvr, namespace, "")...).SetHeader("Accept", metadataOnly).Param("limit", "500")
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Do(ctx).Raw()
+		if err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), cluster, err)
+		}
+		var page metav1.PartialObjectMetadataList
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("decoding the list of %s in %s: %w", gvr.GroupResource(), cluster, err)
+		}
+		for _, o := range page.Items {
+			out = append(out, o.ObjectMeta)
+		}
+		if cont = page.Continue; cont == "" {
+			return out, nil
+		}
+	}
+}
+
+// Settle implements SettleObjects with a merge patch that carries the
+// resourceVersion the proof started from: the API server refuses it with a
+// conflict when the object changed since, an intent recorded on it included.
+func (f *FrontProxyFinder) Settle(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name, resourceVersion, stamp string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "labels": map[string]string{settle.SettledLabel: stamp}}})
+	if err != nil {
+		return err
+	}
+	return f.raw.Patch(types.MergePatchType).AbsPath(frontproxy.Path(cluster, gvr, namespace, name)...).Body(body).Do(ctx).Error()
+}

@@ -1,0 +1,457 @@
+// Package decision decides DELETE admission requests for protected objects:
+// a deletion is refused while a dependent in the same consumer workspace
+// still references the object under some DependencyRule.
+//
+// Validator, the validating admission endpoint, reads the current state for
+// every decision and caches no dependents: the dependents the object's
+// intents name, then those the reference index (package index) lists, then
+// the intents of writes not stored yet. When it cannot tell, it refuses.
+// It also guards what protection rests on: an update of a protected object
+// may not drop a fresh intent, and only the webhook itself may set the
+// settled label. FrontProxyFinder reads and writes through the kcp
+// front-proxy for the validator, the index and the settler; Unreferenced
+// proves objects unreferenced for the settler, and EventAuditor records
+// each use of the skip-protection annotation.
+package decision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+)
+
+// Index finds the protections for a protected resource.
+type Index interface {
+	Protections(target schema.GroupVersionResource) []registry.Protection
+}
+
+// Blocker is a dependent that still references the object being deleted.
+type Blocker struct {
+	Kind, Namespace, Name string
+	// Pending: the dependent's write that references the object was
+	// admitted but is not stored (yet).
+	Pending bool
+}
+
+func (b Blocker) String() string {
+	if b.Pending {
+		return b.Kind + "/" + b.Name + " (being written)"
+	}
+	return b.Kind + "/" + b.Name
+}
+
+// DependentFinder looks up dependents in a consumer workspace.
+type DependentFinder interface {
+	// FindBlockers returns up to limit dependents of p in cluster that
+	// reference the target object called name. namespace is the deleted
+	// object's namespace ("" for a cluster-scoped object, meaning: look
+	// everywhere).
+	FindBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error)
+	// Terminating reports whether the logical cluster is being deleted.
+	Terminating(ctx context.Context, cluster string) (bool, error)
+	// Referencing reads the dependent of p called dependent in namespace:
+	// found is false when it does not exist, referencing whether it
+	// references the object called name.
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
+	// ReferencedNames returns the names of the protected objects that the
+	// dependents of p in cluster reference, read in one go. namespace is
+	// as for FindBlockers.
+	ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error)
+}
+
+// ValidatorOptions tune the validator.
+type ValidatorOptions struct {
+	// RequestTimeout bounds the work for one request; keep it below the
+	// webhook configuration's timeoutSeconds so a slow lookup ends in a
+	// clear denial rather than an admission timeout.
+	RequestTimeout time.Duration
+	// MaxBlockersReported caps the dependents named in a denial.
+	MaxBlockersReported int
+	// Auditor, when set, records every deletion the skip-protection
+	// annotation let through.
+	Auditor SkipAuditor
+	// SkipProtectionGroups, when not empty, are the only groups whose
+	// members may delete with the skip-protection annotation. For anyone
+	// else the annotation is ignored and the delete is decided as usual.
+	SkipProtectionGroups []string
+	// IntentLifetime is how long an intent recorded on a protected object
+	// counts as a write that may still be stored (intent.DefaultLifetime).
+	IntentLifetime time.Duration
+	// Self tells the webhook's own user: only its updates of a protected
+	// object may drop a fresh intent or settle it. Without it no update
+	// may.
+	Self func(ctx context.Context) (string, error)
+	// Candidates, when set, hears of every protected object created, and
+	// of the places where protected objects are deleted, to settle them.
+	Candidates Candidates
+}
+
+// Validator decides admission requests.
+type Validator struct {
+	index  Index
+	finder DependentFinder
+	opts   ValidatorOptions
+	log    logr.Logger
+	rules  readiness.Rules
+	// hook reads and answers the AdmissionReviews.
+	hook http.Handler
+	// now is the clock; tests replace it.
+	now func() time.Time
+}
+
+// NewValidator returns a validator that refuses a protected DELETE while
+// rules says it does not know every rule that can matter to it.
+func NewValidator(index Index, finder DependentFinder, rules readiness.Rules, opts ValidatorOptions, log logr.Logger) *Validator {
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 8 * time.Second
+	}
+	if opts.MaxBlockersReported == 0 {
+		opts.MaxBlockersReported = 10
+	}
+	if opts.IntentLifetime == 0 {
+		opts.IntentLifetime = intent.DefaultLifetime
+	}
+	v := &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
+	v.hook = admission.NewHandler(log, v.Decide, observe)
+	return v
+}
+
+// ServeHTTP implements the admission endpoint.
+func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v.hook.ServeHTTP(w, r)
+}
+
+func observe(outcome string, start time.Time) {
+	decisions.WithLabelValues(outcome).Inc()
+	latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+}
+
+// Decide applies the deletion policy to one request.
+func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+		w, bad := decodeWritten(req)
+		if bad != nil {
+			return bad, outcomeBadRequest
+		}
+		if resp, outcome, refused := v.guardSettled(ctx, req, w); refused {
+			return resp, outcome
+		}
+		if req.Operation == admissionv1.Update {
+			return v.keepIntents(ctx, req, w)
+		}
+		v.candidate(req, w)
+		return admission.Allow(""), outcomeAllowed
+	case admissionv1.Delete:
+	default:
+		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
+	}
+	if err := v.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
+		return readiness.NotDecidable(err), outcomeNotInitialized
+	}
+
+	obj, err := decodeObject(req)
+	if err != nil {
+		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+	}
+	meta := objectmeta.Of(obj)
+	if req, err = identify(req, meta); err != nil {
+		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+	}
+	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
+	target := describe(req)
+
+	skipIgnored := false
+	if meta.Annotations[v1alpha1.SkipProtectionAnnotation] == "true" {
+		if v.maySkip(req.UserInfo.Groups) {
+			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
+			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
+			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !admission.DryRun(req) {
+				v.opts.Auditor.RecordSkip(cluster, req, meta)
+			}
+			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+		}
+		skipIgnored = true
+		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
+	}
+
+	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
+	if len(protections) == 0 {
+		return admission.Allow(""), outcomeAllowed
+	}
+	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	if cluster != "" && v.opts.Candidates != nil && !admission.DryRun(req) {
+		// The rest of the namespace may be settled before it follows.
+		v.opts.Candidates.Candidate(cluster, req)
+	}
+	if cluster == "" {
+		log.Info("cannot decide: object has no logical cluster annotation")
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), outcomeBadRequest
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
+	defer cancel()
+	if admission.DryRun(req) {
+		ctx = admission.WithoutSideEffects(ctx)
+	}
+	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
+	// The dependents the object's intents name come first: one of them
+	// still referencing it decides a denial without reading the others.
+	var more int
+	blockers := v.recordedBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+	if len(blockers) == 0 {
+		blockers, more, err = v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
+	}
+	if err == nil && len(blockers) == 0 {
+		// None stored: a write admitted but not stored yet shows only as
+		// the intent it recorded on this very revision of the object.
+		blockers, err = v.pendingBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+		if err == nil && len(blockers) == 0 {
+			return admission.Allow(""), outcomeAllowed
+		}
+	}
+	// A workspace that is being deleted must be able to finish: its
+	// contents go away together, whatever references what. This holds
+	// also when the dependents could not be read (a narrowed read grant, a
+	// type whose binding is going away): only the workspace's own state
+	// decides, so its teardown never waits on reads that fail.
+	if terminating, terr := v.finder.Terminating(ctx, cluster); terr == nil && terminating {
+		log.Info("deletion allowed: the workspace is being deleted", "cluster", cluster)
+		return admission.Allow("the workspace is being deleted"), outcomeAllowed
+	}
+	if err != nil {
+		log.Error(err, "looking up dependents failed", "cluster", cluster)
+		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
+	}
+	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
+	// A cluster-scoped object may be referenced from several namespaces:
+	// then the denial says which namespace each dependent is in.
+	msg := denialMessage(target, blockers, more, req.Namespace == "")
+	if skipIgnored {
+		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
+	}
+	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+}
+
+// candidate hands a created protected object's place to Candidates.
+func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
+	if v.opts.Candidates == nil || admission.DryRun(req) {
+		return
+	}
+	if cluster := w.obj.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
+		v.opts.Candidates.Candidate(cluster, req)
+	}
+}
+
+// maySkip reports whether a user in groups may use the skip-protection
+// annotation: anyone, unless SkipProtectionGroups names who may.
+func (v *Validator) maySkip(groups []string) bool {
+	if len(v.opts.SkipProtectionGroups) == 0 {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(v.opts.SkipProtectionGroups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// byDependent merges the protections that share a dependent resource into
+// one whose paths are all of theirs: a dependent blocks when any rule's path
+// references the object, and one read of the dependents answers for every
+// rule, however many protect the same type.
+func byDependent(protections []registry.Protection) []registry.Protection {
+	// Linear in the rules: a type can have a thousand rules over it, and
+	// this runs on every protected DELETE.
+	var merged []registry.Protection
+	type seen struct {
+		rules []string
+		paths map[string]bool
+	}
+	var state []seen
+	at := map[schema.GroupVersionResource]int{}
+	for _, p := range protections {
+		i, ok := at[p.Dependent]
+		if !ok {
+			i = len(merged)
+			at[p.Dependent] = i
+			merged = append(merged, registry.Protection{Dependent: p.Dependent, DependentKind: p.DependentKind})
+			state = append(state, seen{paths: map[string]bool{}})
+		}
+		m, st := &merged[i], &state[i]
+		if m.Since.IsZero() || p.Since.Before(m.Since) {
+			m.Since = p.Since
+		}
+		st.rules = append(st.rules, p.Rule)
+		for _, path := range p.Paths {
+			if !st.paths[path.String()] {
+				st.paths[path.String()] = true
+				m.Paths = append(m.Paths, path)
+			}
+		}
+	}
+	for i := range merged {
+		merged[i].Rule = strings.Join(state[i].rules, ", ")
+	}
+	return merged
+}
+
+// findBlockers looks up the dependents of each protected type concurrently
+// and merges what they find in a stable order.
+func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, protections []registry.Protection) ([]Blocker, int, error) {
+	protections = byDependent(protections)
+	type result struct {
+		blockers []Blocker
+		more     int
+		err      error
+	}
+	results := make([]result, len(protections))
+	var wg sync.WaitGroup
+	for i, p := range protections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, target, name, p, v.opts.MaxBlockersReported)
+			if err != nil {
+				err = fmt.Errorf("listing %s for rule %s: %w", p.Dependent.GroupResource(), p.Rule, err)
+			}
+			results[i] = result{b, more, err}
+		}()
+	}
+	wg.Wait()
+	seen := map[Blocker]bool{}
+	var all []Blocker
+	more := 0
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.more < 0 || more < 0 {
+			more = -1
+		} else {
+			more += r.more
+		}
+		for _, b := range r.blockers {
+			if !seen[b] {
+				seen[b] = true
+				all = append(all, b)
+			}
+		}
+	}
+	// Any blocker found is a definite answer even if another lookup failed.
+	if len(all) == 0 && len(errs) > 0 {
+		return nil, 0, errors.Join(errs...)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Kind != all[j].Kind {
+			return all[i].Kind < all[j].Kind
+		}
+		if all[i].Namespace != all[j].Namespace {
+			return all[i].Namespace < all[j].Namespace
+		}
+		return all[i].Name < all[j].Name
+	})
+	if len(all) > v.opts.MaxBlockersReported {
+		if more >= 0 {
+			more += len(all) - v.opts.MaxBlockersReported
+		}
+		all = all[:v.opts.MaxBlockersReported]
+	}
+	return all, more, nil
+}
+
+func denialMessage(target string, blockers []Blocker, more int, withNamespaces bool) string {
+	names := make([]string, len(blockers))
+	for i, b := range blockers {
+		names[i] = b.String()
+		if withNamespaces && b.Namespace != "" {
+			names[i] += " in namespace " + b.Namespace
+		}
+	}
+	msg := fmt.Sprintf("cannot delete %s: still referenced by %s", target, strings.Join(names, ", "))
+	switch {
+	case more < 0:
+		msg += " and more"
+	case more > 0:
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	return msg
+}
+
+// identify returns req naming the object it deletes. A DELETECOLLECTION
+// (a field or label selector, a whole collection, a namespace being emptied,
+// an APIBinding being removed) reaches admission once per item with an empty
+// name, and without a namespace when it spans namespaces: the item itself,
+// in oldObject, then says which object is deleted. A request whose name
+// disagrees with its object is malformed.
+func identify(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta) (*admissionv1.AdmissionRequest, error) {
+	if meta.Name == "" {
+		return req, fmt.Errorf("cannot check %s for dependents: the deleted object has no metadata.name", describe(req))
+	}
+	if (req.Name != "" && req.Name != meta.Name) || (req.Namespace != "" && req.Namespace != meta.Namespace) {
+		return req, fmt.Errorf("cannot check %s for dependents: the request names %s but its object is %s",
+			describe(req), qualified(req.Namespace, req.Name), qualified(meta.Namespace, meta.Name))
+	}
+	if req.Name == meta.Name && req.Namespace == meta.Namespace {
+		return req, nil
+	}
+	named := *req
+	named.Name, named.Namespace = meta.Name, meta.Namespace
+	return &named, nil
+}
+
+func qualified(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+func describe(req *admissionv1.AdmissionRequest) string {
+	return req.Resource.Resource + "/" + req.Name
+}
+
+func decodeObject(req *admissionv1.AdmissionRequest) (map[string]interface{}, error) {
+	raw := req.OldObject.Raw
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("cannot check %s for dependents: the DELETE request carries no object", describe(req))
+	}
+	obj := map[string]interface{}{}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("cannot check %s for dependents: decoding the object: %w", describe(req), err)
+	}
+	return obj, nil
+}
+
+// IsNotServed reports whether err means the consumer workspace does not
+// serve the dependent's API: it has not bound it, so it has no dependents.
+func IsNotServed(err error) bool {
+	return apierrors.IsNotFound(err)
+}

@@ -1,0 +1,622 @@
+package decision
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+)
+
+var (
+	vpcGVR = schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	vmGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	dbGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "manageddbs"}
+)
+
+type fakeIndex map[schema.GroupVersionResource][]registry.Protection
+
+func (f fakeIndex) Protections(gvr schema.GroupVersionResource) []registry.Protection { return f[gvr] }
+
+type fakeFinder struct {
+	blockers    map[schema.GroupVersionResource][]Blocker
+	err         map[schema.GroupVersionResource]error
+	terminating bool
+	// calls is atomic: the validator queries protections concurrently.
+	calls atomic.Int64
+	// asked is the namespace/name of the last lookup.
+	asked atomic.Value
+	// dependents are the stored dependents by namespace/name, with what
+	// each references; read by Referencing.
+	dependents map[string]string
+	// referencingErr fails Referencing.
+	referencingErr error
+	// placeReads counts ReferencedNames.
+	placeReads atomic.Int64
+}
+
+func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
+	f.calls.Add(1)
+	f.asked.Store(namespace + "/" + name)
+	if err := f.err[p.Dependent]; err != nil {
+		return nil, 0, err
+	}
+	b := f.blockers[p.Dependent]
+	if len(b) > limit {
+		return b[:limit], -1, nil
+	}
+	return b, 0, nil
+}
+
+func (f *fakeFinder) Terminating(context.Context, string) (bool, error) { return f.terminating, nil }
+
+func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (bool, bool, error) {
+	if f.referencingErr != nil {
+		return false, false, f.referencingErr
+	}
+	ref, ok := f.dependents[namespace+"/"+dependent]
+	return ok, ok && ref == name, nil
+}
+
+func (f *fakeFinder) ReferencedNames(_ context.Context, _, namespace string, p registry.Protection) (map[string]bool, error) {
+	f.placeReads.Add(1)
+	if err := f.err[p.Dependent]; err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for key, target := range f.dependents {
+		if namespace == "" || strings.HasPrefix(key, namespace+"/") {
+			names[target] = true
+		}
+	}
+	return names, nil
+}
+
+func deleteRequest(gvr schema.GroupVersionResource, name string, annotations map[string]string) *admissionv1.AdmissionRequest {
+	obj := map[string]interface{}{"metadata": map[string]interface{}{"name": name, "namespace": "default", "annotations": annotations}}
+	raw, _ := json.Marshal(obj)
+	return &admissionv1.AdmissionRequest{
+		UID:       "uid-1",
+		Operation: admissionv1.Delete,
+		Resource:  metav1.GroupVersionResource(gvr),
+		Namespace: "default",
+		Name:      name,
+		OldObject: runtime.RawExtension{Raw: raw},
+		UserInfo:  authenticationv1.UserInfo{Username: "alice"},
+	}
+}
+
+func TestDecide(t *testing.T) {
+	inCluster := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
+	protections := fakeIndex{vpcGVR: {
+		{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"},
+		{Rule: "c1/db-rule", Dependent: dbGVR, DependentKind: "ManagedDB"},
+	}}
+	tests := []struct {
+		name        string
+		req         *admissionv1.AdmissionRequest
+		finder      *fakeFinder
+		opts        ValidatorOptions
+		notReady    bool
+		wantAllowed bool
+		wantCode    int32
+		wantMessage string
+		wantOutcome string
+		// wantAsked, when set, is the namespace/name the finder must be
+		// asked about.
+		wantAsked string
+	}{
+		{
+			name: "a create without an object is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.Operation = admissionv1.Create
+				return r
+			}(),
+			wantCode: 400, wantMessage: "cannot decode the object", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name:     "not initialized denies",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			notReady: true, wantCode: 503, wantMessage: "not yet initialized, retry later", wantOutcome: outcomeNotInitialized,
+		},
+		{
+			name:        "unprotected resource is allowed without lookups",
+			req:         deleteRequest(vmGVR, "vm", inCluster),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "X", Name: "y"}}}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name:        "skip-protection allows",
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeSkipped,
+		},
+		{
+			name: "skip-protection allows members of the allowed groups",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers", "platform-admins"}
+				return r
+			}(),
+			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeSkipped,
+		},
+		{
+			name: "skip-protection is ignored for everyone else",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers"}
+				return r
+			}(),
+			opts:     ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm (the dependencies.opendefense.cloud/skip-protection annotation is ignored: only members of platform-admins may use it)",
+			wantOutcome: outcomeDenied,
+		},
+		{
+			name: "an ignored skip-protection still lets unreferenced objects go",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
+				r.UserInfo.Groups = []string{"developers"}
+				return r
+			}(),
+			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name:     "skip-protection must be exactly true",
+			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "yes"}),
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
+		},
+		{
+			name:     "missing cluster annotation is a bad request",
+			req:      deleteRequest(vpcGVR, "v", nil),
+			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "no object in a DELETE is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.OldObject.Raw = nil
+				return r
+			}(),
+			wantCode: 400, wantMessage: "carries no object", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name:        "no dependents allows",
+			req:         deleteRequest(vpcGVR, "v", inCluster),
+			finder:      &fakeFinder{},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name: "dependents deny, in a stable order",
+			req:  deleteRequest(vpcGVR, "my-vpc", inCluster),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{
+				vmGVR: {{Kind: "VirtualMachine", Name: "vm-b"}, {Kind: "VirtualMachine", Name: "vm-a"}},
+				dbGVR: {{Kind: "ManagedDB", Name: "db"}},
+			}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by ManagedDB/db, VirtualMachine/vm-a, VirtualMachine/vm-b",
+			wantOutcome: outcomeDenied,
+		},
+		{
+			name: "a cluster-scoped object's dependents are named with their namespaces",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Namespace = ""
+				r.OldObject.Raw = []byte(`{"metadata":{"name":"my-vpc","annotations":{"kcp.io/cluster":"consumer-1"}}}`)
+				return r
+			}(),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{
+				vmGVR: {{Kind: "VirtualMachine", Namespace: "team-a", Name: "vm"}, {Kind: "VirtualMachine", Namespace: "team-b", Name: "vm"}},
+			}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/vm in namespace team-a, VirtualMachine/vm in namespace team-b",
+			wantOutcome: outcomeDenied,
+		},
+		{
+			name: "long lists are capped",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: func() []Blocker {
+				var b []Blocker
+				for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
+					b = append(b, Blocker{Kind: "VirtualMachine", Name: n})
+				}
+				return b
+			}()}},
+			wantCode: 403, wantMessage: "VirtualMachine/j and more", wantOutcome: outcomeDenied,
+		},
+		{
+			name:     "a failed lookup denies and says what failed",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			finder:   &fakeFinder{err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden: boom")}},
+			wantCode: 503, wantMessage: "checking for dependents failed, so protection refuses the deletion: listing virtualmachines.compute.test.io for rule c1/vm-rule: forbidden: boom",
+			wantOutcome: outcomeError,
+		},
+		{
+			name: "a blocker wins over a failed lookup",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{
+				err:      map[schema.GroupVersionResource]error{vmGVR: errors.New("timeout")},
+				blockers: map[schema.GroupVersionResource][]Blocker{dbGVR: {{Kind: "ManagedDB", Name: "db"}}},
+			},
+			wantCode: 403, wantMessage: "still referenced by ManagedDB/db", wantOutcome: outcomeDenied,
+		},
+		{
+			// DELETECOLLECTION sends each item with an empty name (and
+			// an empty namespace when it spans namespaces).
+			name: "a collection delete is decided by the item it deletes",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Name, r.Namespace = "", ""
+				return r
+			}(),
+			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode:    403,
+			wantMessage: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/vm",
+			wantOutcome: outcomeDenied,
+			wantAsked:   "default/my-vpc",
+		},
+		{
+			name: "a request whose name disagrees with its object is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Name = "other"
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "the request names default/other but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "a request whose namespace disagrees with its object is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+				r.Namespace = "kube-system"
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "an object without a name is a bad request",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "", inCluster)
+				return r
+			}(),
+			finder:   &fakeFinder{},
+			wantCode: 400, wantMessage: "has no metadata.name", wantOutcome: outcomeBadRequest,
+		},
+		{
+			name: "a dry run is decided like the real delete",
+			req: func() *admissionv1.AdmissionRequest {
+				r := deleteRequest(vpcGVR, "v", inCluster)
+				r.DryRun = ptr.To(true)
+				return r
+			}(),
+			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
+		},
+		{
+			name: "a terminating workspace may delete even when the dependents cannot be read",
+			req:  deleteRequest(vpcGVR, "v", inCluster),
+			finder: &fakeFinder{terminating: true,
+				err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden"), dbGVR: errors.New("forbidden")}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+		{
+			name:        "a terminating workspace may delete anything",
+			req:         deleteRequest(vpcGVR, "v", inCluster),
+			finder:      &fakeFinder{terminating: true, blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
+			wantAllowed: true, wantOutcome: outcomeAllowed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ready := make(chan struct{})
+			if !tt.notReady {
+				close(ready)
+			}
+			finder := tt.finder
+			if finder == nil {
+				finder = &fakeFinder{}
+			}
+			v := NewValidator(protections, finder, readiness.When(ready), tt.opts, logr.Discard())
+			resp, outcome := v.Decide(context.Background(), tt.req)
+			if resp.Allowed != tt.wantAllowed || outcome != tt.wantOutcome {
+				t.Fatalf("allowed=%v outcome=%s, want allowed=%v outcome=%s (result %+v)", resp.Allowed, outcome, tt.wantAllowed, tt.wantOutcome, resp.Result)
+			}
+			if !tt.wantAllowed {
+				if resp.Result.Code != tt.wantCode || !strings.Contains(resp.Result.Message, tt.wantMessage) {
+					t.Fatalf("result = %d %q, want %d containing %q", resp.Result.Code, resp.Result.Message, tt.wantCode, tt.wantMessage)
+				}
+			}
+			if asked, _ := finder.asked.Load().(string); tt.wantAsked != "" && asked != tt.wantAsked {
+				t.Fatalf("the finder was asked about %q, want %q", asked, tt.wantAsked)
+			}
+		})
+	}
+}
+
+func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	finder := &fakeFinder{}
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	valid, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+	})
+	tests := []struct {
+		name, method, contentType, body string
+		wantStatus                      int
+		path                            string
+	}{
+		{"valid", http.MethodPost, "application/json", string(valid), 200, ""},
+		{"valid, scoped", http.MethodPost, "application/json", string(valid), 200, "/validate/clusters/a,b"},
+		{"malformed scope", http.MethodPost, "application/json", string(valid), 400, "/validate/clusters/A;b"},
+		{"empty scope", http.MethodPost, "application/json", string(valid), 400, "/validate/clusters/"},
+		{"GET", http.MethodGet, "", "", 400, ""},
+		{"not JSON", http.MethodPost, "application/json", "{nope", 400, ""},
+		{"wrong content type", http.MethodPost, "text/plain", string(valid), 400, ""},
+		{"empty", http.MethodPost, "application/json", "", 400, ""},
+		{"wrong kind", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}`, 400, ""},
+		{"no request", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`, 400, ""},
+		{"no uid", http.MethodPost, "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"DELETE"}}`, 400, ""},
+		{"oversized", http.MethodPost, "application/json", `{"x":"` + strings.Repeat("a", admission.MaxReviewBytes) + `"}`, 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := finder.calls.Load()
+			path := tt.path
+			if path == "" {
+				path = "/validate"
+			}
+			r := httptest.NewRequest(tt.method, path, bytes.NewBufferString(tt.body))
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			w := httptest.NewRecorder()
+			v.ServeHTTP(w, r)
+			if tt.wantStatus == http.StatusBadRequest && !admissiontest.RefusedAsBad(w) {
+				t.Fatalf("want a refusal as a bad request, got HTTP %d: %s", w.Code, w.Body.String())
+			}
+			if tt.wantStatus == http.StatusOK && (w.Code != http.StatusOK || admissiontest.RefusedAsBad(w)) {
+				t.Fatalf("want a decision, got HTTP %d: %s", w.Code, w.Body.String())
+			}
+			if tt.wantStatus != 200 && finder.calls.Load() != calls {
+				t.Fatal("a malformed request must not cause lookups")
+			}
+			if tt.wantStatus == 200 {
+				var out admissionv1.AdmissionReview
+				if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Response == nil || out.Response.UID != "uid-1" {
+					t.Fatalf("bad response %s (%v)", w.Body.String(), err)
+				}
+			}
+		})
+	}
+}
+
+// scopeRecorder is a readiness that records the scope it was asked about
+// and answers with err.
+type scopeRecorder struct {
+	asked []scope.Scope
+	err   error
+}
+
+func (r *scopeRecorder) Decidable(sc scope.Scope) error {
+	r.asked = append(r.asked, sc)
+	return r.err
+}
+
+// TestServeHTTPDecidesInTheURLsScope: the clusters the URL names are what
+// readiness is asked about; when it cannot decide, the delete is refused as
+// unavailable, naming why, and no dependent is looked up.
+func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
+	review, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+	})
+	tests := []struct {
+		name, path  string
+		err         error
+		wantScope   scope.Scope
+		wantAllowed bool
+	}{
+		{"scoped, decidable", "/validate/clusters/b,a", nil, scope.Of("a", "b"), true},
+		{"unscoped, decidable", "/validate", nil, scope.Unnamed, true},
+		{"scoped, not decidable", "/validate/clusters/a", errors.New("the rules in logical cluster(s) a are not read"), scope.Of("a"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			finder := &fakeFinder{}
+			rules := &scopeRecorder{err: tt.err}
+			v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, rules, ValidatorOptions{}, logr.Discard())
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest(http.MethodPost, tt.path, bytes.NewReader(review))
+			r.Header.Set("Content-Type", "application/json")
+			v.ServeHTTP(w, r)
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("bad response %s (%v)", w.Body.String(), err)
+			}
+			if len(rules.asked) != 1 || rules.asked[0].Named != tt.wantScope.Named || strings.Join(rules.asked[0].Clusters, ",") != strings.Join(tt.wantScope.Clusters, ",") {
+				t.Errorf("readiness asked about %+v, want %+v", rules.asked, tt.wantScope)
+			}
+			if out.Response.Allowed != tt.wantAllowed {
+				t.Fatalf("allowed = %v, want %v: %+v", out.Response.Allowed, tt.wantAllowed, out.Response.Result)
+			}
+			if !tt.wantAllowed {
+				if out.Response.Result.Code != http.StatusServiceUnavailable || !strings.Contains(out.Response.Result.Message, tt.err.Error()) {
+					t.Errorf("refusal %+v, want 503 naming %q", out.Response.Result, tt.err)
+				}
+				if finder.calls.Load() != 0 {
+					t.Error("dependents were looked up for a request that cannot be decided")
+				}
+			}
+		})
+	}
+}
+
+type recordingAuditor struct {
+	clusters []string
+	names    []string
+}
+
+func (a *recordingAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequest, _ metav1.ObjectMeta) {
+	a.clusters = append(a.clusters, cluster)
+	a.names = append(a.names, req.Name)
+}
+
+// TestSkipProtectionIsAudited: every deletion the annotation lets through
+// is handed to the auditor, and nothing else is.
+func TestSkipProtectionIsAudited(t *testing.T) {
+	ready := make(chan struct{})
+	close(ready)
+	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}}
+	audit := &recordingAuditor{}
+	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, blocked, readiness.When(ready),
+		ValidatorOptions{Auditor: audit, SkipProtectionGroups: []string{"admins"}}, logr.Discard())
+
+	skipped := deleteRequest(vpcGVR, "skipped", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	skipped.UserInfo.Groups = []string{"admins"}
+	ignored := deleteRequest(vpcGVR, "ignored", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	plain := deleteRequest(vpcGVR, "plain", map[string]string{v1alpha1.ClusterAnnotation: "c1"})
+	// A dry run has no side effects: it is allowed, but records nothing.
+	dry := deleteRequest(vpcGVR, "dry", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	dry.UserInfo.Groups = []string{"admins"}
+	dry.DryRun = ptr.To(true)
+	// A collection delete is audited under the item's name.
+	collected := deleteRequest(vpcGVR, "collected", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
+	collected.UserInfo.Groups = []string{"admins"}
+	collected.Name = ""
+	for _, req := range []*admissionv1.AdmissionRequest{skipped, ignored, plain, dry, collected} {
+		v.Decide(context.Background(), req)
+	}
+	if !reflect.DeepEqual(audit.names, []string{"skipped", "collected"}) || !reflect.DeepEqual(audit.clusters, []string{"c1", "c1"}) {
+		t.Fatalf("audited %v in %v, want the skipped and the collected deletes in c1", audit.names, audit.clusters)
+	}
+}
+
+func TestSkipEvent(t *testing.T) {
+	req := deleteRequest(vpcGVR, "vpc-1", nil)
+	req.Namespace = "apps"
+	req.Kind = metav1.GroupVersionKind{Group: "network.example.io", Version: "v1", Kind: "VPC"}
+	req.UserInfo.Groups = []string{"admins"}
+	ev := skipEvent(req, metav1.ObjectMeta{UID: "u-1"}, "pod-1", time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	for _, f := range [][]string{{"reason"}, {"type"}, {"action"}, {"reportingController"}, {"reportingInstance"}, {"eventTime"}, {"note"}} {
+		if v, _, _ := unstructured.NestedString(ev.Object, f...); v == "" {
+			t.Errorf("the Event has no %s", f[0])
+		}
+	}
+	regarding, _, _ := unstructured.NestedStringMap(ev.Object, "regarding")
+	want := map[string]string{"apiVersion": "network.example.io/v1", "kind": "VPC", "name": "vpc-1", "namespace": "apps", "uid": "u-1"}
+	if !reflect.DeepEqual(regarding, want) {
+		t.Errorf("regarding = %v, want %v", regarding, want)
+	}
+	if note, _, _ := unstructured.NestedString(ev.Object, "note"); !strings.Contains(note, "alice") || !strings.Contains(note, "admins") {
+		t.Errorf("the note does not name the user and groups: %q", note)
+	}
+	if ev.GetNamespace() != "apps" {
+		t.Errorf("namespace %q", ev.GetNamespace())
+	}
+}
+
+func TestByDependent(t *testing.T) {
+	p := func(rule string, dep schema.GroupVersionResource, paths ...string) registry.Protection {
+		out := registry.Protection{Rule: rule, Dependent: dep, DependentKind: dep.Resource}
+		for _, s := range paths {
+			out.Paths = append(out.Paths, fieldpath.MustParse(s))
+		}
+		return out
+	}
+	in := []registry.Protection{
+		p("c/a", vmGVR, ".spec.vpcRef.name"),
+		p("c/b", dbGVR, ".spec.vpc"),
+		p("c/c", vmGVR, ".spec.networks[*].vpc", ".spec.vpcRef.name"),
+	}
+	got := byDependent(in)
+	want := []registry.Protection{
+		p("c/a, c/c", vmGVR, ".spec.vpcRef.name", ".spec.networks[*].vpc"),
+		p("c/b", dbGVR, ".spec.vpc"),
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("byDependent = %v\nwant %v", got, want)
+	}
+	if len(in[0].Paths) != 1 {
+		t.Fatalf("byDependent changed its input: %v", in[0].Paths)
+	}
+
+	// Five rules over one dependent type cost one lookup.
+	var five []registry.Protection
+	for i := range 5 {
+		five = append(five, p(fmt.Sprintf("c/r%d", i), vmGVR, fmt.Sprintf(".spec.ref%d", i)))
+	}
+	finder := &fakeFinder{}
+	ready := make(chan struct{})
+	close(ready)
+	v := NewValidator(fakeIndex{vpcGVR: five}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"})); !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	if n := finder.calls.Load(); n != 1 {
+		t.Fatalf("five rules over one dependent type made %d lookups, want 1", n)
+	}
+}
+
+// TestDeletionShows: the skip-protection Event waits for the deletion to
+// show, and is not written when it never does.
+func TestDeletionShows(t *testing.T) {
+	states := func(seq ...deletionState) func(context.Context) (deletionState, error) {
+		i := 0
+		return func(context.Context) (deletionState, error) {
+			st := seq[min(i, len(seq)-1)]
+			i++
+			return st, nil
+		}
+	}
+	tests := []struct {
+		name  string
+		state func(context.Context) (deletionState, error)
+		want  bool
+	}{
+		{"gone at once", states(deletionShown), true},
+		{"gone after a while", states(stillThere, stillThere, deletionShown), true},
+		{"never deleted (a forged review, or refused elsewhere)", states(stillThere), false},
+		{"unreadable", func(context.Context) (deletionState, error) { return stillThere, errors.New("forbidden") }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := deletionShows(context.Background(), time.Now().Add(50*time.Millisecond), 5*time.Millisecond, tt.state); got != tt.want {
+				t.Fatalf("deletionShows = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

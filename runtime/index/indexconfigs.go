@@ -1,0 +1,110 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// Configurations tells the registry which reference index
+// configurations are in place as the controller wrote them, read through
+// the dep-ctrl virtual workspaces like the rules. A rule's indexEpoch is
+// trusted only while the configuration it names is (registry
+// SetIndexConfiguration): the controller may be down when someone deletes
+// or edits one.
+type Configurations struct {
+	Registry interface {
+		SetIndexConfiguration(cluster, uid string)
+	}
+	Log logr.Logger
+
+	mu        sync.Mutex
+	populated bool
+	// watched holds the clusters a watch event already decided while
+	// Populate was reading; its older read must not undo those.
+	watched map[string]bool
+}
+
+// ListShard reads the reference index configurations of one shard, for
+// Apply.
+func (c *Configurations) ListShard(ctx context.Context, vw *virtualworkspace.VirtualWorkspaces, url string) ([]virtualworkspace.Object, error) {
+	objs, err := vw.ListShard(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
+	if err != nil {
+		return nil, fmt.Errorf("reading the reference index configurations: %w", err)
+	}
+	return objs, nil
+}
+
+// Apply records the configurations one shard's read returned, except those
+// a watch event decided meanwhile: until a shard is read, no epoch of a
+// rule there is trusted.
+func (c *Configurations) Apply(objs []virtualworkspace.Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range objs {
+		if o.Obj.GetName() != v1alpha1.WebhookConfigurationName || c.watched[o.Cluster] {
+			continue
+		}
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, cfg); err != nil {
+			c.Log.Error(err, "decoding a reference index configuration", "cluster", o.Cluster)
+			continue
+		}
+		c.Registry.SetIndexConfiguration(o.Cluster, v1alpha1.IntactIndexEpoch(cfg))
+	}
+}
+
+// Populated reports whether every shard's configurations have been read.
+func (c *Configurations) Populated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.populated
+}
+
+// Complete marks every shard read: from now on only watch events change
+// what is recorded.
+func (c *Configurations) Complete() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.populated, c.watched = true, nil
+}
+
+// Observe records the current state of the configuration called name in
+// cluster, read through cl.
+func (c *Configurations) Observe(ctx context.Context, cl client.Client, cluster, name string) error {
+	if name != v1alpha1.WebhookConfigurationName {
+		return nil
+	}
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	err := cl.Get(ctx, client.ObjectKey{Name: name}, cfg)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.populated {
+		if c.watched == nil {
+			c.watched = map[string]bool{}
+		}
+		c.watched[cluster] = true
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		c.Registry.SetIndexConfiguration(cluster, "")
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the reference index configuration in %s: %w", cluster, err)
+	}
+	epoch := v1alpha1.IntactIndexEpoch(cfg)
+	if epoch == "" {
+		c.Log.Info("reference index configuration changed by someone other than the controller: its rules' labels are not trusted until it is rewritten", "cluster", cluster)
+	}
+	c.Registry.SetIndexConfiguration(cluster, epoch)
+	return nil
+}

@@ -1,0 +1,241 @@
+package index
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+)
+
+// Schemas gives the reference index schema of a dependent type.
+type Schemas interface {
+	IndexSchema(dependent schema.GroupResource) refindex.Schema
+}
+
+// Indexer labels dependents on create and update with what they reference
+// (package refindex), so that deciding a DELETE reads only the dependents
+// that reference the object.
+type Indexer struct {
+	schemas Schemas
+	rules   readiness.Rules
+	log     logr.Logger
+	// hook reads and answers the AdmissionReviews.
+	hook http.Handler
+	// Targets, when set, records an intent on each object a write newly
+	// references, and refuses the write when the object is being deleted.
+	Targets Targets
+	// Dependents, when set, reads dependents named by intents, so that an
+	// object carrying many sheds those of dependents already stored.
+	Dependents DependentReader
+	// Pending, when set, marks the references a write makes to objects
+	// that do not exist, so that they are not settled before it is
+	// stored (settle.PendingReferences).
+	Pending interface {
+		Mark(ctx context.Context, cluster string, gr schema.GroupResource, lookedAt time.Time) (bool, error)
+	}
+	// RequestTimeout bounds that work for one request.
+	RequestTimeout time.Duration
+	// IntentLifetime is how long an intent counts as a write that may
+	// still be stored (intent.DefaultLifetime).
+	IntentLifetime time.Duration
+	// now is the clock; tests replace it.
+	now func() time.Time
+}
+
+// NewIndexer returns an indexer that refuses a write while rules says it
+// does not know every rule over the written type: without them it can
+// neither label the object nor check what it newly references.
+func NewIndexer(schemas Schemas, rules readiness.Rules, log logr.Logger) *Indexer {
+	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: intent.DefaultLifetime, now: time.Now}
+	ix.hook = admission.NewHandler(log, ix.Decide, observeIndex)
+	return ix
+}
+
+// ServeHTTP implements the mutating admission endpoint.
+func (ix *Indexer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ix.hook.ServeHTTP(w, r)
+}
+
+// Outcomes of an indexing request, as reported in metrics.
+const (
+	indexUnchanged = "unchanged"
+	indexLabelled  = "labelled"
+	indexStripped  = "stripped"
+	// indexRefused: the write newly references an object being deleted.
+	indexRefused = "refused"
+)
+
+func observeIndex(outcome string, start time.Time) {
+	indexRequests.WithLabelValues(outcome).Inc()
+	indexLatency.Observe(time.Since(start).Seconds())
+}
+
+// Decide returns the patch that makes the object's index labels match the
+// current rules. It refuses a well-formed object only when the write makes
+// a new reference to an object that is being deleted (or when it cannot
+// tell): the index itself is a shortcut for deciding deletions, and an
+// object without a valid stamp is simply read in full when that happens.
+func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	if req.Operation == admissionv1.Delete {
+		if ix.rules.Decidable(admission.ScopeOf(ctx)) == nil {
+			ix.withdrawIntents(ctx, req)
+		}
+		return admission.Allow(""), indexUnchanged
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allow(""), indexUnchanged
+	}
+	if req.SubResource != "" {
+		// Subresource writes cannot change labels; they are not sent here.
+		return admission.Allow(""), indexUnchanged
+	}
+	obj := map[string]interface{}{}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil || len(req.Object.Raw) == 0 {
+		msg := fmt.Sprintf("cannot index %s/%s: the request carries no decodable object", req.Resource.Resource, req.Name)
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), outcomeBadRequest
+	}
+	md, _ := obj["metadata"].(map[string]interface{})
+	if md == nil {
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: the object has no metadata", req.Resource.Resource, req.Name)), outcomeBadRequest
+	}
+	current, err := stringMap(md["labels"])
+	if err != nil {
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+	}
+
+	if err := ix.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
+		// Not knowing the rules over this type, it can neither label the
+		// object nor tell whether the write makes a new reference to an
+		// object being deleted. A pod gets such requests only when reached
+		// past its readiness, or while a shard holding those rules cannot
+		// be read; refusing them is what the validator (package decision)
+		// does too.
+		return readiness.NotDecidable(err), outcomeNotInitialized
+	}
+	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
+	resp, refused, intentLabel, targets := ix.recordIntents(ctx, req, s, obj, md)
+	if resp != nil {
+		return resp, refused
+	}
+	index := s.Labels(obj)
+	outcome := indexLabelled
+	if index == nil {
+		outcome = indexStripped
+	}
+	labels, changed := refindex.Relabel(current, index)
+	if ix.relabelIntent(labels, intentLabel) {
+		changed = true
+	}
+	ops := []map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}}
+	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets)
+	if err != nil {
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+	}
+	if annotationsChanged {
+		ops = append(ops, map[string]interface{}{"op": "add", "path": "/metadata/annotations", "value": annotations})
+	}
+	if !changed && !annotationsChanged {
+		return admission.Allow(""), indexUnchanged
+	}
+	if !changed {
+		ops = ops[1:]
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	resp = admission.Allow("")
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp, outcome
+}
+
+// relabelIntent sets the dependent's IntentLabel to intentLabel when this write
+// recorded intents, and removes one that has expired; it reports whether it
+// changed labels.
+func (ix *Indexer) relabelIntent(labels map[string]string, intentLabel string) bool {
+	if intentLabel != "" {
+		labels[v1alpha1.IntentLabel] = intentLabel
+		return true
+	}
+	v, ok := labels[v1alpha1.IntentLabel]
+	if !ok {
+		return false
+	}
+	if _, at, valid := intent.ParseLabel(v); valid && ix.now().Sub(at) <= ix.IntentLifetime {
+		return false
+	}
+	delete(labels, v1alpha1.IntentLabel)
+	return true
+}
+
+// intentAnnotations returns the dependent's annotations with
+// IntentTargetsAnnotation listing targets when this write recorded intents,
+// and without it once the dependent carries no IntentLabel; and whether
+// that changed them.
+func intentAnnotations(md map[string]interface{}, labels map[string]string, targets []v1alpha1.IntentTarget) (map[string]string, bool, error) {
+	annotations, err := stringMap(md["annotations"])
+	if err != nil {
+		return nil, false, err
+	}
+	if len(targets) > 0 {
+		b, err := json.Marshal(targets)
+		if err != nil {
+			return nil, false, err
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		if annotations[v1alpha1.IntentTargetsAnnotation] == string(b) {
+			return annotations, false, nil
+		}
+		annotations[v1alpha1.IntentTargetsAnnotation] = string(b)
+		return annotations, true, nil
+	}
+	if _, labelled := labels[v1alpha1.IntentLabel]; labelled {
+		return annotations, false, nil
+	}
+	if _, ok := annotations[v1alpha1.IntentTargetsAnnotation]; !ok {
+		return annotations, false, nil
+	}
+	delete(annotations, v1alpha1.IntentTargetsAnnotation)
+	return annotations, true, nil
+}
+
+// stringMap reads a labels map as JSON decoding left it.
+func stringMap(v interface{}) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]interface{})
+	if !ok {
+		return nil, fmt.Errorf("expected an object, got %T", v)
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("label %q: expected a string, got %T", k, x)
+		}
+		out[k] = s
+	}
+	return out, nil
+}

@@ -1,0 +1,309 @@
+package index
+
+// This file is the recording path of intents: a write that newly
+// references an object records an intent on it (refusing the write when the
+// object is being deleted), a refused write retracts its intents, expired
+// ones are pruned, and a deletion withdraws them. Package intent holds their
+// encoding.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+)
+
+// TargetState is what a write that references an object needs to know of
+// it.
+type TargetState struct {
+	// Found is false when the object does not exist.
+	Found bool
+	// Deleting is true when the object is being deleted.
+	Deleting bool
+	// Annotations are the object's annotations.
+	Annotations map[string]string
+}
+
+// Targets reads and annotates referenced objects. Each looks for the object
+// called name of target in the logical cluster, in namespace and then
+// cluster-wide.
+type Targets interface {
+	// Target reads the object.
+	Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (TargetState, error)
+	// Annotate merges set into the object's annotations (a nil value
+	// removes the key) and returns the object as written. Nothing is
+	// written to an object that does not exist.
+	Annotate(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) (TargetState, error)
+	// Withdraw removes the annotation key from the object if it still has
+	// the value value.
+	Withdraw(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name, key, value string) error
+}
+
+// reference is one object a dependent names.
+type reference struct {
+	target schema.GroupVersionResource
+	name   string
+}
+
+func (r reference) String() string { return r.target.Resource + "/" + r.name }
+
+// referencesOf returns what obj references under s, sorted.
+func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
+	seen := map[reference]bool{}
+	var out []reference
+	for _, r := range s.References {
+		for _, p := range r.Paths {
+			for _, v := range p.Values(obj) {
+				ref := reference{target: r.TargetGVR(), name: v}
+				if v != "" && !seen[ref] {
+					seen[ref] = true
+					out = append(out, ref)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].target != out[j].target {
+			return out[i].target.String() < out[j].target.String()
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// newReferences returns what obj references under s that old did not: a
+// reference the dependent already held is not made anew by this write.
+func newReferences(s refindex.Schema, old, obj map[string]interface{}) []reference {
+	refs := referencesOf(s, obj)
+	if old == nil {
+		return refs
+	}
+	had := map[reference]bool{}
+	for _, r := range referencesOf(s, old) {
+		had[r] = true
+	}
+	out := refs[:0]
+	for _, r := range refs {
+		if !had[r] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// recordIntents records an intent on every object the write newly
+// references, and refuses the write when one of them is being deleted: the
+// deletion was allowed because nothing referenced the object, and once its
+// finalizers are done it is gone, so the new reference would dangle
+// (Kubernetes refuses new users of a terminating PersistentVolumeClaim for
+// the same reason). When the write may go on it returns nil, and what the
+// dependent must carry to withdraw the intents later: the IntentLabel value
+// and the objects they are on (none when it recorded nothing).
+//
+// Recording comes before the write is admitted, so a deletion of the object
+// decided from now on sees the intent, and one decided before it is decided
+// again (against the annotated revision) before it can be stored. A dry run
+// records nothing; it only checks that no target is being deleted.
+func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
+	if ix.Targets == nil || len(s.References) == 0 {
+		return nil, "", "", nil
+	}
+	if md["deletionTimestamp"] != nil {
+		// A dependent on its way out keeps nothing alive.
+		return nil, "", "", nil
+	}
+	var old map[string]interface{}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			old = nil
+		}
+	}
+	refs := newReferences(s, old, obj)
+	if len(refs) == 0 {
+		return nil, "", "", nil
+	}
+	annotations, _ := md["annotations"].(map[string]interface{})
+	cluster, _ := annotations[v1alpha1.ClusterAnnotation].(string)
+	name, _ := md["name"].(string)
+	generateName, _ := md["generateName"].(string)
+	namespace, _ := md["namespace"].(string)
+	self := req.Resource.Resource + "/" + name
+	if name == "" {
+		self = req.Resource.Resource + "/" + generateName + "*"
+	}
+	if cluster == "" {
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
+	defer cancel()
+
+	record := !admission.DryRun(req)
+	var set map[string]*string
+	label := ""
+	if record {
+		token, err := intent.NewToken()
+		if err != nil {
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+		}
+		now := ix.now()
+		value, err := intent.Encode(v1alpha1.Intent{
+			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
+			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
+		})
+		if err != nil {
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+		}
+		set = map[string]*string{intent.Key(token): &value}
+		label = intent.LabelValue(token, now)
+	}
+	var recorded []reference
+	for _, ref := range refs {
+		var state TargetState
+		var err error
+		lookedAt := ix.now()
+		if record {
+			state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
+		} else {
+			state, err = ix.Targets.Target(ctx, cluster, namespace, ref.target, ref.name)
+		}
+		if err == nil && record && !state.Found && ix.Pending != nil {
+			// Nothing to record the intent on: mark references to
+			// missing objects of the type as pending instead, so that
+			// none is settled before this write is stored. A mark stored
+			// now may come after the object was created: look again.
+			var marked bool
+			if marked, err = ix.Pending.Mark(ctx, cluster, ref.target.GroupResource(), lookedAt); err == nil && marked {
+				state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
+			}
+		}
+		if err != nil {
+			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
+			ix.retract(ctx, cluster, namespace, recorded, set)
+			return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, "", nil
+		}
+		recordedHere := record && state.Found
+		if recordedHere {
+			recorded = append(recorded, ref)
+		}
+		if state.Deleting {
+			ix.log.Info("write refused: it references an object being deleted", "cluster", cluster, "object", self, "references", ref.String(), "user", req.UserInfo.Username)
+			ix.retract(ctx, cluster, namespace, recorded, set)
+			return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden,
+				fmt.Sprintf("%s cannot reference %s: %s is being deleted", self, ref, ref)), indexRefused, "", nil
+		}
+		if recordedHere {
+			ix.pruneIntents(cluster, namespace, ref, state.Annotations)
+		}
+	}
+	if len(recorded) == 0 {
+		return nil, "", "", nil
+	}
+	targets := make([]v1alpha1.IntentTarget, len(recorded))
+	for i, ref := range recorded {
+		targets[i] = v1alpha1.IntentTarget{Group: ref.target.Group, Version: ref.target.Version, Resource: ref.target.Resource, Name: ref.name}
+	}
+	return nil, "", label, targets
+}
+
+// pruneIntents removes, in the background, the intents on a referenced
+// object that have expired (their writes were stored or failed long ago, and
+// what references the object is then read from the dependents themselves),
+// and, on an object that carries many, those of dependents already stored
+// (storedIntents).
+func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
+	fresh, expired := intent.On(annotations, ix.now(), ix.IntentLifetime)
+	if len(expired) == 0 && len(fresh) <= pruneThreshold {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ix.RequestTimeout)
+		defer cancel()
+		keys := append(expired, ix.storedIntents(ctx, cluster, ref.target, ref.name, fresh)...)
+		if len(keys) == 0 {
+			return
+		}
+		set := make(map[string]*string, len(keys))
+		for _, k := range keys {
+			set[k] = nil
+		}
+		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set); err != nil {
+			ix.log.Info("removing intents that no longer count failed; the next write that references the object tries again",
+				"cluster", cluster, "object", ref.String(), "error", err.Error())
+		}
+	}()
+}
+
+// retract removes the intent set recorded on refs by a write this webhook
+// then refuses: it would hold up their deletion for nothing until it
+// expired. It is best effort, within what is left of the request's time.
+func (ix *Indexer) retract(ctx context.Context, cluster, namespace string, refs []reference, set map[string]*string) {
+	remove := make(map[string]*string, len(set))
+	for k := range set {
+		remove[k] = nil
+	}
+	for _, ref := range refs {
+		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, remove); err != nil {
+			ix.log.Info("retracting the intent of a refused write failed; it expires on its own", "cluster", cluster, "object", ref.String(), "error", err.Error())
+		}
+	}
+}
+
+// withdrawIntents removes the intents a dependent's last reference-making
+// write recorded, when the dependent is deleted: until they expire they
+// would hold up the deletion of what it referenced, since a deleted
+// dependent looks like one not yet stored. The dependent says which objects
+// they are on (IntentTargetsAnnotation), so that rules changed since do not
+// matter. It is best effort (its webhook fails open): an intent left behind
+// only delays that deletion until it expires. Only intents that name this
+// very dependent are removed.
+func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.AdmissionRequest) {
+	if ix.Targets == nil || admission.DryRun(req) || len(req.OldObject.Raw) == 0 {
+		return
+	}
+	var old map[string]interface{}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return
+	}
+	md, _ := old["metadata"].(map[string]interface{})
+	meta := objectmeta.Of(old)
+	token, at, ok := intent.ParseLabel(meta.Labels[v1alpha1.IntentLabel])
+	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
+		return
+	}
+	var targets []v1alpha1.IntentTarget
+	if err := json.Unmarshal([]byte(meta.Annotations[v1alpha1.IntentTargetsAnnotation]), &targets); err != nil {
+		return
+	}
+	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	resource := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()
+	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
+	defer cancel()
+	for _, t := range targets {
+		ref := reference{target: schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}, name: t.Name}
+		state, err := ix.Targets.Target(ctx, cluster, meta.Namespace, ref.target, ref.name)
+		if err != nil || !state.Found {
+			continue
+		}
+		key := intent.Key(token)
+		fresh, _ := intent.On(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
+		if len(fresh) != 1 || !fresh[0].Names(resource, meta.Namespace, meta.Name) {
+			continue
+		}
+		if err := ix.Targets.Withdraw(ctx, cluster, meta.Namespace, ref.target, ref.name, key, state.Annotations[key]); err != nil {
+			ix.log.Info("withdrawing an intent failed; it expires on its own", "cluster", cluster, "object", ref.String(), "error", err.Error())
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package index
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+)
+
+// An object's annotations hold 256 KiB in all, some 1 400 intents. So once
+// an object carries more than pruneThreshold fresh intents, recording one
+// more also removes those whose dependents are stored and reference the
+// object: their writes are over, and a deletion finds such a dependent by
+// reading the dependents. Intents younger than pruneMinAge are left alone;
+// their writes are most likely still on their way.
+const (
+	pruneThreshold = 64
+	pruneMinAge    = 2 * time.Second
+)
+
+// DependentReader reads one dependent (decision.FrontProxyFinder does).
+type DependentReader interface {
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
+}
+
+// storedIntents returns the keys of the fresh intents on the object called name of
+// target whose dependents are stored and reference it, when there are more
+// than pruneThreshold fresh intents.
+func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []intent.Recorded) []string {
+	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
+		return nil
+	}
+	var keys []string
+	for _, in := range fresh {
+		if in.Name == "" || ix.now().Sub(in.At.Time) < pruneMinAge {
+			continue
+		}
+		dependent := schema.ParseGroupResource(in.Resource)
+		var paths []fieldpath.Path
+		for _, r := range ix.schemas.IndexSchema(dependent).References {
+			if r.Target == target.GroupResource() {
+				paths = append(paths, r.Paths...)
+			}
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		p := registry.Protection{Dependent: dependent.WithVersion(in.Version), Paths: paths}
+		found, referencing, err := ix.Dependents.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
+		if err != nil {
+			ix.log.Info("reading a dependent to settle its intent failed", "cluster", cluster, "dependent", in.Resource+"/"+in.Name, "error", err.Error())
+			return keys
+		}
+		if found && referencing {
+			keys = append(keys, in.Key)
+		}
+	}
+	return keys
+}
