@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // TestFollowerRetriesUntilServed: a shard's virtual workspace that cannot
@@ -66,22 +68,15 @@ func TestFollowerRetriesUntilServed(t *testing.T) {
 	}
 
 	f.set(func() { f.down["shard-a"] = false })
-	eventually(t, 20*time.Second, "the rule to be observed once the shard serves", func() bool { return seen() >= 1 })
+	check.Eventually(ctx, t, 20*time.Second, "the rule to be observed once the shard serves", func() error {
+		if seen() == 0 {
+			return fmt.Errorf("not observed yet")
+		}
+		return nil
+	})
 	objs, err := watch.ListShard(ctx, url)
 	if err != nil || len(objs) != 1 || objs[0].Cluster != "cluster-a" || objs[0].Obj.GetName() != "vm-needs-vpc" {
 		t.Fatalf("ListShard = %v, %v; want the one rule", objs, err)
 	}
 
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
