@@ -71,7 +71,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // on its way. Nil means every dropped intent is over.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []intent.Recorded) (*intent.Recorded, error) {
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	byResource := byDependentResource(v.index.Protections(schema.GroupVersionResource(req.Resource)))
+	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
 	for i, in := range dropped {

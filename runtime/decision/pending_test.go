@@ -108,7 +108,7 @@ func TestPendingBlockers(t *testing.T) {
 			if since.IsZero() {
 				since = now.Add(-time.Hour)
 			}
-			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since}}}
+			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since}}}
 			v := NewValidator(protections, tt.finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
 			if tt.wantCode == 0 {
@@ -191,7 +191,7 @@ func TestKeepIntents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
-			protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
+			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
 			v := NewValidator(protections, &fakeFinder{dependents: tt.stored}, readiness.When(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update

@@ -29,7 +29,7 @@ const placeReadTimeout = time.Minute
 // them now. Writes on their way show as intents on the objects, which the
 // caller checks.
 func (v *Validator) Unreferenced(ctx context.Context, cluster, namespace string, gvr schema.GroupVersionResource, names []string) (map[string]bool, error) {
-	protections := v.index.Protections(gvr)
+	protections := v.protections.Protections(gvr)
 	if len(protections) == 0 {
 		return nil, nil
 	}

@@ -20,7 +20,7 @@ import (
 // either way only the objects nothing references are returned, and a
 // failed read proves nothing.
 func TestUnreferenced(t *testing.T) {
-	protections := fakeIndex{vpcGVR: {
+	protections := fakeProtections{vpcGVR: {
 		{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"},
 		{Rule: "c1/vm-rule-2", Dependent: vmGVR, DependentKind: "VirtualMachine"},
 		{Rule: "c1/db-rule", Dependent: dbGVR, DependentKind: "ManagedDB"},
@@ -33,34 +33,34 @@ func TestUnreferenced(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name       string
-		index      fakeIndex
-		names      []string
-		finder     *fakeFinder
-		want       []string
-		wantErr    string
-		oneByOne   int64 // FindBlockers calls
-		placeReads int64 // ReferencedNames calls: one per dependent type
+		name        string
+		protections fakeProtections
+		names       []string
+		finder      *fakeFinder
+		want        []string
+		wantErr     string
+		oneByOne    int64 // FindBlockers calls
+		placeReads  int64 // ReferencedNames calls: one per dependent type
 	}{
-		{name: "few, none referenced", index: protections, names: names(2), finder: &fakeFinder{},
+		{name: "few, none referenced", protections: protections, names: names(2), finder: &fakeFinder{},
 			want: []string{"vpc-0", "vpc-1"}, oneByOne: 4},
-		{name: "few, referenced", index: protections, names: names(2),
+		{name: "few, referenced", protections: protections, names: names(2),
 			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{dbGVR: {{Kind: "ManagedDB", Name: "db"}}}},
 			oneByOne: 4},
-		{name: "few, a read fails", index: protections, names: names(2),
+		{name: "few, a read fails", protections: protections, names: names(2),
 			finder:  &fakeFinder{err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden")}},
 			wantErr: "forbidden"},
-		{name: "many: one read per dependent type", index: protections, names: names(6),
+		{name: "many: one read per dependent type", protections: protections, names: names(6),
 			finder: &fakeFinder{dependents: map[string]string{"default/vm-a": "vpc-1", "default/vm-b": "vpc-4", "other/vm-c": "vpc-2"}},
 			want:   []string{"vpc-0", "vpc-2", "vpc-3", "vpc-5"}, placeReads: 2},
-		{name: "many, a read fails", index: protections, names: names(6),
+		{name: "many, a read fails", protections: protections, names: names(6),
 			finder:  &fakeFinder{err: map[schema.GroupVersionResource]error{dbGVR: errors.New("forbidden")}},
 			wantErr: "listing manageddbs.compute.test.io for rule c1/db-rule: forbidden"},
-		{name: "no rule protects the type", index: fakeIndex{}, names: names(6), finder: &fakeFinder{}},
+		{name: "no rule protects the type", protections: fakeProtections{}, names: names(6), finder: &fakeFinder{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := NewValidator(tt.index, tt.finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
+			v := NewValidator(tt.protections, tt.finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
 			got, err := v.Unreferenced(context.Background(), "consumer-1", "default", vpcGVR, tt.names)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

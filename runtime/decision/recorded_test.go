@@ -32,7 +32,7 @@ func TestRecordedBlockers(t *testing.T) {
 		}
 		return out
 	}
-	protections := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-24 * time.Hour)}}}
+	protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-24 * time.Hour)}}}
 	tests := []struct {
 		name        string
 		annotations map[string]string

@@ -36,7 +36,7 @@ func FuzzServeHTTP(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"DELETE","oldObject":"x"}}`))
 	f.Add([]byte(`[`))
 
-	index := fakeIndex{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
+	index := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
 	ready := make(chan struct{})
 	close(ready)
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -71,7 +71,7 @@ func TestGuardSettled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var heard candidateLog
-			v := NewValidator(fakeIndex{}, &fakeFinder{}, readiness.When(closed()), ValidatorOptions{
+			v := NewValidator(fakeProtections{}, &fakeFinder{}, readiness.When(closed()), ValidatorOptions{
 				Self:       func(context.Context) (string, error) { return "webhook", nil },
 				Candidates: &heard,
 			}, logr.Discard())

@@ -40,8 +40,9 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
-// Index finds the protections for a protected resource.
-type Index interface {
+// Protections finds the rules' protections of a protected resource (the
+// rule registry).
+type Protections interface {
 	Protections(target schema.GroupVersionResource) []registry.Protection
 }
 
@@ -108,11 +109,11 @@ type ValidatorOptions struct {
 
 // Validator decides admission requests.
 type Validator struct {
-	index  Index
-	finder DependentFinder
-	opts   ValidatorOptions
-	log    logr.Logger
-	rules  readiness.Rules
+	protections Protections
+	finder      DependentFinder
+	opts        ValidatorOptions
+	log         logr.Logger
+	rules       readiness.Rules
 	// hook reads and answers the AdmissionReviews.
 	hook http.Handler
 	// now is the clock; tests replace it.
@@ -121,7 +122,7 @@ type Validator struct {
 
 // NewValidator returns a validator that refuses a protected DELETE while
 // rules says it does not know every rule that can matter to it.
-func NewValidator(index Index, finder DependentFinder, rules readiness.Rules, opts ValidatorOptions, log logr.Logger) *Validator {
+func NewValidator(protections Protections, finder DependentFinder, rules readiness.Rules, opts ValidatorOptions, log logr.Logger) *Validator {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 8 * time.Second
 	}
@@ -131,7 +132,7 @@ func NewValidator(index Index, finder DependentFinder, rules readiness.Rules, op
 	if opts.IntentLifetime == 0 {
 		opts.IntentLifetime = intent.DefaultLifetime
 	}
-	v := &Validator{index: index, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
+	v := &Validator{protections: protections, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
 	v.hook = admission.NewHandler(log, v.Decide, observe)
 	return v
 }
@@ -197,7 +198,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
 	}
 
-	protections := v.index.Protections(schema.GroupVersionResource(req.Resource))
+	protections := v.protections.Protections(schema.GroupVersionResource(req.Resource))
 	if len(protections) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}

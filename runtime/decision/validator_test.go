@@ -39,9 +39,11 @@ var (
 	dbGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "manageddbs"}
 )
 
-type fakeIndex map[schema.GroupVersionResource][]registry.Protection
+type fakeProtections map[schema.GroupVersionResource][]registry.Protection
 
-func (f fakeIndex) Protections(gvr schema.GroupVersionResource) []registry.Protection { return f[gvr] }
+func (f fakeProtections) Protections(gvr schema.GroupVersionResource) []registry.Protection {
+	return f[gvr]
+}
 
 type fakeFinder struct {
 	blockers    map[schema.GroupVersionResource][]Blocker
@@ -113,7 +115,7 @@ func deleteRequest(gvr schema.GroupVersionResource, name string, annotations map
 
 func TestDecide(t *testing.T) {
 	inCluster := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
-	protections := fakeIndex{vpcGVR: {
+	protections := fakeProtections{vpcGVR: {
 		{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"},
 		{Rule: "c1/db-rule", Dependent: dbGVR, DependentKind: "ManagedDB"},
 	}}
@@ -369,7 +371,7 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	finder := &fakeFinder{}
-	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
 	valid, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
@@ -458,7 +460,7 @@ func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			finder := &fakeFinder{}
 			rules := &scopeRecorder{err: tt.err}
-			v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, finder, rules, ValidatorOptions{}, logr.Discard())
+			v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, finder, rules, ValidatorOptions{}, logr.Discard())
 			w := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodPost, tt.path, bytes.NewReader(review))
 			r.Header.Set("Content-Type", "application/json")
@@ -502,7 +504,7 @@ func TestSkipProtectionIsAudited(t *testing.T) {
 	close(ready)
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}}
 	audit := &recordingAuditor{}
-	v := NewValidator(fakeIndex{vpcGVR: {{Dependent: vmGVR}}}, blocked, readiness.When(ready),
+	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, blocked, readiness.When(ready),
 		ValidatorOptions{Auditor: audit, SkipProtectionGroups: []string{"admins"}}, logr.Discard())
 
 	skipped := deleteRequest(vpcGVR, "skipped", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
@@ -582,7 +584,7 @@ func TestByDependent(t *testing.T) {
 	finder := &fakeFinder{}
 	ready := make(chan struct{})
 	close(ready)
-	v := NewValidator(fakeIndex{vpcGVR: five}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeProtections{vpcGVR: five}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
 	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"})); !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
 	}
