@@ -89,6 +89,20 @@ func (c cli) identityUnsupported() string {
 	return ""
 }
 
+// queryUnsupported says why c has no `terraform query` (list resources),
+// or "" when it has: Terraform 1.14 and later; OpenTofu has none.
+func (c cli) queryUnsupported() string {
+	switch {
+	case c.err != nil:
+		return c.err.Error()
+	case c.Name != "Terraform":
+		return c.String() + " has no terraform query: list resources need Terraform 1.14 or later"
+	case !c.atLeast(1, 14):
+		return c.String() + " has no terraform query: list resources need Terraform 1.14 or later"
+	}
+	return ""
+}
+
 // cliSteps returns steps when the CLI under test can run them. When it
 // cannot (why returns the reason), it returns none, and a subtest named
 // what, skipped with the reason, shows what was left out.

@@ -90,32 +90,8 @@ func TestAccDependencyRuleDestroyWithoutController(t *testing.T) {
 	tp := topology{e: e, prefix: env.UniqueName("nocontroller")}
 	var rt *runtimetest.Runtime
 	warnings := &destroyWarnings{}
-	config := tp.base() + `
-resource "depctrl_dependency_rule" "vm_needs_vpc" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = "vm-needs-vpc"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "VirtualMachine"
-    resource        = "virtualmachines"
-  }
-
-  dependency {
-    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "vpcs"
-    field_ref      = { path = ".spec.vpcRef.name" }
-  }
-
-  timeouts {
-    delete = "5s"
-  }
-}
-`
+	config := tp.base() + vmRule{Workspace: "depctrl_provider_binding.compute.workspace_path", NetworkPath: "depctrl_provider_binding.network.workspace_path",
+		Extra: "\n  timeouts {\n    delete = \"5s\"\n  }\n"}.HCL("vm_needs_vpc", "vm-needs-vpc")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: warnings.factories(),
 		CheckDestroy: func(*terraform.State) error {

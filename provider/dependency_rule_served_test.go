@@ -42,28 +42,7 @@ func TestAccDependencyRuleNotServed(t *testing.T) {
 
 	// rule is the VM rule with the dependent's version.
 	rule := func(provider, version string) string {
-		return provider + fmt.Sprintf(`
-resource "depctrl_dependency_rule" "vm_needs_vpc" {
-  workspace_path = %q
-  name           = "vm-needs-vpc"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = %q
-    kind            = "VirtualMachine"
-    resource        = "virtualmachines"
-  }
-
-  dependency {
-    api_export_ref = { path = %q, name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "vpcs"
-    field_ref      = { path = ".spec.vpcRef.name" }
-  }
-}
-`, compute, version, network)
+		return provider + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network), Version: version}.HCL("vm_needs_vpc", "vm-needs-vpc")
 	}
 	notServed := "dependent.version: export compute.test.io serves virtualmachines in v1, not v1beta1"
 	resource.Test(t, resource.TestCase{

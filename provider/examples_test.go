@@ -48,21 +48,29 @@ func TestAccExamplesValidate(t *testing.T) {
 	// hashicorp/depctrl implicitly; both addresses use this build.
 	check.Must(t, os.WriteFile(rc, []byte(fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n    \"hashicorp/depctrl\" = %q\n  }\n  direct {}\n}\n", bin, bin)), 0o600))
 
-	var dirs []string
+	var dirs, queryDirs []string
 	check.Must(t, filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".tf") {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		if dir := filepath.Dir(p); len(dirs) == 0 || dirs[len(dirs)-1] != dir {
-			dirs = append(dirs, dir)
+		dir := filepath.Dir(p)
+		switch {
+		case strings.HasSuffix(p, ".tfquery.hcl"):
+			if !slices.Contains(queryDirs, dir) {
+				queryDirs = append(queryDirs, dir)
+			}
+		case strings.HasSuffix(p, ".tf"):
+			if !slices.Contains(dirs, dir) {
+				dirs = append(dirs, dir)
+			}
 		}
 		return nil
 	}))
 	if len(dirs) < 10 {
 		t.Fatalf("found only %d example directories", len(dirs))
 	}
-	// validate runs terraform validate on files together.
-	validate := func(t *testing.T, rel string, files []string) {
+	// validate runs terraform validate (with args) on files together.
+	validate := func(t *testing.T, rel string, files []string, args ...string) {
 		t.Helper()
 		work := t.TempDir()
 		for _, f := range files {
@@ -76,12 +84,30 @@ func TestAccExamplesValidate(t *testing.T) {
 				check.Must(t, os.WriteFile(filepath.Join(work, m[1]), nil, 0o600))
 			}
 		}
-		cmd := exec.Command(tf, "validate", "-no-color")
+		cmd := exec.Command(tf, append([]string{"validate", "-no-color"}, args...)...)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("terraform validate %s: %v\n%s", rel, err, out)
 		}
+	}
+	// A list resource's example (list-resource.tfquery.hcl) is validated
+	// with a provider block, by CLIs that have terraform query.
+	providers := filepath.Join(bin, "providers.tf")
+	check.Must(t, os.WriteFile(providers, []byte("terraform {\n  required_providers {\n    depctrl = { source = \"depctrl/depctrl\" }\n  }\n}\n\nprovider \"depctrl\" {}\n"), 0o600))
+	if len(queryDirs) < 3 {
+		t.Fatalf("found only %d list resource example directories", len(queryDirs))
+	}
+	for _, dir := range queryDirs {
+		rel, _ := filepath.Rel(root, dir)
+		files, err := filepath.Glob(filepath.Join(dir, "*.tfquery.hcl"))
+		check.Must(t, err)
+		t.Run(rel, func(t *testing.T) {
+			if reason := cliUnderTest().queryUnsupported(); reason != "" {
+				t.Skip(reason)
+			}
+			validate(t, rel, append(files, providers), "-query")
+		})
 	}
 	for _, dir := range dirs {
 		rel, _ := filepath.Rel(root, dir)

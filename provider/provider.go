@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -140,7 +141,7 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 			return
 		}
 		conn := &Connection{err: errConfigUnknown, kubeErr: errConfigUnknown, version: p.version}
-		resp.DataSourceData, resp.ResourceData = conn, conn
+		resp.DataSourceData, resp.ResourceData, resp.ListResourceData = conn, conn, conn
 		return
 	}
 	conn := &Connection{version: p.version}
@@ -152,7 +153,7 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 	// keep the error for it instead of failing every plan.
 	conn.kube, conn.kubeErr = kube.restConfig(kubeTarget, p.version, nil)
 	tflog.Debug(ctx, "configured connections", map[string]interface{}{"kcp": conn.Host(), "kubernetes": conn.KubeHost()})
-	resp.DataSourceData, resp.ResourceData = conn, conn
+	resp.DataSourceData, resp.ResourceData, resp.ListResourceData = conn, conn, conn
 }
 
 func (m *connectionModel) unknown() bool {
@@ -197,6 +198,13 @@ func (m *connectionModel) restConfig(t *connectionTarget, version string, diags 
 
 func (p *depctrlProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{NewWorkspaceResource, NewExportResource, NewProviderBindingResource, NewRootRBACResource, NewShardResource, NewDependencyRuleResource, NewRuntimeResource}
+}
+
+// ListResources are what `terraform query` lists (Terraform 1.14 and later):
+// each result carries its resource's identity, so that
+// -generate-config-out writes import blocks for an existing installation.
+func (p *depctrlProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewWorkspaceListResource, NewDependencyRuleListResource, NewShardListResource}
 }
 
 func (p *depctrlProvider) DataSources(context.Context) []func() datasource.DataSource {

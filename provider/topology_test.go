@@ -126,28 +126,8 @@ resource "depctrl_shard" "s%[1]d" {
 
 // withRules adds the two rules; vmField is where VMs name their VPC.
 func (tp topology) withRules(vmField, extra string) string {
-	return tp.base() + fmt.Sprintf(`
-resource "depctrl_dependency_rule" "vm_needs_vpc" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = "vm-needs-vpc"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "VirtualMachine"
-    resource        = "virtualmachines"
-  }
-
-  dependency {
-    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "vpcs"
-    field_ref      = { path = %q }
-  }
-}
-
+	return tp.base() + vmRule{Workspace: "depctrl_provider_binding.compute.workspace_path", NetworkPath: "depctrl_provider_binding.network.workspace_path",
+		Field: vmField}.HCL("vm_needs_vpc", "vm-needs-vpc") + fmt.Sprintf(`
 resource "depctrl_dependency_rule" "db_needs_firewall" {
   workspace_path = depctrl_provider_binding.compute.workspace_path
   name           = "db-needs-firewall"
@@ -168,7 +148,7 @@ resource "depctrl_dependency_rule" "db_needs_firewall" {
     field_ref      = { path = ".spec.firewalls[*].name" }
   }
 }
-%s`, vmField, extra)
+%s`, extra)
 }
 
 // TestAccTopology applies a complete installation on the two-shard

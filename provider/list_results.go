@@ -1,0 +1,57 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+)
+
+// listConfigure is the Configure of every list resource: the provider's
+// connection.
+type listConfigure struct{ conn *Connection }
+
+func (l *listConfigure) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// listResult builds one result: its display name, its identity and, when
+// Terraform asked for resources, the resource's state as fill writes it
+// into the (null) resource object.
+func listResult(ctx context.Context, req list.ListRequest, display string, identity any, fill func(*tfsdk.Resource) diag.Diagnostics) list.ListResult {
+	result := req.NewListResult(ctx)
+	result.DisplayName = display
+	result.Diagnostics.Append(result.Identity.Set(ctx, identity)...)
+	if req.IncludeResource {
+		result.Diagnostics.Append(fill(result.Resource)...)
+	}
+	return result
+}
+
+// setModel is a fill that records a whole model, as Read would: the
+// model's timeouts first get the schema's typed null value, so that Set
+// accepts them; then set fills the rest.
+func setModel[M withTimeouts](ctx context.Context, m M, set func()) func(*tfsdk.Resource) diag.Diagnostics {
+	return func(r *tfsdk.Resource) diag.Diagnostics {
+		diags := r.GetAttribute(ctx, path.Root("timeouts"), m.timeoutsField())
+		set()
+		diags.Append(r.Set(ctx, m)...)
+		return diags
+	}
+}
+
+// withTimeouts is a resource model with a timeouts attribute.
+type withTimeouts interface{ timeoutsField() any }
+
+// listError is a stream holding one error.
+func listError(summary, detail string) func(func(list.ListResult) bool) {
+	var diags diag.Diagnostics
+	diags.AddError(summary, detail)
+	return list.ListResultsStreamDiagnostics(diags)
+}
+
+// diagsOf wraps one diagnostic.
+func diagsOf(d diag.Diagnostic) diag.Diagnostics { return diag.Diagnostics{d} }

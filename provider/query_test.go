@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+)
+
+// TestAccQuery: `terraform query` lists an installation made partly by
+// hand: the workspaces of a tree, the DependencyRules in it (one applied
+// by Terraform, one by hand, with their Ready state), and the shards, each
+// result with the identity its resource imports by. Terraform 1.14 and
+// later only (OpenTofu has no query).
+func TestAccQuery(t *testing.T) {
+	if reason := cliUnderTest().queryUnsupported(); reason != "" {
+		t.Skip(reason)
+	}
+	e := accEnv(t, env.TwoShards)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	depctrl, compute, network := servedTopology(ctx, t, e)
+	org := compute[:len(compute)-len(":compute")]
+	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
+kind: DependencyRule
+metadata:
+  name: hand-made
+spec:
+  dependent:
+    apiExportName: compute.test.io
+    group: compute.test.io
+    version: v1
+    kind: VirtualMachine
+    resource: virtualmachines
+  dependencies:
+  - apiExportRef: {path: %q, name: network.test.io}
+    group: network.test.io
+    version: v1
+    resource: vpcs
+    fieldRef: {path: .spec.vpcRef.name}
+`, network)))
+
+	rule := providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network),
+		Extra: "\n  wait_for_enforcement = false\n"}.HCL("by_terraform", "by-terraform")
+	query := providerConfig(e) + fmt.Sprintf(`
+list "depctrl_workspace" "org" {
+  provider = depctrl
+  config {
+    parent_path = %q
+    recursive   = true
+  }
+}
+
+list "depctrl_dependency_rule" "org" {
+  provider         = depctrl
+  include_resource = true
+  config {
+    workspace_path = %q
+    recursive      = true
+  }
+}
+
+list "depctrl_shard" "all" {
+  provider         = depctrl
+  include_resource = true
+}
+`, org, org)
+	handMade := map[string]knownvalue.Check{"workspace_path": knownvalue.StringExact(compute), "name": knownvalue.StringExact("hand-made")}
+	null := knownvalue.Null()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: rule},
+			{
+				Query:  true,
+				Config: query,
+				QueryResultChecks: []querycheck.QueryResultCheck{
+					querycheck.ExpectLength("depctrl_workspace.org", 3),
+					querycheck.ExpectIdentity("depctrl_workspace.org", map[string]knownvalue.Check{"path": knownvalue.StringExact(depctrl)}),
+					querycheck.ExpectIdentity("depctrl_workspace.org", map[string]knownvalue.Check{"path": knownvalue.StringExact(compute)}),
+					querycheck.ExpectLength("depctrl_dependency_rule.org", 2),
+					querycheck.ExpectIdentity("depctrl_dependency_rule.org", handMade),
+					querycheck.ExpectIdentity("depctrl_dependency_rule.org", map[string]knownvalue.Check{
+						"workspace_path": knownvalue.StringExact(compute), "name": knownvalue.StringExact("by-terraform")}),
+					querycheck.ExpectResourceDisplayName("depctrl_dependency_rule.org", queryfilter.ByResourceIdentity(handMade), knownvalue.StringExact(compute+"/hand-made")),
+					querycheck.ExpectResourceKnownValues("depctrl_dependency_rule.org", queryfilter.ByResourceIdentity(handMade), []querycheck.KnownValueCheck{
+						{Path: tfjsonpath.New("dependent").AtMapKey("kind"), KnownValue: knownvalue.StringExact("VirtualMachine")},
+						{Path: tfjsonpath.New("dependency").AtSliceIndex(0).AtMapKey("field_ref").AtMapKey("path"), KnownValue: knownvalue.StringExact(".spec.vpcRef.name")},
+						// No runtime runs here: not enforced.
+						{Path: tfjsonpath.New("ready"), KnownValue: knownvalue.Bool(false)},
+					}),
+					querycheck.ExpectLength("depctrl_shard.all", len(e.Shards)),
+					querycheck.ExpectIdentity("depctrl_shard.all", map[string]knownvalue.Check{
+						"name": knownvalue.StringExact(e.Shards[0].Name), "grant_name": knownvalue.StringExact(rbac.ShardReaderName),
+						"kubeconfig_path": null, "context": null, "client_certificate_path": null, "client_key_path": null, "ca_certificate_path": null, "url": null,
+					}),
+				},
+			},
+		},
+	})
+}
