@@ -535,3 +535,40 @@ func TestFrontProxyReferencedNames(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontProxyFinderTwoPaths: a protection whose rule names the
+// protected type at two paths (merged into one protection) finds a
+// dependent that names the object at either path, and names a dependent
+// that names it at both once.
+func TestFrontProxyFinderTwoPaths(t *testing.T) {
+	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	protection := registry.Protection{Rule: "c/r", Dependent: vms, DependentKind: "VirtualMachine",
+		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.extraVPCs[*].name")}}
+	withExtra := func(v map[string]interface{}, extra ...string) map[string]interface{} {
+		var list []interface{}
+		for _, e := range extra {
+			list = append(list, map[string]interface{}{"name": e})
+		}
+		v["spec"].(map[string]interface{})["extraVPCs"] = list
+		return v
+	}
+	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	srv := httptest.NewServer(&listServer{items: map[string][]map[string]interface{}{namespaced: {
+		withExtra(vm("apps", "vm-both", "vpc-a", false), "vpc-a", "vpc-c"),
+		withExtra(vm("apps", "vm-extra", "vpc-b", false), "vpc-a"),
+		withExtra(vm("apps", "vm-neither", "vpc-b", false), "vpc-c"),
+	}}})
+	defer srv.Close()
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, more, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", protection, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-both"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-extra"}}
+	if !reflect.DeepEqual(got, want) || more != 0 {
+		t.Fatalf("blockers = %v, more %d; want %v, once each", got, more, want)
+	}
+}
