@@ -16,6 +16,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestAttacks tries, on the real two-shard kcp, every way kcp lets a client
@@ -28,12 +30,12 @@ func TestAttacks(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
 	for _, c := range top.Consumers {
-		a := &attack{top: top, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()), vms: top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR())}
+		a := &attack{top: top, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()), vms: top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR())}
 		t.Run("shard "+c.Shard, func(t *testing.T) { a.run(ctx, t) })
 	}
 
@@ -57,11 +59,11 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 	// check that vpc survived what the subtest did.
 	referenced := func(t *testing.T, vpc string) func() {
 		t.Helper()
-		a.top.object(ctx, t, a.ws, vpcs, vpc, map[string]interface{}{}, nil)
-		a.top.object(ctx, t, a.ws, virtualMachines, "vm-of-"+vpc, ref(vpc), nil)
+		a.top.object(ctx, t, a.ws, fixtures.VPCs, vpc, map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, fixtures.VirtualMachines, "vm-of-"+vpc, ref(vpc), nil)
 		return func() {
 			t.Helper()
-			if !a.top.exists(ctx, t, a.ws, vpcs, vpc) {
+			if !a.top.exists(ctx, t, a.ws, fixtures.VPCs, vpc) {
 				t.Fatalf("%s was deleted while VirtualMachine/vm-of-%s references it", vpc, vpc)
 			}
 		}
@@ -96,12 +98,12 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 	})
 	t.Run("DELETECOLLECTION of unreferenced objects goes through", func(t *testing.T) {
 		for _, n := range []string{"vpc-free-1", "vpc-free-2"} {
-			a.top.object(ctx, t, a.ws, vpcs, n, map[string]interface{}{}, nil)
+			a.top.object(ctx, t, a.ws, fixtures.VPCs, n, map[string]interface{}{}, nil)
 			label(ctx, t, apps, n, "attack", "free")
 		}
 		check.Must(t, apps.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "attack=free"}))
 		for _, n := range []string{"vpc-free-1", "vpc-free-2"} {
-			if a.top.exists(ctx, t, a.ws, vpcs, n) {
+			if a.top.exists(ctx, t, a.ws, fixtures.VPCs, n) {
 				t.Fatalf("%s was not deleted by a collection delete although nothing references it", n)
 			}
 		}
@@ -132,9 +134,9 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		survived := referenced(t, "vpc-dry")
 		refused(t, apps.Delete(ctx, "vpc-dry", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}), "vpc-dry")
 		survived()
-		a.top.object(ctx, t, a.ws, vpcs, "vpc-dry-free", map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, fixtures.VPCs, "vpc-dry-free", map[string]interface{}{}, nil)
 		check.Must(t, apps.Delete(ctx, "vpc-dry-free", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}))
-		if !a.top.exists(ctx, t, a.ws, vpcs, "vpc-dry-free") {
+		if !a.top.exists(ctx, t, a.ws, fixtures.VPCs, "vpc-dry-free") {
 			t.Fatal("a dry-run delete removed the object")
 		}
 	})
@@ -144,21 +146,21 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		check.Must(t, err)
 		direct, err := dynamic.NewForConfig(cfg)
 		check.Must(t, err)
-		onShard := direct.Resource(vpcs.GVR()).Namespace("apps")
+		onShard := direct.Resource(fixtures.VPCs.GVR()).Namespace("apps")
 		refused(t, onShard.Delete(ctx, "vpc-direct", metav1.DeleteOptions{}), "vpc-direct")
 		refused(t, onShard.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: "metadata.name=vpc-direct"}), "vpc-direct")
 		survived()
 	})
 	t.Run("an UPDATE that adds a reference protects at once", func(t *testing.T) {
-		a.top.object(ctx, t, a.ws, vpcs, "vpc-later", map[string]interface{}{}, nil)
-		a.top.object(ctx, t, a.ws, virtualMachines, "vm-of-vpc-later", ref("elsewhere"), nil)
+		a.top.object(ctx, t, a.ws, fixtures.VPCs, "vpc-later", map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, fixtures.VirtualMachines, "vm-of-vpc-later", ref("elsewhere"), nil)
 		setRef(ctx, t, a.vms.Namespace("apps"), "vm-of-vpc-later", "vpc-later")
 		refused(t, apps.Delete(ctx, "vpc-later", metav1.DeleteOptions{}), "vpc-later")
 	})
 	t.Run("a new reference to an object being deleted is refused", func(t *testing.T) {
 		// Nothing references vpc-doomed, so its deletion is allowed; a
 		// finalizer holds it while it is being deleted.
-		a.top.object(ctx, t, a.ws, vpcs, "vpc-doomed", map[string]interface{}{}, nil)
+		a.top.object(ctx, t, a.ws, fixtures.VPCs, "vpc-doomed", map[string]interface{}{}, nil)
 		setFinalizers(ctx, t, apps, "vpc-doomed", "e2e.test.io/hold")
 		check.Must(t, apps.Delete(ctx, "vpc-doomed", metav1.DeleteOptions{}))
 		want := "virtualmachines/%s cannot reference vpcs/vpc-doomed: vpcs/vpc-doomed is being deleted"
@@ -175,7 +177,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 			t.Fatalf("a dry-run create must be decided alike, got %v", err)
 		}
 		// ... and so is an update that adds the reference.
-		a.top.object(ctx, t, a.ws, virtualMachines, "vm-moving", ref("elsewhere"), nil)
+		a.top.object(ctx, t, a.ws, fixtures.VirtualMachines, "vm-moving", ref("elsewhere"), nil)
 		vms := a.vms.Namespace("apps")
 		obj, err := vms.Get(ctx, "vm-moving", metav1.GetOptions{})
 		check.Must(t, err)
@@ -188,7 +190,7 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 		// references it.
 		setFinalizers(ctx, t, apps, "vpc-doomed")
 		check.Eventually(ctx, t, time.Minute, "vpc-doomed to be gone", func() error {
-			if a.top.exists(ctx, t, a.ws, vpcs, "vpc-doomed") {
+			if a.top.exists(ctx, t, a.ws, fixtures.VPCs, "vpc-doomed") {
 				return fmt.Errorf("still there")
 			}
 			return nil
@@ -205,31 +207,31 @@ func (a *attack) run(ctx context.Context, t *testing.T) {
 // Region is gone; then the namespace finishes.
 func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	c := top.Consumers[len(top.Consumers)-1]
-	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", regions, vpcs, top.Network.Path, ".spec.vpc"))
+	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", fixtures.Regions, fixtures.VPCs, top.Network.Path, ".spec.vpc"))
 	defer top.deleteRule(ctx, t, top.Network, "region-needs-vpc")
 	top.waitReady(ctx, t, top.Network, "region-needs-vpc")
 
 	dyn := top.dynamicFor(t, c.Path)
 	namespaces := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
 	apply(ctx, t, top.admin(t, c.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n")
-	inDoomed := dyn.Resource(vpcs.GVR()).Namespace("doomed")
+	inDoomed := dyn.Resource(fixtures.VPCs.GVR()).Namespace("doomed")
 	check.Eventually(ctx, t, time.Minute, "creating VPC doomed/vpc-ns", func() error {
 		_, err := inDoomed.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": vpcs.Group + "/v1", "kind": vpcs.Kind, "metadata": map[string]interface{}{"name": "vpc-ns"}, "spec": map[string]interface{}{},
+			"apiVersion": fixtures.VPCs.Group + "/v1", "kind": fixtures.VPCs.Kind, "metadata": map[string]interface{}{"name": "vpc-ns"}, "spec": map[string]interface{}{},
 		}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
 	})
-	top.object(ctx, t, c, regions, "region-ns", map[string]interface{}{"vpc": "vpc-ns"}, nil)
+	top.object(ctx, t, c, fixtures.Regions, "region-ns", map[string]interface{}{"vpc": "vpc-ns"}, nil)
 
 	check.Must(t, namespaces.Delete(ctx, "doomed", metav1.DeleteOptions{}))
 	waitBlockerReported(ctx, t, namespaces, "doomed", "still referenced by Region/region-ns")
 	if _, err := inDoomed.Get(ctx, "vpc-ns", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the namespace deleter removed a referenced VPC: %v", err)
 	}
-	check.Must(t, dyn.Resource(regions.GVR()).Delete(ctx, "region-ns", metav1.DeleteOptions{}))
+	check.Must(t, dyn.Resource(fixtures.Regions.GVR()).Delete(ctx, "region-ns", metav1.DeleteOptions{}))
 	check.Eventually(ctx, t, 3*time.Minute, "the namespace to finish deleting once nothing references its VPC", func() error {
 		if _, err := namespaces.Get(ctx, "doomed", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace still there (%v)", err)
@@ -245,17 +247,17 @@ func namespaceDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 func bindingDeletionWaits(ctx context.Context, t *testing.T, top *Topology) {
 	ws := top.newConsumer(ctx, t, "e2e-unbind", env.OnShard(top.Consumers[0].Shard))
 	defer func() { _ = top.Env.DeleteWorkspace(context.Background(), ws.Path) }()
-	top.object(ctx, t, ws, vpcs, "vpc-b", map[string]interface{}{}, nil)
-	top.object(ctx, t, ws, virtualMachines, "vm-b", ref("vpc-b"), nil)
-	top.object(ctx, t, ws, vpcs, "vpc-b-free", map[string]interface{}{}, nil)
+	top.object(ctx, t, ws, fixtures.VPCs, "vpc-b", map[string]interface{}{}, nil)
+	top.object(ctx, t, ws, fixtures.VirtualMachines, "vm-b", ref("vpc-b"), nil)
+	top.object(ctx, t, ws, fixtures.VPCs, "vpc-b-free", map[string]interface{}{}, nil)
 
 	bindings := top.dynamicFor(t, ws.Path).Resource(schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"})
 	check.Must(t, bindings.Delete(ctx, "network", metav1.DeleteOptions{}))
 	waitBlockerReported(ctx, t, bindings, "network", "still referenced by VirtualMachine/vm-b")
-	if !top.exists(ctx, t, ws, vpcs, "vpc-b") {
+	if !top.exists(ctx, t, ws, fixtures.VPCs, "vpc-b") {
 		t.Fatal("deleting the APIBinding removed a referenced VPC")
 	}
-	top.expectDeleted(ctx, t, ws, virtualMachines, "vm-b")
+	top.expectDeleted(ctx, t, ws, fixtures.VirtualMachines, "vm-b")
 	check.Eventually(ctx, t, 3*time.Minute, "the binding to finish deleting once nothing references its VPCs", func() error {
 		if _, err := bindings.Get(ctx, "network", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("binding still there (%v)", err)
@@ -288,7 +290,7 @@ func waitBlockerReported(ctx context.Context, t *testing.T, res dynamic.Resource
 
 func vmObject(name, vpc string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+		"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 		"metadata": map[string]interface{}{"name": name}, "spec": ref(vpc),
 	}}
 }

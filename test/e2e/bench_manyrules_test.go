@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
 
 // manyRulesResult is what protected DELETEs cost with the 1000+ rules of
@@ -43,7 +44,7 @@ func deletesWithManyRules(ctx context.Context, t *testing.T, bd deletes, oldStam
 	// Writing the probe until it carries a new stamp shows that writes are
 	// indexed under the new rules; every other VM still has the old one.
 	stamp := waitStamp(ctx, t, vmAPI, "zz-blocker", oldStamp)
-	top.object(ctx, t, consumer, vpcs, "many-first", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "many-first", map[string]interface{}{}, nil)
 	time.Sleep(pause)
 	bd.warm(ctx, t)
 	read0 := bd.examined(ctx, t)

@@ -18,6 +18,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Targets of settling (the issue "Protection at the floor's cost").
@@ -85,7 +87,7 @@ func TestBenchmarkSettled(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	rt.EnableSettling(ctx, t)
 	consumer := top.Consumers[0]
 	unthrottled := top.admin(t, consumer.Path)
@@ -94,9 +96,9 @@ func TestBenchmarkSettled(t *testing.T) {
 	check.Must(t, err)
 	bd := newDeletes(top, consumer, d, rt.WebhookMetricsURL)
 	// The VPC that warm reads.
-	top.object(ctx, t, consumer, vpcs, "vpc-target", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-target", map[string]interface{}{}, nil)
 	res := measureSettling(ctx, t, bd, d, func() {
-		top.createRule(ctx, t, top.Compute, ruleObject("bench-0", virtualMachines, vpcs, top.Network.Path, benchPaths[0]))
+		top.createRule(ctx, t, top.Compute, ruleObject("bench-0", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, benchPaths[0]))
 		top.waitReady(ctx, t, top.Compute, "bench-0")
 		top.waitCondition(ctx, t, top.Compute, "bench-0", v1alpha1.ConditionIndexed, "True", "Indexed")
 	})
@@ -147,8 +149,8 @@ func (d deletes) createDependents(ctx context.Context, t *testing.T, prefix stri
 	if shared {
 		targets = 1
 	}
-	check.Must(t, inParallel(0, targets, func(i int) error { return createNamed(ctx, d.vpcs, vpcs, target(i), nil) }))
-	check.Must(t, createNamed(ctx, d.vms, virtualMachines, "vm-"+prefix+"-warm", ref(target(0))))
+	check.Must(t, inParallel(0, targets, func(i int) error { return createNamed(ctx, d.vpcs, fixtures.VPCs, target(i), nil) }))
+	check.Must(t, createNamed(ctx, d.vms, fixtures.VirtualMachines, "vm-"+prefix+"-warm", ref(target(0))))
 	time.Sleep(pause)
 	var out latencies
 	for i := range writeTrials {
@@ -159,7 +161,7 @@ func (d deletes) createDependents(ctx context.Context, t *testing.T, prefix stri
 					return err
 				}
 			}
-			return createNamed(ctx, d.vms, virtualMachines, fmt.Sprintf("vm-%s-%03d", prefix, i), ref(target(i)))
+			return createNamed(ctx, d.vms, fixtures.VirtualMachines, fmt.Sprintf("vm-%s-%03d", prefix, i), ref(target(i)))
 		})
 		check.Must(t, err)
 		out = append(out, took)
@@ -176,7 +178,7 @@ func (d deletes) createDependents(ctx context.Context, t *testing.T, prefix stri
 }
 
 // createNamed creates an object of type a called name with spec.
-func createNamed(ctx context.Context, api dynamic.ResourceInterface, a apiType, name string, spec map[string]interface{}) error {
+func createNamed(ctx context.Context, api dynamic.ResourceInterface, a fixtures.APIType, name string, spec map[string]interface{}) error {
 	if spec == nil {
 		spec = map[string]interface{}{}
 	}
@@ -195,7 +197,7 @@ func (d deletes) waitSettled(ctx context.Context, t *testing.T, api dynamic.Reso
 		if len(names) <= 2 {
 			return d.settledNow(ctx, api, names)
 		}
-		stamp := d.top.publishedStamp(ctx, t, vpcs)
+		stamp := d.top.publishedStamp(ctx, t, fixtures.VPCs)
 		if stamp == "" {
 			return fmt.Errorf("no stamp published")
 		}
@@ -245,14 +247,14 @@ func (d deletes) settledTrials(ctx context.Context, t *testing.T, n int) settled
 		name := fmt.Sprintf("%d-%d", n, i)
 		created := time.Now()
 		for _, vpc := range []string{"s-" + name, "s-" + name + "-again"} {
-			check.Must(t, createNamed(ctx, d.vpcs, vpcs, vpc, nil))
+			check.Must(t, createNamed(ctx, d.vpcs, fixtures.VPCs, vpc, nil))
 		}
 		for _, fw := range []string{"f-" + name, "f-" + name + "-again"} {
-			check.Must(t, createNamed(ctx, d.fws, firewallRules, fw, nil))
+			check.Must(t, createNamed(ctx, d.fws, fixtures.FirewallRules, fw, nil))
 		}
 		d.waitSettled(ctx, t, d.vpcs, []string{"s-" + name, "s-" + name + "-again"})
 		for _, vpc := range []string{"y-" + name, "y-" + name + "-again"} {
-			check.Must(t, createNamed(ctx, d.vpcs, vpcs, vpc, nil))
+			check.Must(t, createNamed(ctx, d.vpcs, fixtures.VPCs, vpc, nil))
 		}
 		measure := func(api dynamic.ResourceInterface, first, again string) (time.Duration, time.Duration) {
 			time.Sleep(pause)
@@ -293,7 +295,7 @@ func (d deletes) teardown(ctx context.Context, t *testing.T, dyn dynamic.Interfa
 		}
 		return out
 	}
-	create := func(api dynamic.ResourceInterface, a apiType, names []string) {
+	create := func(api dynamic.ResourceInterface, a fixtures.APIType, names []string) {
 		check.Must(t, inParallel(0, len(names), func(i int) error { return createNamed(ctx, api, a, names[i], nil) }))
 	}
 	oneByOne := func(api dynamic.ResourceInterface, names []string) time.Duration {
@@ -308,12 +310,12 @@ func (d deletes) teardown(ctx context.Context, t *testing.T, dyn dynamic.Interfa
 	// idle (every VPC there is settled); the young VPCs right after they
 	// were created, while it works on them, as in a real teardown.
 	settledNames := names("td-settled")
-	create(d.vpcs, vpcs, settledNames)
+	create(d.vpcs, fixtures.VPCs, settledNames)
 	d.waitSettled(ctx, t, d.vpcs, settledNames)
-	create(d.fws, firewallRules, names("td-floor"))
+	create(d.fws, fixtures.FirewallRules, names("td-floor"))
 	r.floor = oneByOne(d.fws, names("td-floor"))
 	r.settled = oneByOne(d.vpcs, settledNames)
-	create(d.vpcs, vpcs, names("td-young"))
+	create(d.vpcs, fixtures.VPCs, names("td-young"))
 	r.young = oneByOne(d.vpcs, names("td-young"))
 
 	namespaces := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"})
@@ -335,10 +337,10 @@ func (d deletes) teardown(ctx context.Context, t *testing.T, dyn dynamic.Interfa
 	}
 	ns("td-vpcs")
 	ns("td-fws")
-	vpcsThere := dyn.Resource(vpcs.GVR()).Namespace("td-vpcs")
-	create(vpcsThere, vpcs, settledNames)
+	vpcsThere := dyn.Resource(fixtures.VPCs.GVR()).Namespace("td-vpcs")
+	create(vpcsThere, fixtures.VPCs, settledNames)
 	d.waitSettled(ctx, t, vpcsThere, settledNames)
-	create(dyn.Resource(firewallRules.GVR()).Namespace("td-fws"), firewallRules, names("td-floor"))
+	create(dyn.Resource(fixtures.FirewallRules.GVR()).Namespace("td-fws"), fixtures.FirewallRules, names("td-floor"))
 	time.Sleep(pause)
 	r.floorNamespace = gone("td-fws")
 	r.namespace = gone("td-vpcs")

@@ -187,7 +187,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 	s.shards = len(e.Shards)
 	out, err := command("output", "-raw", "dep_ctrl_path").Output()
 	check.Must(t, err)
-	rt := startRuntime(ctx, t, e, strings.TrimSpace(string(out)))
+	rt := runtimetest.Start(ctx, t, e, strings.TrimSpace(string(out)))
 	createBenchExports(ctx, t, e, prefix)
 	s.applyRules = run("apply", "-auto-approve", "-input=false", "-no-color", "-var", rules)
 	logControllerLoad(ctx, t, rt.ControllerMetricsURL)

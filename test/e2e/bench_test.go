@@ -22,6 +22,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
@@ -116,7 +117,7 @@ func TestBenchmark(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	rt.EnableSettling(ctx, t)
 	consumer := top.Consumers[0]
 	// Unthrottled: the benchmark's bulk writes (creating and rewriting
@@ -130,7 +131,7 @@ func TestBenchmark(t *testing.T) {
 	vmAPI, vpcAPI := bd.vms, bd.vpcs
 
 	rule := func(i int) {
-		top.createRule(ctx, t, top.Compute, ruleObject(fmt.Sprintf("bench-%d", i), virtualMachines, vpcs, top.Network.Path, benchPaths[i]))
+		top.createRule(ctx, t, top.Compute, ruleObject(fmt.Sprintf("bench-%d", i), fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, benchPaths[i]))
 		top.waitReady(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 		top.waitCondition(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i), v1alpha1.ConditionIndexed, "True", "Indexed")
 	}
@@ -139,8 +140,8 @@ func TestBenchmark(t *testing.T) {
 	// The denied delete's blocker is listed last: the worst case. It is
 	// also the probe that shows when writes are indexed under the current
 	// rules.
-	top.object(ctx, t, consumer, vpcs, "vpc-target", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "zz-blocker", ref("vpc-target"), nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-target", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "zz-blocker", ref("vpc-target"), nil)
 	stamp := waitStamp(ctx, t, vmAPI, "zz-blocker", "")
 	// reindex rewrites every VM after the rules over VMs changed, as any
 	// write by their owners would: until then deletions read them in
@@ -169,7 +170,7 @@ func TestBenchmark(t *testing.T) {
 	selfReindex := func(n int) {
 		stamp = waitStamp(ctx, t, vmAPI, "zz-blocker", stamp)
 		grantReindex(ctx, t, top, consumer)
-		top.object(ctx, t, consumer, vpcs, "reindex-trigger", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "reindex-trigger", map[string]interface{}{}, nil)
 		start := time.Now()
 		check.Must(t, vpcAPI.Delete(ctx, "reindex-trigger", metav1.DeleteOptions{}))
 		waitAllStamped(ctx, t, vmAPI, stamp)
@@ -299,7 +300,7 @@ func createVMs(ctx context.Context, t *testing.T, api dynamic.ResourceInterface,
 	start := time.Now()
 	check.Must(t, inParallel(from, to, func(i int) error {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": fmt.Sprintf("vm-%05d", i)},
 			"spec":     ref(fmt.Sprintf("elsewhere-%d", i)),
 		}}
@@ -325,9 +326,9 @@ func (c convergenceResult) worstP99() time.Duration {
 func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.Workspace) convergenceResult {
 	t.Helper()
 	d := top.dynamicFor(t, consumer.Path)
-	fw := d.Resource(firewallRules.GVR()).Namespace("apps")
-	top.object(ctx, t, consumer, firewallRules, "fw-c", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, managedDBs, "db-c", map[string]interface{}{"firewalls": []interface{}{map[string]interface{}{"name": "fw-c"}}}, nil)
+	fw := d.Resource(fixtures.FirewallRules.GVR()).Namespace("apps")
+	top.object(ctx, t, consumer, fixtures.FirewallRules, "fw-c", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.ManagedDBs, "db-c", map[string]interface{}{"firewalls": []interface{}{map[string]interface{}{"name": "fw-c"}}}, nil)
 	dryDenied := func() bool {
 		err := fw.Delete(ctx, "fw-c", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "still referenced by")
@@ -349,7 +350,7 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 	// the consumer's shard through the cache server.
 	entryGone := func() {
 		check.Eventually(ctx, t, time.Minute, "the FirewallRules entry to be removed", func() error {
-			if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, firewallRules.Resource) {
+			if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, fixtures.FirewallRules.Resource) {
 				return fmt.Errorf("still protects %v", got)
 			}
 			return nil
@@ -361,7 +362,7 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 		name := fmt.Sprintf("conv-%d", i)
 		entryGone()
 		start := time.Now()
-		top.createRule(ctx, t, top.Compute, ruleObject(name, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
+		top.createRule(ctx, t, top.Compute, ruleObject(name, fixtures.ManagedDBs, fixtures.FirewallRules, top.Network.Path, ".spec.firewalls[*].name"))
 		res.create = append(res.create, waitFor(start, true))
 		// Edited to a path nothing uses: enforcement must stop.
 		start = time.Now()
@@ -370,7 +371,7 @@ func convergence(ctx context.Context, t *testing.T, top *Topology, consumer env.
 		top.deleteRule(ctx, t, top.Compute, name)
 		// Enforced again by a second rule, then that rule deleted.
 		again := name + "-again"
-		top.createRule(ctx, t, top.Compute, ruleObject(again, managedDBs, firewallRules, top.Network.Path, ".spec.firewalls[*].name"))
+		top.createRule(ctx, t, top.Compute, ruleObject(again, fixtures.ManagedDBs, fixtures.FirewallRules, top.Network.Path, ".spec.firewalls[*].name"))
 		waitFor(time.Now(), true)
 		start = time.Now()
 		top.deleteRule(ctx, t, top.Compute, again)
@@ -388,7 +389,7 @@ func readyWithManyRules(ctx context.Context, t *testing.T, top *Topology, rt *ru
 	rules := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR)
 	created := time.Now()
 	check.Must(t, inParallel(0, n, func(i int) error {
-		r := ruleObject(fmt.Sprintf("many-%04d", i), virtualMachines, vpcs, top.Network.Path, fmt.Sprintf(".spec.field%d", i))
+		r := ruleObject(fmt.Sprintf("many-%04d", i), fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, fmt.Sprintf(".spec.field%d", i))
 		_, err := rules.Create(ctx, r, metav1.CreateOptions{})
 		return err
 	}))
@@ -463,14 +464,14 @@ type freshnessResult struct {
 func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, consumer env.Workspace) freshnessResult {
 	t.Helper()
 	d := top.dynamicFor(t, consumer.Path)
-	vms := d.Resource(virtualMachines.GVR()).Namespace("apps")
-	fws := d.Resource(firewallRules.GVR()).Namespace("apps")
+	vms := d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	fws := d.Resource(fixtures.FirewallRules.GVR()).Namespace("apps")
 	direct, err := e.ShardAdminConfig(consumer.Shard, consumer.Cluster)
 	check.Must(t, err)
 	direct.QPS, direct.Burst, direct.RateLimiter = -1, 0, nil
 	dd, err := dynamic.NewForConfig(direct)
 	check.Must(t, err)
-	shardVMs := dd.Resource(virtualMachines.GVR()).Namespace("apps")
+	shardVMs := dd.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 	var r freshnessResult
 	listFrom := func(api dynamic.ResourceInterface, opts metav1.ListOptions) time.Duration {
 		start := time.Now()
@@ -484,14 +485,14 @@ func freshness(ctx context.Context, t *testing.T, e *env.Env, top *Topology, con
 	}
 	for i := range benchTrials {
 		name := fmt.Sprintf("fresh-%d", i)
-		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.FirewallRules, name, map[string]interface{}{}, nil)
 		r.afterWrite = append(r.afterWrite, list(metav1.ListOptions{}))
 		r.quiet = append(r.quiet, list(metav1.ListOptions{}))
 		time.Sleep(pause)
 		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.afterWriteSettled = append(r.afterWriteSettled, list(metav1.ListOptions{}))
 		r.cached = append(r.cached, list(metav1.ListOptions{ResourceVersion: "0"}))
-		top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.FirewallRules, name, map[string]interface{}{}, nil)
 		time.Sleep(pause)
 		check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 		r.shardSettled = append(r.shardSettled, listFrom(shardVMs, metav1.ListOptions{}))
@@ -522,19 +523,19 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	base.Host = e.FrontProxyURL
 	finder, err := decision.NewFrontProxyFinder(base)
 	check.Must(t, err)
-	protection := registry.Protection{Rule: "bench", Dependent: virtualMachines.GVR(), DependentKind: virtualMachines.Kind,
+	protection := registry.Protection{Rule: "bench", Dependent: fixtures.VirtualMachines.GVR(), DependentKind: fixtures.VirtualMachines.Kind,
 		Paths: []fieldpath.Path{fieldpath.MustParse(benchPaths[0])}}
-	fws := top.dynamicFor(t, consumer.Path).Resource(firewallRules.GVR()).Namespace("apps")
+	fws := top.dynamicFor(t, consumer.Path).Resource(fixtures.FirewallRules.GVR()).Namespace("apps")
 	var r pagingResult
 	for i := range 10 {
 		for _, size := range []int64{decision.DefaultPageSize, 0, pagedSize} {
 			name := fmt.Sprintf("paging-%d-%d", i, size)
-			top.object(ctx, t, consumer, firewallRules, name, map[string]interface{}{}, nil)
+			top.object(ctx, t, consumer, fixtures.FirewallRules, name, map[string]interface{}{}, nil)
 			time.Sleep(pause)
 			check.Must(t, fws.Delete(ctx, name, metav1.DeleteOptions{}))
 			finder.PageSize = size
 			start := time.Now()
-			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", vpcs.GVR().GroupResource(), "nothing-references-this", protection, 10)
+			blockers, _, err := finder.FindBlockers(ctx, consumer.Cluster, "apps", fixtures.VPCs.GVR().GroupResource(), "nothing-references-this", protection, 10)
 			took := time.Since(start)
 			check.Must(t, err)
 			if len(blockers) != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
 
 // deletes measures the admission benchmark's deletes in one consumer
@@ -29,9 +30,9 @@ type deletes struct {
 
 func newDeletes(top *Topology, consumer env.Workspace, d dynamic.Interface, metricsURL string) deletes {
 	return deletes{top: top, consumer: consumer, metricsURL: metricsURL,
-		vms:  d.Resource(virtualMachines.GVR()).Namespace("apps"),
-		vpcs: d.Resource(vpcs.GVR()).Namespace("apps"),
-		fws:  d.Resource(firewallRules.GVR()).Namespace("apps"),
+		vms:  d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps"),
+		vpcs: d.Resource(fixtures.VPCs.GVR()).Namespace("apps"),
+		fws:  d.Resource(fixtures.FirewallRules.GVR()).Namespace("apps"),
 	}
 }
 
@@ -82,8 +83,8 @@ func timed(f func() error) (time.Duration, error) {
 // name-floor; then (c), the denied delete of vpc-target.
 func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func() (time.Duration, error), backToBack bool) trialResult {
 	t.Helper()
-	d.top.object(ctx, t, d.consumer, firewallRules, name, map[string]interface{}{}, nil)
-	d.top.object(ctx, t, d.consumer, firewallRules, name+"-floor", map[string]interface{}{}, nil)
+	d.top.object(ctx, t, d.consumer, fixtures.FirewallRules, name, map[string]interface{}{}, nil)
+	d.top.object(ctx, t, d.consumer, fixtures.FirewallRules, name+"-floor", map[string]interface{}{}, nil)
 	var r trialResult
 	var err error
 	if list != nil {
@@ -95,9 +96,9 @@ func (d deletes) trial(ctx context.Context, t *testing.T, name string, list func
 	// The VPCs come last, so that they are deleted before the webhook's
 	// settler gets to them (a second after their creation): (b) is a
 	// decided delete.
-	d.top.object(ctx, t, d.consumer, vpcs, name, map[string]interface{}{}, nil)
+	d.top.object(ctx, t, d.consumer, fixtures.VPCs, name, map[string]interface{}{}, nil)
 	if backToBack {
-		d.top.object(ctx, t, d.consumer, vpcs, name+"-again", map[string]interface{}{}, nil)
+		d.top.object(ctx, t, d.consumer, fixtures.VPCs, name+"-again", map[string]interface{}{}, nil)
 	}
 	time.Sleep(pause)
 	d.warm(ctx, t)

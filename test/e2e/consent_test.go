@@ -9,6 +9,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestConsent: a provider workspace consents to protection by binding the
@@ -21,21 +23,21 @@ func TestConsent(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 
 	unbound, err := e.CreateWorkspace(ctx, top.Org.Path, "unbound")
 	check.Must(t, err)
 	refused, err := e.CreateWorkspace(ctx, top.Org.Path, "refused")
 	check.Must(t, err)
-	apply(ctx, t, top.admin(t, unbound.Path), exportYAML(vpcs))
+	apply(ctx, t, top.admin(t, unbound.Path), fixtures.ExportYAML(fixtures.VPCs))
 	// Bound, but the claim on webhook configurations is rejected.
-	apply(ctx, t, top.admin(t, refused.Path), exportYAML(vpcs),
+	apply(ctx, t, top.admin(t, refused.Path), fixtures.ExportYAML(fixtures.VPCs),
 		strings.Replace(depCtrlBindingYAML(top.DepCtrl.Path), "state: Accepted", "state: Rejected", 1))
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-unbound-vpc", virtualMachines, vpcs, unbound.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-unbound-vpc", fixtures.VirtualMachines, fixtures.VPCs, unbound.Path, ".spec.vpcRef.name"))
 	msg := top.waitCondition(ctx, t, top.Compute, "vm-needs-unbound-vpc", v1alpha1.ConditionWebhookInstalled, "False", "ExportNotBound")
 	t.Logf("unbound workspace: %s", msg)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-refused-vpc", virtualMachines, vpcs, refused.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-refused-vpc", fixtures.VirtualMachines, fixtures.VPCs, refused.Path, ".spec.vpcRef.name"))
 	msg = top.waitCondition(ctx, t, top.Compute, "vm-needs-refused-vpc", v1alpha1.ConditionWebhookInstalled, "False", "ClaimNotAccepted")
 	t.Logf("claim rejected: %s", msg)
 

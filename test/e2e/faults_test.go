@@ -25,6 +25,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Bounds the faults test holds the runtime to. They are generous for a
@@ -43,12 +45,12 @@ func TestFaults(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	consumer := top.Consumers[len(top.Consumers)-1]
-	top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
 
 	// enforced waits until the referenced VPC is refused with the
 	// webhook's own message and an unreferenced one can be deleted, and
@@ -57,17 +59,17 @@ func TestFaults(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		name := fmt.Sprintf("free-%d", start.UnixNano())
-		top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, name, map[string]interface{}{}, nil)
 		check.Eventually(ctx, t, bound, what, func() error {
-			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 			if err == nil {
 				t.Fatal("vpc-1 was deleted while vm-1 references it")
 			}
 			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
 				return fmt.Errorf("not yet decided by the webhook: %v", err)
 			}
-			if top.exists(ctx, t, consumer, vpcs, name) {
-				if err := top.remove(ctx, t, consumer, vpcs, name); err != nil {
+			if top.exists(ctx, t, consumer, fixtures.VPCs, name) {
+				if err := top.remove(ctx, t, consumer, fixtures.VPCs, name); err != nil {
 					return fmt.Errorf("an unreferenced VPC is not deletable yet: %v", err)
 				}
 			}
@@ -87,7 +89,7 @@ func TestFaults(t *testing.T) {
 			}
 		}()
 		for range 3 {
-			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 			if err == nil {
 				t.Fatal("vpc-1 was deleted while the webhook was down")
 			}
@@ -98,16 +100,16 @@ func TestFaults(t *testing.T) {
 		// Writes of dependents fail closed too: the reference index must
 		// see every one of them.
 		vm := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": "vm-while-down"}, "spec": ref("vpc-1"),
 		}}
-		_, err := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{})
+		_, err := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), "reference-index") {
 			t.Fatalf("creating a dependent while the webhook is down: want a refusal naming the reference index, got %v", err)
 		}
 		// A type no rule involves is not affected.
-		top.object(ctx, t, consumer, firewallRules, "fw-unprotected", map[string]interface{}{}, nil)
-		top.expectDeleted(ctx, t, consumer, firewallRules, "fw-unprotected")
+		top.object(ctx, t, consumer, fixtures.FirewallRules, "fw-unprotected", map[string]interface{}{}, nil)
+		top.expectDeleted(ctx, t, consumer, fixtures.FirewallRules, "fw-unprotected")
 
 		// Ready only with a complete registry: at the first 200 from
 		// /readyz, the registry holds the rule.
@@ -139,16 +141,16 @@ func TestFaults(t *testing.T) {
 		// The webhook follows rules itself: an edit takes effect with the
 		// controller down.
 		editRulePath(ctx, t, top, "vm-needs-vpc", ".spec.networks[*].vpc")
-		top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "vm-2", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-2"}}}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-2", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-2", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-2"}}}, nil)
 		// Until the webhook has seen the edit it enforces the old path, under
 		// which vm-2 references nothing: a delete then is allowed, and the
 		// probe is recreated. Once refused, it must stay refused.
 		edited := time.Now()
 		check.Eventually(ctx, t, convergenceBound, "the edited path to be enforced with the controller down", func() error {
-			err := top.remove(ctx, t, consumer, vpcs, "vpc-2")
+			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-2")
 			if err == nil {
-				top.object(ctx, t, consumer, vpcs, "vpc-2", map[string]interface{}{}, nil)
+				top.object(ctx, t, consumer, fixtures.VPCs, "vpc-2", map[string]interface{}{}, nil)
 				return fmt.Errorf("vpc-2 deletable: the webhook does not know the edited path yet")
 			}
 			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-2") {
@@ -158,7 +160,7 @@ func TestFaults(t *testing.T) {
 		})
 		t.Logf("edited path enforced with the controller down after %s", time.Since(edited).Round(time.Millisecond))
 		for range 3 {
-			if err := top.remove(ctx, t, consumer, vpcs, "vpc-2"); err == nil {
+			if err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-2"); err == nil {
 				t.Fatal("vpc-2 was deleted while vm-2 references it under the enforced, edited rule")
 			}
 		}
@@ -170,8 +172,8 @@ func TestFaults(t *testing.T) {
 		if time.Since(start) > convergenceBound {
 			t.Errorf("convergence took %s, more than %s", time.Since(start), convergenceBound)
 		}
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-2")
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-2")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-2")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-2")
 		// Back to the original path for the next steps.
 		editRulePath(ctx, t, top, "vm-needs-vpc", ".spec.vpcRef.name")
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
@@ -277,7 +279,7 @@ func TestFaults(t *testing.T) {
 		// kcp's first call may still meet a connection to the stopped
 		// process; a certificate kcp does not trust fails at once.
 		check.Eventually(ctx, t, convergenceBound, "kcp to reach the restarted webhook", func() error {
-			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 			switch {
 			case err == nil:
 				t.Fatal("vpc-1 was deleted while vm-1 references it")
@@ -289,16 +291,16 @@ func TestFaults(t *testing.T) {
 			return nil
 		})
 		name := fmt.Sprintf("free-%d", time.Now().UnixNano())
-		top.object(ctx, t, consumer, vpcs, name, map[string]interface{}{}, nil)
-		if err := top.remove(ctx, t, consumer, vpcs, name); err != nil {
+		top.object(ctx, t, consumer, fixtures.VPCs, name, map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, consumer, fixtures.VPCs, name); err != nil {
 			t.Fatalf("deleting an unreferenced VPC with the cross-signed certificate: %v", err)
 		}
 		// Creating a dependent passes through the reference index.
 		vm := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": name}, "spec": ref(name),
 		}}
-		if _, err := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		if _, err := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating a VM with the cross-signed certificate: %v", err)
 		}
 		// Then the controller gets the new CA too, as the next apply's
@@ -314,7 +316,7 @@ func TestFaults(t *testing.T) {
 		// without the controller.
 		start := time.Now()
 		check.Eventually(ctx, t, convergenceBound, "vpc-1 to be deletable once its rule is gone", func() error {
-			return top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			return top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 		})
 		t.Logf("rule deleted: protection lifted by the webhook after %s", time.Since(start).Round(time.Millisecond))
 		start = time.Now()

@@ -21,6 +21,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
 
 var (
@@ -30,7 +31,7 @@ var (
 
 // ruleSpec is a DependencyRule whose dependent is dependent and whose one
 // dependency is target in the workspace at exportPath, at fieldPath.
-func ruleObject(name string, dependent, target apiType, exportPath, fieldPath string) *unstructured.Unstructured {
+func ruleObject(name string, dependent, target fixtures.APIType, exportPath, fieldPath string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "DependencyRule",
@@ -179,7 +180,7 @@ func (top *Topology) protectedResources(ctx context.Context, t *testing.T, ws en
 }
 
 // object creates an object of type a in the consumer with the given spec.
-func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string, spec map[string]interface{}, annotations map[string]string) {
+func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string, spec map[string]interface{}, annotations map[string]string) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": a.Group + "/v1",
@@ -206,7 +207,7 @@ func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace,
 }
 
 // remove deletes an object and returns the error kcp answered with.
-func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) error {
+func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) error {
 	t.Helper()
 	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
 	if a.ClusterScoped {
@@ -216,7 +217,7 @@ func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace,
 }
 
 // exists reports whether the object is still there.
-func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) bool {
+func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) bool {
 	t.Helper()
 	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
 	var err error
@@ -234,7 +235,7 @@ func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace,
 
 // expectDenied deletes and asserts the deletion was refused with want in
 // the message, and that the object is still there.
-func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name, want string) {
+func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name, want string) {
 	t.Helper()
 	err := top.remove(ctx, t, ws, a, name)
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -246,7 +247,7 @@ func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Work
 }
 
 // expectDeleted deletes and asserts success.
-func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Workspace, a apiType, name string) {
+func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) {
 	t.Helper()
 	if err := top.remove(ctx, t, ws, a, name); err != nil {
 		t.Fatalf("deleting %s/%s in %s: %v", a.Kind, name, ws.Path, err)
@@ -259,10 +260,10 @@ func ref(name string) map[string]interface{} {
 
 // publishedStamp is the stamp whose settled objects of type a the deletion
 // webhook in a's export workspace leaves out, "" for none.
-func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a apiType) string {
+func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a fixtures.APIType) string {
 	t.Helper()
 	ws := top.Network
-	if a.Group != vpcs.Group {
+	if a.Group != fixtures.VPCs.Group {
 		ws = top.Compute
 	}
 	u := top.webhookConfiguration(ctx, t, ws)
@@ -288,11 +289,11 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a apiType
 // so a probe without labels could not tell the two apart.
 func (top *Topology) waitIndexWebhookGone(ctx context.Context, t *testing.T, ws env.Workspace) {
 	t.Helper()
-	vms := top.dynamicFor(t, ws.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+	vms := top.dynamicFor(t, ws.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 	check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
 		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
 		probe := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{refindex.StampLabel: "probe"}},
 			"spec":     ref("nothing"),
 		}}

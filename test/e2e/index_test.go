@@ -22,6 +22,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestReferenceIndex checks the reference index against a real kcp: the
@@ -35,18 +37,18 @@ func TestReferenceIndex(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	// The consumer on the other shard than the rule: the configuration
 	// reaches it through the cache server.
 	consumer := top.Consumers[len(top.Consumers)-1]
-	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
-	vpcGR := vpcs.GVR().GroupResource()
+	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	vpcGR := fixtures.VPCs.GVR().GroupResource()
 
 	// Written before any rule existed: no index labels.
-	top.object(ctx, t, consumer, vpcs, "vpc-pre", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "vm-pre", ref("vpc-pre"), nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-pre", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-pre", ref("vpc-pre"), nil)
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
 	if epoch, _, _ := unstructured.NestedString(top.getRule(ctx, t, top.Compute, "vm-needs-vpc").Object, "status", "indexEpoch"); epoch == "" {
@@ -55,7 +57,7 @@ func TestReferenceIndex(t *testing.T) {
 
 	// kcp applies a new webhook configuration within its propagation
 	// delay; from then on every write is labelled.
-	top.object(ctx, t, consumer, virtualMachines, "vm-probe", ref("nothing"), nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-probe", ref("nothing"), nil)
 	stamp := waitStamp(ctx, t, vms, "vm-probe", "")
 	indexLabels := func(name string) map[string]string {
 		t.Helper()
@@ -87,16 +89,16 @@ func TestReferenceIndex(t *testing.T) {
 		if got := indexLabels("vm-pre"); len(got) != 0 {
 			t.Fatalf("vm-pre carries index labels %v although it was written before the rule", got)
 		}
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
 	})
 
 	t.Run("labelled on create, enforced from the labels", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-a", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "vm-a", ref("vpc-a"), nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-a", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-a", ref("vpc-a"), nil)
 		if got := indexLabels("vm-a"); !maps.Equal(got, want("vpc-a")) {
 			t.Fatalf("vm-a index labels = %v, want %v", got, want("vpc-a"))
 		}
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-a", "still referenced by VirtualMachine/vm-a")
 	})
 
 	t.Run("a write re-indexes an old dependent, which is then no longer read", func(t *testing.T) {
@@ -105,8 +107,8 @@ func TestReferenceIndex(t *testing.T) {
 			t.Fatalf("vm-pre index labels after a write = %v, want %v", got, want("vpc-pre"))
 		}
 		before := unindexed()
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-pre", "still referenced by VirtualMachine/vm-pre")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-a", "still referenced by VirtualMachine/vm-a")
 		if after := unindexed(); after != before {
 			t.Fatalf("%v unindexed dependents were read although every dependent is indexed", after-before)
 		}
@@ -124,31 +126,31 @@ func TestReferenceIndex(t *testing.T) {
 		if !maps.Equal(got.GetLabels(), wantAll) {
 			t.Fatalf("labels of vm-a after a hand edit = %v, want %v", got.GetLabels(), wantAll)
 		}
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-a", "still referenced by VirtualMachine/vm-a")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-a", "still referenced by VirtualMachine/vm-a")
 	})
 
 	t.Run("a stamp forged on create does not hide a reference", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-f", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-f", map[string]interface{}{}, nil)
 		u := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": "vm-f", "labels": map[string]interface{}{refindex.StampLabel: stamp}},
 			"spec":     ref("vpc-f"),
 		}}
 		_, err := vms.Create(ctx, u, metav1.CreateOptions{})
 		check.Must(t, err)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-f", "still referenced by VirtualMachine/vm-f")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-f", "still referenced by VirtualMachine/vm-f")
 	})
 
 	t.Run("moving a reference moves its label", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-b", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-b", map[string]interface{}{}, nil)
 		touch(ctx, t, vms, "vm-a", func(vm *unstructured.Unstructured) {
 			check.Must(t, unstructured.SetNestedField(vm.Object, "vpc-b", "spec", "vpcRef", "name"))
 		})
 		if got := indexLabels("vm-a"); !maps.Equal(got, want("vpc-b")) {
 			t.Fatalf("vm-a index labels after the move = %v, want %v", got, want("vpc-b"))
 		}
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-a")
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-a")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-a")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-b", "still referenced by VirtualMachine/vm-a")
 	})
 
 	t.Run("an edited rule invalidates every stamp until the next write", func(t *testing.T) {
@@ -158,10 +160,10 @@ func TestReferenceIndex(t *testing.T) {
 		// dependents are read in full (an allowed delete reads them all;
 		// a denial may come from vm-a's intent on vpc-b alone) and still
 		// protect.
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-a")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-b", "still referenced by VirtualMachine/vm-a")
 		before := unindexed()
-		top.object(ctx, t, consumer, vpcs, "vpc-unused", map[string]interface{}{}, nil)
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-unused")
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-unused", map[string]interface{}{}, nil)
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-unused")
 		if unindexed() == before {
 			t.Fatal("no dependent was read in full after the rule changed: old labels were trusted")
 		}
@@ -175,15 +177,15 @@ func TestReferenceIndex(t *testing.T) {
 		// Another rule over VMs keeps the index configuration, and so the
 		// epoch, while the rule is gone; the new rule starts over at
 		// generation 1 as the old one did, with another path.
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-keeper", virtualMachines, firewallRules, top.Network.Path, ".spec.firewallRef.name"))
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-keeper", fixtures.VirtualMachines, fixtures.FirewallRules, top.Network.Path, ".spec.firewallRef.name"))
 		top.waitReady(ctx, t, top.Compute, "vm-keeper")
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", virtualMachines, vpcs, top.Network.Path, ".spec.backupVPC"))
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.backupVPC"))
 		top.waitReady(ctx, t, top.Compute, "vm-again")
 		top.waitCondition(ctx, t, top.Compute, "vm-again", v1alpha1.ConditionIndexed, "True", "Indexed")
 		first := waitStamp(ctx, t, vms, "vm-probe", indexLabels("vm-probe")[refindex.StampLabel])
-		top.object(ctx, t, consumer, vpcs, "vpc-again", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-again", map[string]interface{}{}, nil)
 		// Labelled under the first rule, which does not read .spec.networks.
-		top.object(ctx, t, consumer, virtualMachines, "vm-again", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-again"}}}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-again", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-again"}}}, nil)
 
 		top.deleteRule(ctx, t, top.Compute, "vm-again")
 		check.Eventually(ctx, t, time.Minute, "the rule to be gone", func() error {
@@ -194,14 +196,14 @@ func TestReferenceIndex(t *testing.T) {
 			return fmt.Errorf("still there (%v)", err)
 		})
 		without := waitStamp(ctx, t, vms, "vm-probe", first)
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.networks[*].vpc"))
 		top.waitReady(ctx, t, top.Compute, "vm-again")
 		top.waitCondition(ctx, t, top.Compute, "vm-again", v1alpha1.ConditionIndexed, "True", "Indexed")
 		second := waitStamp(ctx, t, vms, "vm-probe", without)
 		if second == first {
 			t.Fatalf("the rule created again stamps %q, as the deleted one did", second)
 		}
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-again", "still referenced by VirtualMachine/vm-again")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-again", "still referenced by VirtualMachine/vm-again")
 	})
 }
 
@@ -301,7 +303,7 @@ func TestReindex(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	granted := top.Consumers[len(top.Consumers)-1]
 	counter := counter(ctx, t, rt.WebhookMetricsURL)
 	const (
@@ -312,24 +314,24 @@ func TestReindex(t *testing.T) {
 	// Dependents written before the rule, in both consumers.
 	const n = 12
 	for _, ws := range []env.Workspace{granted} {
-		top.object(ctx, t, ws, vpcs, "vpc-used", map[string]interface{}{}, nil)
-		top.object(ctx, t, ws, vpcs, "vpc-free-1", map[string]interface{}{}, nil)
-		top.object(ctx, t, ws, vpcs, "vpc-free-2", map[string]interface{}{}, nil)
-		top.object(ctx, t, ws, virtualMachines, "vm-user", ref("vpc-used"), nil)
+		top.object(ctx, t, ws, fixtures.VPCs, "vpc-used", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, fixtures.VPCs, "vpc-free-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, fixtures.VPCs, "vpc-free-2", map[string]interface{}{}, nil)
+		top.object(ctx, t, ws, fixtures.VirtualMachines, "vm-user", ref("vpc-used"), nil)
 		for i := range n - 1 {
-			top.object(ctx, t, ws, virtualMachines, fmt.Sprintf("vm-%02d", i), ref("elsewhere"), nil)
+			top.object(ctx, t, ws, fixtures.VirtualMachines, fmt.Sprintf("vm-%02d", i), ref("elsewhere"), nil)
 		}
 	}
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
-	top.object(ctx, t, granted, virtualMachines, "vm-probe", ref("nothing"), nil)
-	stamp := waitStamp(ctx, t, top.dynamicFor(t, granted.Path).Resource(virtualMachines.GVR()).Namespace("apps"), "vm-probe", "")
+	top.object(ctx, t, granted, fixtures.VirtualMachines, "vm-probe", ref("nothing"), nil)
+	stamp := waitStamp(ctx, t, top.dynamicFor(t, granted.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps"), "vm-probe", "")
 
 	stamps := func(ws env.Workspace) map[string]string {
 		t.Helper()
-		list, err := top.dynamicFor(t, ws.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+		list, err := top.dynamicFor(t, ws.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
 		check.Must(t, err)
 		out := map[string]string{}
 		for _, vm := range list.Items {
@@ -342,7 +344,7 @@ func TestReindex(t *testing.T) {
 
 	t.Run("re-indexed after the first deletion that read them", func(t *testing.T) {
 		written, unindexed := counter(writtenMetric), counter(unindexedMetric)
-		top.expectDenied(ctx, t, granted, vpcs, "vpc-used", "still referenced by VirtualMachine/vm-user")
+		top.expectDenied(ctx, t, granted, fixtures.VPCs, "vpc-used", "still referenced by VirtualMachine/vm-user")
 		if got := counter(unindexedMetric) - unindexed; got < n {
 			t.Fatalf("the deletion read %v unindexed dependents, want at least the %d written before the rule", got, n)
 		}
@@ -357,15 +359,15 @@ func TestReindex(t *testing.T) {
 		if got := counter(writtenMetric) - written; got < n {
 			t.Errorf("depctrl_webhook_reindex_total{outcome=written} rose by %v, want at least %d", got, n)
 		}
-		vm, err := top.dynamicFor(t, granted.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-user", metav1.GetOptions{})
+		vm, err := top.dynamicFor(t, granted.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-user", metav1.GetOptions{})
 		check.Must(t, err)
-		if _, ok := vm.GetLabels()[refindex.RefLabel(vpcs.GVR().GroupResource(), "vpc-used")]; !ok {
+		if _, ok := vm.GetLabels()[refindex.RefLabel(fixtures.VPCs.GVR().GroupResource(), "vpc-used")]; !ok {
 			t.Fatalf("re-indexed vm-user has no reference label for vpc-used: %v", vm.GetLabels())
 		}
 		// From now on the labels decide, and protection holds.
 		unindexed = counter(unindexedMetric)
-		top.expectDenied(ctx, t, granted, vpcs, "vpc-used", "still referenced by VirtualMachine/vm-user")
-		top.expectDeleted(ctx, t, granted, vpcs, "vpc-free-1")
+		top.expectDenied(ctx, t, granted, fixtures.VPCs, "vpc-used", "still referenced by VirtualMachine/vm-user")
+		top.expectDeleted(ctx, t, granted, fixtures.VPCs, "vpc-free-1")
 		if got := counter(unindexedMetric) - unindexed; got != 0 {
 			t.Fatalf("%v dependents were read in full after they were re-indexed", got)
 		}
@@ -379,7 +381,7 @@ func TestReindex(t *testing.T) {
 func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Workspace) {
 	t.Helper()
 	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{
-		Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.GVR().Resource}}, Reindex: true})
+		Dependents: []rbac.ReadResource{{Group: fixtures.VirtualMachines.Group, Resource: fixtures.VirtualMachines.GVR().Resource}}, Reindex: true})
 	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = "depctrl-reindex", "depctrl-reindex", "depctrl-reindex"
 	apply(ctx, t, top.admin(t, ws.Path), toYAML(t, g))
 	id, err := top.Env.Identity(env.WebhookUser)
@@ -388,7 +390,7 @@ func grantReindex(ctx context.Context, t *testing.T, top *Topology, ws env.Works
 	check.Must(t, err)
 	check.Eventually(ctx, t, time.Minute, "the webhook to be allowed to patch VMs in "+ws.Path, func() error {
 		// Authorization comes before the lookup: NotFound means allowed.
-		_, err := asWebhook.Resource(virtualMachines.GVR()).Namespace("apps").Patch(ctx, "depctrl-no-such-vm", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
+		_, err := asWebhook.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Patch(ctx, "depctrl-no-such-vm", types.MergePatchType, []byte("{}"), metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

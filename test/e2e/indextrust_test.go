@@ -15,6 +15,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
@@ -32,16 +34,16 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	consumer := top.Consumers[len(top.Consumers)-1]
-	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
-	top.object(ctx, t, consumer, vpcs, "vpc-a", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, vpcs, "vpc-b", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-a"), nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-a", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-b", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-a"), nil)
 	stamp := waitStamp(ctx, t, vms, "vm-1", "")
 
 	rt.StopController(t)
@@ -55,11 +57,11 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	}
 	t.Logf("vm-1 references vpc-b but its labels still say vpc-a under the current stamp")
 
-	err = top.remove(ctx, t, consumer, vpcs, "vpc-b")
+	err = top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-b")
 	if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
 		t.Fatalf("deleting vpc-b, which vm-1 references, with the index configuration gone: want a refusal, got %v", err)
 	}
-	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-a")
+	top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-a")
 
 	// The controller back: it is ready only once the configuration is in
 	// place again; then a new epoch, and the labels follow the fields.
@@ -74,5 +76,5 @@ func TestIndexTrustWithoutController(t *testing.T) {
 		t.Fatalf("the controller reports ready, but the reference index configuration is not back: %v", err)
 	}
 	waitStamp(ctx, t, vms, "vm-1", stamp)
-	top.expectDenied(ctx, t, consumer, vpcs, "vpc-b", "still referenced by VirtualMachine/vm-1")
+	top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-b", "still referenced by VirtualMachine/vm-1")
 }

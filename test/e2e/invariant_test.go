@@ -22,6 +22,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Knobs of the invariant test; `make soak` raises them.
@@ -68,7 +70,7 @@ type worker struct {
 
 // create makes an object, retrying while a fresh binding is not served
 // yet.
-func (w *worker) create(ctx context.Context, res dynamic.ResourceInterface, a apiType, name string, spec map[string]interface{}) error {
+func (w *worker) create(ctx context.Context, res dynamic.ResourceInterface, a fixtures.APIType, name string, spec map[string]interface{}) error {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": a.Group + "/v1", "kind": a.Kind,
 		"metadata": map[string]interface{}{"name": name}, "spec": spec,
@@ -134,7 +136,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// The webhook may re-index: every rule change leaves the VMs
 	// unindexed, and it then rewrites them while the workers create and
@@ -144,7 +146,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 	}
 
 	rule := ruleState{present: true}
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[0]))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[0]))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
 	ws := make([]*worker, workers)
@@ -157,7 +159,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 			id: i, consumer: consumer, namespace: ns,
 			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
 			vpcs: map[string]bool{}, vms: map[string]vmRef{},
-			vpcAPI: d.Resource(vpcs.GVR()).Namespace(ns), vmAPI: d.Resource(virtualMachines.GVR()).Namespace(ns),
+			vpcAPI: d.Resource(fixtures.VPCs.GVR()).Namespace(ns), vmAPI: d.Resource(fixtures.VirtualMachines.GVR()).Namespace(ns),
 			namespaces: d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}),
 		}
 	}
@@ -188,7 +190,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		switch op := rng.IntN(3); {
 		case !rule.present:
 			rule = ruleState{present: true, style: rng.IntN(2)}
-			top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[rule.style]))
+			top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[rule.style]))
 			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 			t.Logf("phase %d: rule recreated at %s", phase, refPaths[rule.style])
 		case op == 0:
@@ -213,7 +215,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 	// Everything can be deleted once its dependents are gone, with the rule
 	// in force.
 	if !rule.present {
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, refPaths[rule.style]))
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[rule.style]))
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	}
 	for _, w := range ws {
@@ -255,7 +257,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 	switch r := w.rng.IntN(100); {
 	case r < 30:
 		if !w.vpcs[vpc] {
-			if err := w.create(ctx, w.vpcAPI, vpcs, vpc, map[string]interface{}{}); err != nil {
+			if err := w.create(ctx, w.vpcAPI, fixtures.VPCs, vpc, map[string]interface{}{}); err != nil {
 				fail("creating %s: %v", vpc, err)
 				return
 			}
@@ -265,7 +267,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		if _, ok := w.vms[vm]; !ok {
 			ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
 			ref.guarded = rule.present && ref.style == rule.style && w.vpcs[vpc]
-			if err := w.create(ctx, w.vmAPI, virtualMachines, vm, vmSpec(ref.vpc, ref.style)); err != nil {
+			if err := w.create(ctx, w.vmAPI, fixtures.VirtualMachines, vm, vmSpec(ref.vpc, ref.style)); err != nil {
 				fail("creating %s: %v", vm, err)
 				return
 			}
@@ -449,7 +451,7 @@ func (w *worker) newReferenceToDeleting(ctx context.Context, vpc, vm string, rul
 	ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
 	seen := rule.present && ref.style == rule.style
 	_, err := w.vmAPI.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": virtualMachines.Group + "/v1", "kind": virtualMachines.Kind,
+		"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 		"metadata": map[string]interface{}{"name": vm}, "spec": vmSpec(ref.vpc, ref.style),
 	}}, metav1.CreateOptions{})
 	switch {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestLeaderElection runs two controller replicas with leader election:
@@ -23,7 +25,7 @@ func TestLeaderElection(t *testing.T) {
 	top := setupTopology(ctx, t, e)
 	// The lease lives in the dep-ctrl workspace's default namespace.
 	apply(ctx, t, top.admin(t, top.DepCtrl.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n")
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	rt.StopController(t)
 
 	replica := func(name string) (stop func(), leads func() bool) {
@@ -40,7 +42,7 @@ func TestLeaderElection(t *testing.T) {
 	stopA, leadsA := replica("controller-a")
 	stopB, leadsB := replica("controller-b")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	// Give a second replica every chance to grab the lease too.
 	time.Sleep(5 * time.Second)
@@ -54,7 +56,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	stopLeader()
 	took := time.Now()
-	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-firewall", managedDBs, firewallRules, top.Network.Path, ".spec.firewall"))
+	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-firewall", fixtures.ManagedDBs, fixtures.FirewallRules, top.Network.Path, ".spec.firewall"))
 	top.waitReady(ctx, t, top.Compute, "db-needs-firewall")
 	if !followerLeads() {
 		t.Fatal("the rule became Ready but the remaining replica never acquired the lease")

@@ -11,6 +11,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestShardOutage: a webhook that starts while one shard answers nothing
@@ -51,21 +52,21 @@ func TestShardOutage(t *testing.T) {
 	if storage.Shard != away {
 		t.Fatalf("the storage workspace is on shard %q, want %q", storage.Shard, away)
 	}
-	apply(ctx, t, top.admin(t, storage.Path), exportYAML(fixtures.Volumes), depCtrlBindingYAML(top.DepCtrl.Path))
-	apply(ctx, t, top.admin(t, consumer.Path), bindingYAML("storage", storage.Path, fixtures.Volumes.Group))
+	apply(ctx, t, top.admin(t, storage.Path), fixtures.ExportYAML(fixtures.Volumes), depCtrlBindingYAML(top.DepCtrl.Path))
+	apply(ctx, t, top.admin(t, consumer.Path), fixtures.BindingYAML("storage", storage.Path, fixtures.Volumes.Group))
 
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
-	top.createRule(ctx, t, storage, ruleObject("volume-needs-fw", fixtures.Volumes, firewallRules, top.Network.Path, ".spec.firewallRef.name"))
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, storage, ruleObject("volume-needs-fw", fixtures.Volumes, fixtures.FirewallRules, top.Network.Path, ".spec.firewallRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	top.waitReady(ctx, t, storage, "volume-needs-fw")
 
-	top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, vpcs, "vpc-free", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
-	top.object(ctx, t, consumer, firewallRules, "fw-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-free", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.object(ctx, t, consumer, fixtures.FirewallRules, "fw-1", map[string]interface{}{}, nil)
 	top.object(ctx, t, consumer, fixtures.Volumes, "vol-1", map[string]interface{}{"firewallRef": map[string]interface{}{"name": "fw-1"}}, nil)
-	top.expectDenied(ctx, t, consumer, firewallRules, "fw-1", "still referenced by Volume/vol-1")
+	top.expectDenied(ctx, t, consumer, fixtures.FirewallRules, "fw-1", "still referenced by Volume/vol-1")
 
 	// The webhook restarts while shard-1 answers nothing.
 	rt.StopWebhook(t)
@@ -89,7 +90,7 @@ func TestShardOutage(t *testing.T) {
 
 	t.Run("rules on the shard read: decided", func(t *testing.T) {
 		check.Eventually(ctx, t, 30*time.Second, "a referenced VPC to be refused by the webhook's decision", func() error {
-			err := top.remove(ctx, t, consumer, vpcs, "vpc-1")
+			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 			if err == nil {
 				t.Fatal("vpc-1 was deleted while vm-1 references it")
 			}
@@ -98,14 +99,14 @@ func TestShardOutage(t *testing.T) {
 			}
 			return nil
 		})
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-free")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-free")
 		// The reference index takes a new VM (its rules are on root).
-		top.object(ctx, t, consumer, virtualMachines, "vm-2", ref("vpc-1"), nil)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-1", "still referenced by VirtualMachine/")
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-2", ref("vpc-1"), nil)
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/")
 	})
 
 	t.Run("rules on the stopped shard: refused, naming it", func(t *testing.T) {
-		err := top.remove(ctx, t, consumer, firewallRules, "fw-1")
+		err := top.remove(ctx, t, consumer, fixtures.FirewallRules, "fw-1")
 		if err == nil {
 			t.Fatal("fw-1 was deleted while vol-1 references it and its rule could not be read")
 		}
@@ -113,13 +114,13 @@ func TestShardOutage(t *testing.T) {
 			t.Errorf("deleting fw-1: %v; want a refusal to retry later naming logical cluster %s", err, storage.Cluster)
 		}
 		t.Logf("refused: %v", err)
-		if !top.exists(ctx, t, consumer, firewallRules, "fw-1") {
+		if !top.exists(ctx, t, consumer, fixtures.FirewallRules, "fw-1") {
 			t.Fatal("fw-1 is gone")
 		}
 		// An unreferenced FirewallRule is refused too: the webhook cannot
 		// know what the stopped shard's rules say about it.
-		top.object(ctx, t, consumer, firewallRules, "fw-free", map[string]interface{}{}, nil)
-		if err := top.remove(ctx, t, consumer, firewallRules, "fw-free"); err == nil || !strings.Contains(err.Error(), "retry later") {
+		top.object(ctx, t, consumer, fixtures.FirewallRules, "fw-free", map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, consumer, fixtures.FirewallRules, "fw-free"); err == nil || !strings.Contains(err.Error(), "retry later") {
 			t.Errorf("deleting an unreferenced FirewallRule with its rule unread: %v, want a refusal to retry later", err)
 		}
 	})
@@ -129,7 +130,7 @@ func TestShardOutage(t *testing.T) {
 	resumeAt := time.Now()
 	t.Run("the shard back: everything decided", func(t *testing.T) {
 		check.Eventually(ctx, t, time.Minute, "the FirewallRule's deletion to be decided again", func() error {
-			err := top.remove(ctx, t, consumer, firewallRules, "fw-1")
+			err := top.remove(ctx, t, consumer, fixtures.FirewallRules, "fw-1")
 			if err == nil {
 				t.Fatal("fw-1 was deleted while vol-1 references it")
 			}
@@ -139,6 +140,6 @@ func TestShardOutage(t *testing.T) {
 			return nil
 		})
 		t.Logf("FirewallRule deletions decided %s after shard %s resumed", time.Since(resumeAt).Round(time.Millisecond), away)
-		top.expectDeleted(ctx, t, consumer, firewallRules, "fw-free")
+		top.expectDeleted(ctx, t, consumer, fixtures.FirewallRules, "fw-free")
 	})
 }

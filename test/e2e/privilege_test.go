@@ -19,6 +19,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestLeastPrivilege checks, with each runtime identity's own credentials
@@ -32,8 +34,8 @@ func TestLeastPrivilege(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	consumer := top.Consumers[0]
-	top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
 
 	as := func(user, path string) dynamic.Interface {
 		t.Helper()
@@ -58,11 +60,11 @@ func TestLeastPrivilege(t *testing.T) {
 	checks := []check{
 		// The webhook reads dependents in consumer workspaces, on any shard.
 		{"webhook lists VirtualMachines in a consumer", true, func() error {
-			_, err := as(env.WebhookUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+			_, err := as(env.WebhookUser, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
 			return err
 		}},
 		{"webhook deletes a VirtualMachine in a consumer", false, func() error {
-			return as(env.WebhookUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").Delete(ctx, "vm-1", metav1.DeleteOptions{})
+			return as(env.WebhookUser, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Delete(ctx, "vm-1", metav1.DeleteOptions{})
 		}},
 		{"webhook creates a webhook configuration in a provider workspace", false, func() error {
 			_, err := as(env.WebhookUser, top.Network.Path).Resource(webhookGVR).Create(ctx, vwc, metav1.CreateOptions{})
@@ -91,7 +93,7 @@ func TestLeastPrivilege(t *testing.T) {
 			return err
 		}},
 		{"controller lists VirtualMachines in a consumer", false, func() error {
-			_, err := as(env.ControllerUser, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+			_, err := as(env.ControllerUser, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
 			return err
 		}},
 		{"controller writes a webhook configuration in a provider workspace directly", false, func() error {
@@ -127,7 +129,7 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Logf("%s: %s", c.what, map[bool]string{true: "allowed", false: "forbidden"}[c.allowed])
 		}
 	}
-	if !top.exists(ctx, t, consumer, virtualMachines, "vm-1") {
+	if !top.exists(ctx, t, consumer, fixtures.VirtualMachines, "vm-1") {
 		t.Fatal(fmt.Errorf("vm-1 is gone"))
 	}
 }
@@ -157,18 +159,18 @@ func TestNarrowedReadAccess(t *testing.T) {
 		}
 	}
 
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	for _, c := range top.Consumers {
-		top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
+		top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
 	}
 	// A consumer that will be deleted while the webhook cannot read its
 	// dependents.
 	doomed := top.newConsumer(ctx, t, "e2e-doomed-narrow")
-	top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
-	top.object(ctx, t, doomed, virtualMachines, "vm-d", ref("vpc-d"), nil)
+	top.object(ctx, t, doomed, fixtures.VPCs, "vpc-d", map[string]interface{}{}, nil)
+	top.object(ctx, t, doomed, fixtures.VirtualMachines, "vm-d", ref("vpc-d"), nil)
 
 	// decided deletes a referenced and an unreferenced VPC in every
 	// consumer until accept accepts what the webhook answered for the
@@ -177,17 +179,17 @@ func TestNarrowedReadAccess(t *testing.T) {
 		t.Helper()
 		for _, c := range top.Consumers {
 			check.Eventually(ctx, t, time.Minute, what+" on shard "+c.Shard, func() error {
-				if err := top.remove(ctx, t, c, vpcs, "vpc-1"); err == nil {
+				if err := top.remove(ctx, t, c, fixtures.VPCs, "vpc-1"); err == nil {
 					t.Fatalf("vpc-1 was deleted in %s while vm-1 references it", c.Path)
 				}
-				top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
-				return accept(top.remove(ctx, t, c, vpcs, "vpc-free"))
+				top.object(ctx, t, c, fixtures.VPCs, "vpc-free", map[string]interface{}{}, nil)
+				return accept(top.remove(ctx, t, c, fixtures.VPCs, "vpc-free"))
 			})
 		}
 	}
 
 	// Narrowed to a type no rule uses: the dependents cannot be read.
-	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: firewallRules.Group, Resource: firewallRules.Resource}}})
+	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: fixtures.FirewallRules.Group, Resource: fixtures.FirewallRules.Resource}}})
 	decided("protected deletes to fail closed", func(err error) error {
 		if err == nil {
 			return fmt.Errorf("vpc-free deleted: the narrowed grant is not in force yet")
@@ -207,12 +209,12 @@ func TestNarrowedReadAccess(t *testing.T) {
 	// Narrowed to the rule's dependent type: deletions are decided again,
 	// but a new reference cannot be checked against its target, which the
 	// webhook may not read, so it is refused and says why.
-	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}}})
+	readOnShards(ctx, rbac.ShardAccess{Dependents: []rbac.ReadResource{{Group: fixtures.VirtualMachines.Group, Resource: fixtures.VirtualMachines.Resource}}})
 	decided("protection to work with the dependent type named", func(err error) error {
 		return err
 	})
 	for _, c := range top.Consumers {
-		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		vms := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 		check.Eventually(ctx, t, time.Minute, "a new reference to an unreadable type to be refused on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			if err == nil {
@@ -228,11 +230,11 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 	// The protected type named too: writes go through.
 	readOnShards(ctx, rbac.ShardAccess{
-		Dependents: []rbac.ReadResource{{Group: virtualMachines.Group, Resource: virtualMachines.Resource}},
-		Protected:  []rbac.ReadResource{{Group: vpcs.Group, Resource: vpcs.Resource}},
+		Dependents: []rbac.ReadResource{{Group: fixtures.VirtualMachines.Group, Resource: fixtures.VirtualMachines.Resource}},
+		Protected:  []rbac.ReadResource{{Group: fixtures.VPCs.Group, Resource: fixtures.VPCs.Resource}},
 	})
 	for _, c := range top.Consumers {
-		vms := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		vms := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 		check.Eventually(ctx, t, time.Minute, "a new reference to be admitted on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			return err
@@ -240,7 +242,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		check.Must(t, vms.Delete(ctx, "vm-new", metav1.DeleteOptions{}))
 	}
 	for _, c := range top.Consumers {
-		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+		top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	}
 
 	// Without reindex, dependents indexed under older rules stay as they
@@ -251,18 +253,18 @@ func TestNarrowedReadAccess(t *testing.T) {
 		unindexedMetric = "depctrl_webhook_unindexed_dependents_examined_total"
 		forbiddenMetric = `depctrl_webhook_reindex_total{outcome="forbidden"}`
 	)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.networks[*].vpc"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
 	c := top.Consumers[0]
 	vm1 := func() string {
-		vm, err := top.dynamicFor(t, c.Path).Resource(virtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-1", metav1.GetOptions{})
+		vm, err := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-1", metav1.GetOptions{})
 		check.Must(t, err)
 		return vm.GetLabels()[refindex.StampLabel]
 	}
 	before, forbidden := vm1(), counter(forbiddenMetric)
 	check.Eventually(ctx, t, time.Minute, "the webhook to be refused re-indexing in "+c.Path, func() error {
-		top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
-		if err := top.remove(ctx, t, c, vpcs, "vpc-free"); err != nil {
+		top.object(ctx, t, c, fixtures.VPCs, "vpc-free", map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, c, fixtures.VPCs, "vpc-free"); err != nil {
 			return err
 		}
 		if counter(forbiddenMetric) == forbidden {
@@ -272,10 +274,10 @@ func TestNarrowedReadAccess(t *testing.T) {
 	})
 	// A denial may come from vm-1's intent on vpc-1 alone; an allowed
 	// delete reads every dependent, vm-1 in full.
-	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	unindexed := counter(unindexedMetric)
-	top.object(ctx, t, c, vpcs, "vpc-free-too", map[string]interface{}{}, nil)
-	top.expectDeleted(ctx, t, c, vpcs, "vpc-free-too")
+	top.object(ctx, t, c, fixtures.VPCs, "vpc-free-too", map[string]interface{}{}, nil)
+	top.expectDeleted(ctx, t, c, fixtures.VPCs, "vpc-free-too")
 	if got := counter(unindexedMetric) - unindexed; got < 1 {
 		t.Fatalf("%v unindexed dependents read: vm-1 must still be read in full", got)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
@@ -86,14 +87,14 @@ func TestProcessesGuide(t *testing.T) {
 	})
 	start("controller")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	c := top.Consumers[0]
-	top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
-	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
-	top.expectDeleted(ctx, t, c, virtualMachines, "vm-1")
+	top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	top.expectDeleted(ctx, t, c, fixtures.VirtualMachines, "vm-1")
 	check.Eventually(ctx, t, 30*time.Second, "vpc-1 to be deletable once vm-1 is gone", func() error {
-		return top.remove(ctx, t, c, vpcs, "vpc-1")
+		return top.remove(ctx, t, c, fixtures.VPCs, "vpc-1")
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestProtection runs the specification's scenarios against a real kcp
@@ -35,12 +37,12 @@ func TestProtection(t *testing.T) {
 
 func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 	top := setupTopology(ctx, t, e)
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 
 	// The rule lives in the compute provider's workspace; the VPCs it
 	// protects are exported from a nested workspace.
 	created := time.Now()
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	t.Logf("rule creation to enforcement (Ready=True): %s", time.Since(created).Round(time.Millisecond))
 
@@ -51,39 +53,39 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 
 	for _, consumer := range top.Consumers {
 		t.Run("blocked while referenced on shard "+consumer.Shard, func(t *testing.T) {
-			top.object(ctx, t, consumer, vpcs, "vpc-1", map[string]interface{}{}, nil)
-			top.object(ctx, t, consumer, virtualMachines, "vm-1", ref("vpc-1"), nil)
-			top.object(ctx, t, consumer, virtualMachines, "vm-2", ref("vpc-1"), nil)
-			top.expectDenied(ctx, t, consumer, vpcs, "vpc-1", "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-2")
-			top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-1")
-			top.expectDenied(ctx, t, consumer, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-2")
-			top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-2")
-			top.expectDeleted(ctx, t, consumer, vpcs, "vpc-1")
+			top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-2", ref("vpc-1"), nil)
+			top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-2")
+			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-1")
+			top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-2")
+			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-2")
+			top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-1")
 		})
 	}
 
 	consumer := top.Consumers[0]
 	t.Run("unreferenced objects delete freely", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "lonely", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "elsewhere", ref("another-vpc"), nil)
-		top.expectDeleted(ctx, t, consumer, vpcs, "lonely")
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "elsewhere")
+		top.object(ctx, t, consumer, fixtures.VPCs, "lonely", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "elsewhere", ref("another-vpc"), nil)
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "lonely")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "elsewhere")
 	})
 
 	t.Run("skip-protection allows", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-skip", map[string]interface{}{}, map[string]string{v1alpha1.SkipProtectionAnnotation: "true"})
-		top.object(ctx, t, consumer, virtualMachines, "vm-skip", ref("vpc-skip"), nil)
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-skip")
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-skip")
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-skip", map[string]interface{}{}, map[string]string{v1alpha1.SkipProtectionAnnotation: "true"})
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-skip", ref("vpc-skip"), nil)
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-skip")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-skip")
 		// The use is recorded on the object, in its workspace.
 		note := top.waitEvent(ctx, t, consumer, "apps", "vpc-skip", "DeletionProtectionSkipped")
 		t.Logf("recorded: %s", note)
 	})
 
 	t.Run("in-place fieldRef edit takes effect", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-edit", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "vm-old-path", ref("vpc-edit"), nil)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-edit", "still referenced by VirtualMachine/vm-old-path")
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-edit", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-old-path", ref("vpc-edit"), nil)
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-edit", "still referenced by VirtualMachine/vm-old-path")
 
 		rule := top.getRule(ctx, t, top.Compute, "vm-needs-vpc")
 		deps, _, _ := unstructured.NestedSlice(rule.Object, "spec", "dependencies")
@@ -96,22 +98,22 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 		if top.getRule(ctx, t, top.Compute, "vm-needs-vpc").GetUID() != uid {
 			t.Fatal("the rule was recreated; the edit must apply in place")
 		}
-		top.object(ctx, t, consumer, virtualMachines, "vm-new-path", map[string]interface{}{
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-new-path", map[string]interface{}{
 			"networks": []interface{}{map[string]interface{}{"vpc": "other"}, map[string]interface{}{"vpc": "vpc-edit"}},
 		}, nil)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-edit", "still referenced by VirtualMachine/vm-new-path")
-		if err := top.remove(ctx, t, consumer, vpcs, "vpc-edit"); err == nil || strings.Contains(err.Error(), "vm-old-path") {
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-edit", "still referenced by VirtualMachine/vm-new-path")
+		if err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-edit"); err == nil || strings.Contains(err.Error(), "vm-old-path") {
 			t.Fatalf("after the edit the old path must not count: %v", err)
 		}
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-new-path")
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-edit")
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-old-path")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-new-path")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-edit")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-old-path")
 	})
 
 	t.Run("rule deleted, then recreated", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-r", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "vm-r", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-r"}}}, nil)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-r", "still referenced by VirtualMachine/vm-r")
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-r", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-r", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-r"}}}, nil)
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-r", "still referenced by VirtualMachine/vm-r")
 
 		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
 		check.Eventually(ctx, t, time.Minute, "the webhook configuration to be removed", func() error {
@@ -120,28 +122,28 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 			}
 			return nil
 		})
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-r")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-r")
 
-		top.object(ctx, t, consumer, vpcs, "vpc-r", map[string]interface{}{}, nil)
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.networks[*].vpc"))
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-r", map[string]interface{}{}, nil)
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.networks[*].vpc"))
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-r", "still referenced by VirtualMachine/vm-r")
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-r")
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-r")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-r", "still referenced by VirtualMachine/vm-r")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-r")
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-r")
 	})
 
 	t.Run("a dependent being deleted does not block", func(t *testing.T) {
-		top.object(ctx, t, consumer, vpcs, "vpc-fin", map[string]interface{}{}, nil)
-		top.object(ctx, t, consumer, virtualMachines, "vm-fin", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-fin"}}}, nil)
-		vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-fin", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-fin", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-fin"}}}, nil)
+		vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 		vm, err := vms.Get(ctx, "vm-fin", metav1.GetOptions{})
 		check.Must(t, err)
 		vm.SetFinalizers([]string{"e2e.test.io/hold"})
 		_, err = vms.Update(ctx, vm, metav1.UpdateOptions{})
 		check.Must(t, err)
-		top.expectDenied(ctx, t, consumer, vpcs, "vpc-fin", "still referenced by VirtualMachine/vm-fin")
-		top.expectDeleted(ctx, t, consumer, virtualMachines, "vm-fin") // now terminating, held by the finalizer
-		top.expectDeleted(ctx, t, consumer, vpcs, "vpc-fin")
+		top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-fin", "still referenced by VirtualMachine/vm-fin")
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-fin") // now terminating, held by the finalizer
+		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-fin")
 		vm, err = vms.Get(ctx, "vm-fin", metav1.GetOptions{})
 		check.Must(t, err)
 		vm.SetFinalizers(nil)
@@ -153,9 +155,9 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 		// kcp deletes a workspace's contents one by one, through admission.
 		// Protection must not hold a workspace that is going away.
 		doomed := top.newConsumer(ctx, t, "e2e-doomed")
-		top.object(ctx, t, doomed, vpcs, "vpc-d", map[string]interface{}{}, nil)
-		top.object(ctx, t, doomed, virtualMachines, "vm-d", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-d"}}}, nil)
-		top.expectDenied(ctx, t, doomed, vpcs, "vpc-d", "still referenced by VirtualMachine/vm-d")
+		top.object(ctx, t, doomed, fixtures.VPCs, "vpc-d", map[string]interface{}{}, nil)
+		top.object(ctx, t, doomed, fixtures.VirtualMachines, "vm-d", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-d"}}}, nil)
+		top.expectDenied(ctx, t, doomed, fixtures.VPCs, "vpc-d", "still referenced by VirtualMachine/vm-d")
 		if err := e.DeleteWorkspace(ctx, doomed.Path); err != nil {
 			t.Fatalf("deleting a workspace that holds a referenced VPC: %v", err)
 		}
@@ -163,7 +165,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 
 	t.Run("cycles are reported on every rule involved", func(t *testing.T) {
 		// VPCs referencing VMs closes a cycle with the VM rule.
-		top.createRule(ctx, t, top.Network, ruleObject("vpc-needs-vm", vpcs, virtualMachines, top.Compute.Path, ".spec.gatewayVM"))
+		top.createRule(ctx, t, top.Network, ruleObject("vpc-needs-vm", fixtures.VPCs, fixtures.VirtualMachines, top.Compute.Path, ".spec.gatewayVM"))
 		msg := top.waitCondition(ctx, t, top.Network, "vpc-needs-vm", v1alpha1.ConditionAcyclic, "False", "CycleDetected")
 		if !strings.Contains(msg, "skip-protection") {
 			t.Fatalf("the cycle message should say the way out: %s", msg)
@@ -181,7 +183,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 	})
 
 	t.Run("a missing workspace is reported", func(t *testing.T) {
-		top.createRule(ctx, t, top.Compute, ruleObject("dangling", managedDBs, firewallRules, top.Org.Path+":nowhere", ".spec.firewall"))
+		top.createRule(ctx, t, top.Compute, ruleObject("dangling", fixtures.ManagedDBs, fixtures.FirewallRules, top.Org.Path+":nowhere", ".spec.firewall"))
 		msg := top.waitCondition(ctx, t, top.Compute, "dangling", v1alpha1.ConditionWorkspacesResolved, "False", "WorkspaceNotFound")
 		if !strings.Contains(msg, top.Org.Path+":nowhere") {
 			t.Fatalf("message should name the path: %s", msg)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // restartBound is how long after a restarted kcp is ready again the
@@ -28,13 +30,13 @@ func TestKCPRestart(t *testing.T) {
 	defer cancel()
 	e := ownSingleShard(ctx, t)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	c := top.Consumers[0]
-	top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
-	top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+	top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 
 	start := time.Now()
 	check.Must(t, e.Restart(ctx))
@@ -42,39 +44,39 @@ func TestKCPRestart(t *testing.T) {
 	t.Logf("kcp stopped and ready again after %s", ready.Sub(start).Round(time.Millisecond))
 
 	check.Eventually(ctx, t, restartBound, "protection after the restart", func() error {
-		err := top.remove(ctx, t, c, vpcs, "vpc-1")
+		err := top.remove(ctx, t, c, fixtures.VPCs, "vpc-1")
 		if err == nil {
 			t.Fatal("vpc-1 was deleted while vm-1 references it")
 		}
 		if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
 			return fmt.Errorf("not decided by the webhook yet: %v", err)
 		}
-		top.object(ctx, t, c, vpcs, "vpc-free", map[string]interface{}{}, nil)
-		return top.remove(ctx, t, c, vpcs, "vpc-free")
+		top.object(ctx, t, c, fixtures.VPCs, "vpc-free", map[string]interface{}{}, nil)
+		return top.remove(ctx, t, c, fixtures.VPCs, "vpc-free")
 	})
 	t.Logf("protection enforced %s after kcp was ready (bound %s)", time.Since(ready).Round(time.Millisecond), restartBound)
 
 	// Rule changes after the restart: a new rule is installed and
 	// enforced, a deleted one stops protecting.
 	changed := time.Now()
-	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-fw", managedDBs, firewallRules, top.Network.Path, ".spec.firewall"))
+	top.createRule(ctx, t, top.Compute, ruleObject("db-needs-fw", fixtures.ManagedDBs, fixtures.FirewallRules, top.Network.Path, ".spec.firewall"))
 	top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
-	top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, c, managedDBs, "db-1", map[string]interface{}{"firewall": "fw-1"}, nil)
+	top.object(ctx, t, c, fixtures.FirewallRules, "fw-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, c, fixtures.ManagedDBs, "db-1", map[string]interface{}{"firewall": "fw-1"}, nil)
 	check.Eventually(ctx, t, restartBound, "the rule changes after the restart to take effect", func() error {
-		if err := top.remove(ctx, t, c, firewallRules, "fw-1"); err == nil {
-			top.object(ctx, t, c, firewallRules, "fw-1", map[string]interface{}{}, nil)
+		if err := top.remove(ctx, t, c, fixtures.FirewallRules, "fw-1"); err == nil {
+			top.object(ctx, t, c, fixtures.FirewallRules, "fw-1", map[string]interface{}{}, nil)
 			return fmt.Errorf("fw-1 deletable: the new rule is not enforced yet")
 		} else if !strings.Contains(err.Error(), "still referenced by ManagedDB/db-1") {
 			return err
 		}
-		if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, vpcs.Resource) {
+		if got := top.protectedResources(ctx, t, top.Network); slices.Contains(got, fixtures.VPCs.Resource) {
 			return fmt.Errorf("the configuration still protects %v", got)
 		}
 		return nil
 	})
 	top.waitReady(ctx, t, top.Compute, "db-needs-fw")
-	top.expectDeleted(ctx, t, c, vpcs, "vpc-1")
+	top.expectDeleted(ctx, t, c, fixtures.VPCs, "vpc-1")
 	t.Logf("rule changes made after the restart converged in %s (bound %s)", time.Since(changed).Round(time.Millisecond), restartBound)
 
 	if ctrl, hook := rt.Running(); !ctrl || !hook {

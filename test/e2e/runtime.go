@@ -7,15 +7,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
-
-// startRuntime starts the webhook and the controller against the dep-ctrl
-// workspace at depCtrlPath and waits until the webhook is ready.
-func startRuntime(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *runtimetest.Runtime {
-	t.Helper()
-	return runtimetest.Start(ctx, t, e, depCtrlPath)
-}
 
 // ownSingleShard starts a single-shard kcp for this test alone, whatever
 // environment the package's other tests share (usually two shards), and

@@ -17,6 +17,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestTypesServed: a rule that names a type its exports do not serve (a
@@ -35,13 +36,13 @@ func TestTypesServed(t *testing.T) {
 	// Volumes have a structural schema, exported next to the VMs.
 	volumes := fixtures.Volumes
 	apply(ctx, t, top.admin(t, top.Compute.Path), fixtures.StructuralExportYAML(volumes))
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
+	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 
-	wrongVersion := ruleObject("vm-v1beta1", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name")
+	wrongVersion := ruleObject("vm-v1beta1", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name")
 	check.Must(t, unstructured.SetNestedField(wrongVersion.Object, "v1beta1", "spec", "dependent", "version"))
-	singular := ruleObject("vm-singular", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name")
+	singular := ruleObject("vm-singular", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name")
 	check.Must(t, unstructured.SetNestedField(singular.Object, "virtualmachine", "spec", "dependent", "resource"))
-	misspelt := ruleObject("volume-misspelt", volumes, vpcs, top.Network.Path, ".spec.vpcRef.nme")
+	misspelt := ruleObject("volume-misspelt", volumes, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.nme")
 	for _, r := range []*unstructured.Unstructured{wrongVersion, singular, misspelt} {
 		top.createRule(ctx, t, top.Compute, r)
 	}
@@ -83,7 +84,7 @@ func TestTypesServed(t *testing.T) {
 	t.Run("the controller may get exports and schemas, nothing more", func(t *testing.T) {
 		vw := top.controllerVirtualWorkspace(ctx, t)
 		compute := vw(top.Compute)
-		if _, err := compute.Resource(controller.APIExportsGVR).Get(ctx, virtualMachines.Group, metav1.GetOptions{}); err != nil {
+		if _, err := compute.Resource(controller.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); err != nil {
 			t.Fatalf("getting the compute export through the claim: %v", err)
 		}
 		if _, err := compute.Resource(controller.APIResourceSchemasGVR).Get(ctx, "v1."+volumes.Resource+"."+volumes.Group, metav1.GetOptions{}); err != nil {
@@ -95,7 +96,7 @@ func TestTypesServed(t *testing.T) {
 		// Only through the claim: the workspace itself grants it nothing.
 		direct, err := dynamic.NewForConfig(top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.Compute.Path))
 		check.Must(t, err)
-		if _, err := direct.Resource(controller.APIExportsGVR).Get(ctx, virtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		if _, err := direct.Resource(controller.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("getting the compute export directly must be refused, got %v", err)
 		}
 	})
@@ -108,7 +109,7 @@ func TestTypesServed(t *testing.T) {
 		}
 		top.waitCondition(ctx, t, top.Compute, "vm-v1beta1", v1alpha1.ConditionReady, "False", controller.ReasonTypesClaimNotAccepted)
 		check.Eventually(ctx, t, 30*time.Second, "the controller to be refused the network export", func() error {
-			_, err := top.controllerVirtualWorkspace(ctx, t)(top.Network).Resource(controller.APIExportsGVR).Get(ctx, vpcs.Group, metav1.GetOptions{})
+			_, err := top.controllerVirtualWorkspace(ctx, t)(top.Network).Resource(controller.APIExportsGVR).Get(ctx, fixtures.VPCs.Group, metav1.GetOptions{})
 			if !apierrors.IsForbidden(err) {
 				return errStill("not forbidden: " + errString(err))
 			}

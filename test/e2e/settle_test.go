@@ -19,6 +19,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
@@ -38,22 +39,22 @@ func TestSettled(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
 	for _, c := range top.Consumers {
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
 		t.Run("shard "+c.Shard, func(t *testing.T) { s.run(ctx, t) })
 	}
 
 	t.Run("a rule change unsettles every object", func(t *testing.T) {
 		c := top.Consumers[0]
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
 		s.create(ctx, t, "before-rule-change")
 		old := s.waitSettled(ctx, t, "before-rule-change")
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
 		check.Eventually(ctx, t, time.Minute, "a new stamp published", func() error {
 			if p := s.published(ctx, t); p == old || p == "" {
@@ -70,7 +71,7 @@ func TestSettled(t *testing.T) {
 
 	t.Run("a reference index removed while the controller is down unsettles", func(t *testing.T) {
 		c := top.Consumers[1]
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(vpcs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
 		s.create(ctx, t, "index-gone")
 		stamp := s.waitSettled(ctx, t, "index-gone")
 		rt.StopController(t)
@@ -85,11 +86,11 @@ func TestSettled(t *testing.T) {
 		// VPC keeps its label; only the withdrawn stamp sends its
 		// deletion to the webhook.
 		top.waitIndexWebhookGone(ctx, t, c)
-		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-index-gone", ref("index-gone"), nil)
+		s.top.object(ctx, t, s.ws, fixtures.VirtualMachines, "vm-of-index-gone", ref("index-gone"), nil)
 		if l := s.label(ctx, t, "index-gone"); l != stamp {
 			t.Fatalf("the VPC's label is %q: the VM's create was indexed after all", l)
 		}
-		s.top.expectDenied(ctx, t, s.ws, vpcs, "index-gone", "still referenced by VirtualMachine/vm-of-index-gone")
+		s.top.expectDenied(ctx, t, s.ws, fixtures.VPCs, "index-gone", "still referenced by VirtualMachine/vm-of-index-gone")
 		rt.StartController(t)
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	})
@@ -122,12 +123,12 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 		refusedAsForged(t, err)
 	})
 	t.Run("an update cannot add the label to a referenced object", func(t *testing.T) {
-		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-forge", ref("to-forge"), nil)
+		s.top.object(ctx, t, s.ws, fixtures.VirtualMachines, "vm-of-to-forge", ref("to-forge"), nil)
 		refusedAsForged(t, s.labelPatch(ctx, "to-forge", types.MergePatchType, map[string]any{settle.SettledLabel: stamp}))
 		if l := s.label(ctx, t, "to-forge"); l != "" {
 			t.Fatalf("the label was written: %q", l)
 		}
-		s.top.expectDenied(ctx, t, s.ws, vpcs, "to-forge", "still referenced by VirtualMachine/vm-of-to-forge")
+		s.top.expectDenied(ctx, t, s.ws, fixtures.VPCs, "to-forge", "still referenced by VirtualMachine/vm-of-to-forge")
 	})
 	t.Run("an update cannot change the label", func(t *testing.T) {
 		refusedAsForged(t, s.labelPatch(ctx, "to-relabel", types.MergePatchType, map[string]any{settle.SettledLabel: "0000"}))
@@ -142,12 +143,12 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 		s.failsClosedWithoutWebhook(ctx, t, "to-unlabel")
 	})
 	t.Run("an object referenced before it existed is not settled while that write may be in flight", func(t *testing.T) {
-		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-later", ref("later"), nil)
+		s.top.object(ctx, t, s.ws, fixtures.VirtualMachines, "vm-of-later", ref("later"), nil)
 		if !s.marked(ctx, t) {
 			t.Fatal("no pending mark for the reference to a VPC that does not exist yet")
 		}
 		s.create(ctx, t, "later")
-		s.top.expectDeleted(ctx, t, s.ws, virtualMachines, "vm-of-later")
+		s.top.expectDeleted(ctx, t, s.ws, fixtures.VirtualMachines, "vm-of-later")
 		// Nothing references it now, and nothing but the mark keeps it
 		// from being settled: a write like vm-of-later's could still be
 		// on its way.
@@ -157,18 +158,18 @@ func (s *settling) run(ctx context.Context, t *testing.T) {
 		}
 	})
 	t.Run("a new reference unsettles before it is admitted", func(t *testing.T) {
-		s.top.object(ctx, t, s.ws, virtualMachines, "vm-of-to-reference", ref("to-reference"), nil)
+		s.top.object(ctx, t, s.ws, fixtures.VirtualMachines, "vm-of-to-reference", ref("to-reference"), nil)
 		if l := s.label(ctx, t, "to-reference"); l != "" {
 			t.Fatalf("the referenced VPC is still settled (%q)", l)
 		}
-		s.top.expectDenied(ctx, t, s.ws, vpcs, "to-reference", "still referenced by VirtualMachine/vm-of-to-reference")
+		s.top.expectDenied(ctx, t, s.ws, fixtures.VPCs, "to-reference", "still referenced by VirtualMachine/vm-of-to-reference")
 	})
 }
 
 // create creates an unreferenced VPC.
 func (s *settling) create(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	s.top.object(ctx, t, s.ws, vpcs, name, map[string]interface{}{}, nil)
+	s.top.object(ctx, t, s.ws, fixtures.VPCs, name, map[string]interface{}{}, nil)
 }
 
 // label is the settled label of the VPC called name, "" without one.
@@ -182,7 +183,7 @@ func (s *settling) label(ctx context.Context, t *testing.T, name string) string 
 // published is the stamp the VPCs' deletion webhook leaves out.
 func (s *settling) published(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	return s.top.publishedStamp(ctx, t, vpcs)
+	return s.top.publishedStamp(ctx, t, fixtures.VPCs)
 }
 
 // marked reports whether the dep-ctrl workspace holds a pending mark for
@@ -192,7 +193,7 @@ func (s *settling) marked(ctx context.Context, t *testing.T) bool {
 	leases, err := s.top.dynamicFor(t, s.top.DepCtrl.Path).Resource(leasesGVR).Namespace("default").List(ctx, metav1.ListOptions{})
 	check.Must(t, err)
 	for _, l := range leases.Items {
-		if l.GetAnnotations()[v1alpha1.Group+"/references"] == s.ws.Cluster+"/"+vpcs.Resource+"."+vpcs.Group {
+		if l.GetAnnotations()[v1alpha1.Group+"/references"] == s.ws.Cluster+"/"+fixtures.VPCs.Resource+"."+fixtures.VPCs.Group {
 			return true
 		}
 	}
@@ -259,7 +260,7 @@ func refusedAsForged(t *testing.T, err error) {
 
 func vpcObject(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": vpcs.Group + "/v1", "kind": vpcs.Kind,
+		"apiVersion": fixtures.VPCs.Group + "/v1", "kind": fixtures.VPCs.Kind,
 		"metadata": map[string]interface{}{"name": name}, "spec": map[string]interface{}{},
 	}}
 }

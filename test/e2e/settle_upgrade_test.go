@@ -15,6 +15,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestSettlingUpgrade: an installation protecting with the reference index
@@ -32,19 +34,19 @@ func TestSettlingUpgrade(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	rt := startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 
 	var clients []*upgradeClient
 	for _, c := range top.Consumers {
-		top.object(ctx, t, c, vpcs, "kept", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, virtualMachines, "vm-of-kept", ref("kept"), nil)
-		top.object(ctx, t, c, vpcs, "free", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, virtualMachines, "vm-mover", ref("kept"), nil)
+		top.object(ctx, t, c, fixtures.VPCs, "kept", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-of-kept", ref("kept"), nil)
+		top.object(ctx, t, c, fixtures.VPCs, "free", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-mover", ref("kept"), nil)
 		d := top.dynamicFor(t, c.Path)
 		clients = append(clients, &upgradeClient{shard: c.Shard,
-			vpcs: d.Resource(vpcs.GVR()).Namespace("apps"), vms: d.Resource(virtualMachines.GVR()).Namespace("apps")})
+			vpcs: d.Resource(fixtures.VPCs.GVR()).Namespace("apps"), vms: d.Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")})
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -109,7 +111,7 @@ func TestSettlingUpgrade(t *testing.T) {
 			}
 		})
 	}
-	top.expectDenied(ctx, t, top.Consumers[0], vpcs, "kept", "still referenced by VirtualMachine/vm-of-kept")
+	top.expectDenied(ctx, t, top.Consumers[0], fixtures.VPCs, "kept", "still referenced by VirtualMachine/vm-of-kept")
 	if l := settling.label(ctx, t, "kept"); l != "" {
 		t.Errorf("the referenced VPC is settled (%q)", l)
 	}
@@ -151,10 +153,10 @@ func (c *upgradeClient) run(ctx context.Context, stop <-chan struct{}) {
 
 func (c *upgradeClient) round(ctx context.Context, i int) {
 	held, moved := fmt.Sprintf("held-%d", i), fmt.Sprintf("moved-%d", i)
-	if createNamed(ctx, c.vpcs, vpcs, held, nil) != nil || createNamed(ctx, c.vpcs, vpcs, moved, nil) != nil {
+	if createNamed(ctx, c.vpcs, fixtures.VPCs, held, nil) != nil || createNamed(ctx, c.vpcs, fixtures.VPCs, moved, nil) != nil {
 		return
 	}
-	if createNamed(ctx, c.vms, virtualMachines, "vm-"+held, ref(held)) == nil {
+	if createNamed(ctx, c.vms, fixtures.VirtualMachines, "vm-"+held, ref(held)) == nil {
 		c.referenced.Add(1)
 		c.mustStay(ctx, held, "VirtualMachine/vm-"+held)
 	}

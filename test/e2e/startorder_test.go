@@ -7,6 +7,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestRuntimeBeforeBindings: the runtime deployed in the documented order,
@@ -24,22 +26,22 @@ func TestRuntimeBeforeBindings(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e, beforeBindings(func(top *Topology) {
 		start := time.Now()
-		startRuntime(ctx, t, e, top.DepCtrl.Path)
+		runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
 		t.Logf("webhook ready %s after it started, with no workspace bound to the export", time.Since(start).Round(time.Millisecond))
 	}))
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	t.Logf("rule Ready after %s", top.waitReady(ctx, t, top.Compute, "vm-needs-vpc").Round(time.Millisecond))
 	for _, c := range top.Consumers {
-		top.object(ctx, t, c, vpcs, "vpc-1", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, virtualMachines, "vm-1", ref("vpc-1"), nil)
-		top.expectDenied(ctx, t, c, vpcs, "vpc-1", "still referenced by VirtualMachine/vm-1")
+		top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+		top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	}
 
 	top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
 	for _, c := range top.Consumers {
 		check.Eventually(ctx, t, convergenceBound, "vpc-1 in "+c.Path+" to be deletable once its rule is gone", func() error {
-			return top.remove(ctx, t, c, vpcs, "vpc-1")
+			return top.remove(ctx, t, c, fixtures.VPCs, "vpc-1")
 		})
 	}
 }

@@ -115,8 +115,8 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 		o.beforeBindings(top)
 	}
 	// Providers export their types and bind the dep-ctrl export.
-	apply(ctx, t, top.admin(t, top.Network.Path), exportYAML(vpcs, firewallRules, regions), depCtrlBindingYAML(top.DepCtrl.Path))
-	apply(ctx, t, top.admin(t, top.Compute.Path), exportYAML(virtualMachines, managedDBs), depCtrlBindingYAML(top.DepCtrl.Path))
+	apply(ctx, t, top.admin(t, top.Network.Path), fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules, fixtures.Regions), depCtrlBindingYAML(top.DepCtrl.Path))
+	apply(ctx, t, top.admin(t, top.Compute.Path), fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs), depCtrlBindingYAML(top.DepCtrl.Path))
 	for _, c := range top.Consumers {
 		top.bindConsumer(ctx, t, c)
 	}
@@ -125,8 +125,8 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 		top.waitServed(ctx, t, ws, rulesGVR)
 	}
 	for _, c := range top.Consumers {
-		top.waitServed(ctx, t, c, vpcs.GVR())
-		top.waitServed(ctx, t, c, virtualMachines.GVR())
+		top.waitServed(ctx, t, c, fixtures.VPCs.GVR())
+		top.waitServed(ctx, t, c, fixtures.VirtualMachines.GVR())
 	}
 	return top
 }
@@ -145,8 +145,8 @@ func (top *Topology) waitServed(ctx context.Context, t *testing.T, ws env.Worksp
 func (top *Topology) bindConsumer(ctx context.Context, t *testing.T, ws env.Workspace) {
 	t.Helper()
 	apply(ctx, t, top.admin(t, ws.Path),
-		bindingYAML("network", top.Network.Path, vpcs.Group),
-		bindingYAML("compute", top.Compute.Path, virtualMachines.Group),
+		fixtures.BindingYAML("network", top.Network.Path, fixtures.VPCs.Group),
+		fixtures.BindingYAML("compute", top.Compute.Path, fixtures.VirtualMachines.Group),
 		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n")
 }
 
@@ -226,7 +226,7 @@ spec:
 func apply(ctx context.Context, t *testing.T, cfg *rest.Config, docs ...string) {
 	t.Helper()
 	for _, d := range docs {
-		check.Must(t, applyYAML(ctx, cfg, d))
+		check.Must(t, fixtures.ApplyYAML(ctx, cfg, d))
 	}
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestReadCommitWindow attacks the window between a dependent's admission
@@ -35,8 +37,8 @@ func TestReadCommitWindow(t *testing.T) {
 	defer cancel()
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
-	startRuntime(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", virtualMachines, vpcs, top.Network.Path, ".spec.vpcRef.name"))
+	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	consumer := top.Consumers[0]
 
@@ -80,9 +82,9 @@ webhooks:
   sideEffects: None
   timeoutSeconds: 10
   admissionReviewVersions: ["v1"]
-`, slow.URL, ca, virtualMachines.Group, virtualMachines.Resource))
+`, slow.URL, ca, fixtures.VirtualMachines.Group, fixtures.VirtualMachines.Resource))
 
-	vms := top.dynamicFor(t, consumer.Path).Resource(virtualMachines.GVR()).Namespace("apps")
+	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 	check.Eventually(ctx, t, time.Minute, "kcp to call the slow webhook", func() error {
 		start := time.Now()
 		_ = vms.Delete(ctx, "vm-slow-probe", metav1.DeleteOptions{})
@@ -95,7 +97,7 @@ webhooks:
 		return nil
 	})
 
-	top.object(ctx, t, consumer, vpcs, "vpc-w", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-w", map[string]interface{}{}, nil)
 	created := make(chan error, 1)
 	go func() {
 		_, err := vms.Create(ctx, vmObject("vm-slow-1", "vpc-w"), metav1.CreateOptions{})
@@ -103,11 +105,11 @@ webhooks:
 	}()
 	// The create is now past the index webhook, held by the slow one.
 	time.Sleep(time.Second)
-	deleteErr := top.remove(ctx, t, consumer, vpcs, "vpc-w")
+	deleteErr := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-w")
 	createErr := <-created
 	_, getErr := vms.Get(ctx, "vm-slow-1", metav1.GetOptions{})
 	vmExists := getErr == nil
-	vpcGone := !top.exists(ctx, t, consumer, vpcs, "vpc-w")
+	vpcGone := !top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-w")
 	t.Logf("delete: %v; create: %v; VM exists: %v; VPC gone: %v", deleteErr, createErr, vmExists, vpcGone)
 	if vmExists && vpcGone {
 		t.Fatal("vm-slow-1 references vpc-w, which was deleted while its create was in flight: a dangling reference")
@@ -120,11 +122,11 @@ webhooks:
 	}
 
 	// Stored now, the VM blocks as any dependent does.
-	top.expectDenied(ctx, t, consumer, vpcs, "vpc-w", "still referenced by VirtualMachine/vm-slow-1")
+	top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-w", "still referenced by VirtualMachine/vm-slow-1")
 	// Deleted, it withdraws its intent: the VPC goes at once, without
 	// waiting for the intent to expire.
 	check.Must(t, vms.Delete(ctx, "vm-slow-1", metav1.DeleteOptions{}))
-	if err := top.remove(ctx, t, consumer, vpcs, "vpc-w"); err != nil {
+	if err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-w"); err != nil {
 		t.Fatalf("deleting vpc-w right after its only dependent: %v", err)
 	}
 
@@ -134,20 +136,20 @@ webhooks:
 	// the VPC as an admitted write would, until it expires, and an update
 	// may not drop it (a replace, say), since the write it stands for may
 	// still be on its way.
-	vmResource := virtualMachines.GVR().GroupResource().String()
+	vmResource := fixtures.VirtualMachines.GVR().GroupResource().String()
 	intentFor := func(name string, at time.Time) string {
 		return fmt.Sprintf(`{"resource":%q,"version":"v1","namespace":"apps","name":%q,"at":%q}`, vmResource, name, at.UTC().Format(time.RFC3339))
 	}
-	top.object(ctx, t, consumer, vpcs, "vpc-forged", map[string]interface{}{}, map[string]string{
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-forged", map[string]interface{}{}, map[string]string{
 		v1alpha1.IntentAnnotationPrefix + "garbage": "{not json",
 		v1alpha1.IntentAnnotationPrefix + "ahead":   intentFor("vm-x", time.Now().Add(time.Hour)),
 	})
-	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-forged")
-	top.object(ctx, t, consumer, vpcs, "vpc-held", map[string]interface{}{}, map[string]string{
+	top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-forged")
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-held", map[string]interface{}{}, map[string]string{
 		v1alpha1.IntentAnnotationPrefix + "held": intentFor("vm-never", time.Now()),
 	})
-	top.expectDenied(ctx, t, consumer, vpcs, "vpc-held", "VirtualMachine/vm-never (being written)")
-	vpcAPI := top.dynamicFor(t, consumer.Path).Resource(vpcs.GVR()).Namespace("apps")
+	top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-held", "VirtualMachine/vm-never (being written)")
+	vpcAPI := top.dynamicFor(t, consumer.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")
 	_, err := vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.IntentAnnotationPrefix+`held":null}}}`), metav1.PatchOptions{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the intent of virtualmachines/vm-never") {
@@ -158,5 +160,5 @@ webhooks:
 	_, err = vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.SkipProtectionAnnotation+`":"true"}}}`), metav1.PatchOptions{})
 	check.Must(t, err)
-	top.expectDeleted(ctx, t, consumer, vpcs, "vpc-held")
+	top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-held")
 }
