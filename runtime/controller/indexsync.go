@@ -105,15 +105,24 @@ func (s *Syncer) ensureListedIndex(ctx context.Context, res dynamic.ResourceInte
 			return "", err
 		}
 	}
-	uid, err := s.ensureIndexConfiguration(ctx, res, cluster, current, desired)
+	return writeListed(ctx, res, desired.Name, current, func(current *unstructured.Unstructured) (string, error) {
+		return s.ensureIndexConfiguration(ctx, res, cluster, current, desired)
+	})
+}
+
+// writeListed runs write with the configuration as this run listed it
+// (nil: none) and, when it was changed or created since (a conflict, or it
+// exists already), once more with it read again.
+func writeListed[T any](ctx context.Context, res dynamic.ResourceInterface, name string, current *unstructured.Unstructured, write func(*unstructured.Unstructured) (T, error)) (T, error) {
+	out, err := write(current)
 	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		// Changed or created since the list: read it and write once more.
-		if current, err = readConfiguration(ctx, res, desired.Name); err != nil {
-			return "", err
+		if current, err = readConfiguration(ctx, res, name); err != nil {
+			var none T
+			return none, err
 		}
-		uid, err = s.ensureIndexConfiguration(ctx, res, cluster, current, desired)
+		out, err = write(current)
 	}
-	return uid, err
+	return out, err
 }
 
 // readConfiguration reads the configuration called name, nil when there is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -261,6 +262,56 @@ func TestSettleIndex(t *testing.T) {
 			}
 			if tt.wantReason == "InstallFailed" && (rp.Indexed.OK || !strings.Contains(rp.Indexed.Message, "forbidden")) {
 				t.Fatalf("outcome %+v", rp.Indexed)
+			}
+		})
+	}
+}
+
+// TestWriteListed: a configuration written from what the run listed is
+// written once more, from a fresh read, when it changed (conflict) or was
+// created (already exists) since the list; any other error is returned as
+// it is, and a write that succeeds is not repeated.
+func TestWriteListed(t *testing.T) {
+	gvr := virtualworkspace.MutatingWebhookConfigurationsGVR
+	gr := gvr.GroupResource()
+	fresh := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+		"metadata": map[string]interface{}{"name": "cfg", "resourceVersion": "2"}}}
+	listed := fresh.DeepCopy()
+	listed.SetResourceVersion("1")
+	for _, tt := range []struct {
+		name      string
+		listed    *unstructured.Unstructured
+		first     error
+		wantCalls []string // the resourceVersion each write saw ("" for none)
+		wantErr   bool
+	}{
+		{name: "written as listed", listed: listed, wantCalls: []string{"1"}},
+		{name: "changed since the list", listed: listed, first: apierrors.NewConflict(gr, "cfg", fmt.Errorf("stale")), wantCalls: []string{"1", "2"}},
+		{name: "created since the list", first: apierrors.NewAlreadyExists(gr, "cfg"), wantCalls: []string{"", "2"}},
+		{name: "another error", listed: listed, first: fmt.Errorf("boom"), wantCalls: []string{"1"}, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MutatingWebhookConfigurationList"}, fresh.DeepCopy()).Resource(gvr)
+			var calls []string
+			got, err := writeListed(context.Background(), res, "cfg", tt.listed, func(current *unstructured.Unstructured) (int, error) {
+				rv := ""
+				if current != nil {
+					rv = current.GetResourceVersion()
+				}
+				calls = append(calls, rv)
+				if len(calls) == 1 && tt.first != nil {
+					return 0, tt.first
+				}
+				return len(calls), nil
+			})
+			if !reflect.DeepEqual(calls, tt.wantCalls) {
+				t.Errorf("writes saw %q, want %q", calls, tt.wantCalls)
+			}
+			if (err != nil) != tt.wantErr {
+				t.Errorf("error %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && got != len(tt.wantCalls) {
+				t.Errorf("result %d, want the last write's (%d)", got, len(tt.wantCalls))
 			}
 		})
 	}

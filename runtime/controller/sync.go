@@ -287,14 +287,9 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, c
 		return nil, err
 	}
 	res := c.Resource(virtualworkspace.WebhookConfigurationsGVR)
-	added, err := s.ensureConfigurationIn(ctx, res, cluster, current, desired)
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		if current, err = readConfiguration(ctx, res, desired.Name); err != nil {
-			return nil, err
-		}
-		added, err = s.ensureConfigurationIn(ctx, res, cluster, current, desired)
-	}
-	return added, err
+	return writeListed(ctx, res, desired.Name, current, func(current *unstructured.Unstructured) (map[schema.GroupVersionResource]bool, error) {
+		return s.ensureConfigurationIn(ctx, res, cluster, current, desired)
+	})
 }
 
 // ensureConfigurationIn is ensureConfiguration with res, the cluster's
