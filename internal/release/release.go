@@ -23,10 +23,12 @@ import (
 )
 
 // Name is the provider's binary and archive name; Address is its source
-// address, under which Terraform looks for it in a mirror.
+// address, under which Terraform looks for it in a mirror, and
+// OpenTofuAddress the one OpenTofu gives `source = "depctrl/depctrl"`.
 const (
-	Name    = "terraform-provider-depctrl"
-	Address = "registry.terraform.io/depctrl/depctrl"
+	Name            = "terraform-provider-depctrl"
+	Address         = "registry.terraform.io/depctrl/depctrl"
+	OpenTofuAddress = "registry.opentofu.org/depctrl/depctrl"
 )
 
 // Platform is one target of a release.
@@ -183,39 +185,43 @@ func Finish(v, out string, pkgs []Package) error {
 }
 
 // Mirror copies pkgs into dir in a filesystem mirror's packed layout
-// (<dir>/registry.terraform.io/depctrl/depctrl/<zip>), which
+// (<dir>/registry.terraform.io/depctrl/depctrl/<zip>, and the same under
+// registry.opentofu.org for OpenTofu), which
 // `provider_installation { filesystem_mirror { path = dir } }` and
-// `terraform init -plugin-dir=dir` read.
+// `init -plugin-dir=dir` read.
 func Mirror(dir string, pkgs []Package) error {
-	target := filepath.Join(dir, filepath.FromSlash(Address))
-	if err := os.MkdirAll(target, 0o755); err != nil {
-		return err
-	}
-	for _, p := range pkgs {
-		data, err := os.ReadFile(p.Zip)
-		if err != nil {
+	for _, address := range []string{Address, OpenTofuAddress} {
+		target := filepath.Join(dir, filepath.FromSlash(address))
+		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(target, filepath.Base(p.Zip)), data, 0o644); err != nil {
-			return err
+		for _, p := range pkgs {
+			data, err := os.ReadFile(p.Zip)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(target, filepath.Base(p.Zip)), data, 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// CLIConfig is a Terraform CLI configuration that installs this provider
-// from the filesystem mirror at dir and every other provider as usual.
+// CLIConfig is a CLI configuration (Terraform's or OpenTofu's) that
+// installs this provider from the filesystem mirror at dir and every other
+// provider as usual.
 func CLIConfig(dir string) string {
 	return fmt.Sprintf(`provider_installation {
   filesystem_mirror {
     path    = %q
-    include = [%q]
+    include = [%q, %q]
   }
   direct {
-    exclude = [%q]
+    exclude = [%q, %q]
   }
 }
-`, dir, Address, Address)
+`, dir, Address, OpenTofuAddress, Address, OpenTofuAddress)
 }
 
 // VersionFrom derives a package version from `git describe --tags --always

@@ -132,15 +132,18 @@ func TestPackLayout(t *testing.T) {
 	if err := Mirror(mirror, pkgs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(mirror, "registry.terraform.io", "depctrl", "depctrl", "terraform-provider-depctrl_1.2.3_linux_amd64.zip")); err != nil {
-		t.Errorf("mirror layout: %v", err)
+	for _, host := range []string{"registry.terraform.io", "registry.opentofu.org"} {
+		if _, err := os.Stat(filepath.Join(mirror, host, "depctrl", "depctrl", "terraform-provider-depctrl_1.2.3_linux_amd64.zip")); err != nil {
+			t.Errorf("mirror layout: %v", err)
+		}
 	}
 }
 
-// TestAccInstallFromMirror: Terraform installs the package for this
-// platform from the filesystem mirror with terraform init, as a user
-// behind an air gap would, and records the package's hash in
-// .terraform.lock.hcl; the provider then answers (terraform validate).
+// TestAccInstallFromMirror: Terraform (or OpenTofu, whichever
+// TF_ACC_TERRAFORM_PATH names) installs the package for this platform from
+// the filesystem mirror with init, as a user behind an air gap would, and
+// records the package's hash in .terraform.lock.hcl; the provider then
+// answers (validate).
 func TestAccInstallFromMirror(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("set TF_ACC=1: builds the provider and runs terraform init")
