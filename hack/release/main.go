@@ -3,7 +3,7 @@
 // mirror` use, the manifest and SHA256SUMS, into -out; with -mirror, also a
 // filesystem mirror to install from with `terraform init`.
 //
-//	go run ./hack/release [-version 1.2.3] [-platforms all|linux_amd64,…] [-out dist] [-mirror dist/mirror]
+//	go run ./hack/release [-version 1.2.3] [-platforms all|linux_amd64,…] [-out dist] [-mirror dist/mirror] [-sign KEY]
 package main
 
 import (
@@ -21,14 +21,15 @@ func main() {
 	platforms := flag.String("platforms", "all", "comma-separated GOOS_GOARCH targets, or all")
 	out := flag.String("out", "dist", "directory for the archives, the manifest and SHA256SUMS")
 	mirror := flag.String("mirror", "", "also lay the archives out as a filesystem mirror in this directory")
+	sign := flag.String("sign", "", "sign SHA256SUMS with this gpg key (fingerprint or user ID), as the Terraform Registry requires; a mirror needs no signature")
 	flag.Parse()
-	if err := run(context.Background(), *v, *platforms, *out, *mirror); err != nil {
+	if err := run(context.Background(), *v, *platforms, *out, *mirror, *sign); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, v, platforms, out, mirror string) error {
+func run(ctx context.Context, v, platforms, out, mirror, sign string) error {
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -66,6 +67,11 @@ func run(ctx context.Context, v, platforms, out, mirror string) error {
 	}
 	if err := release.Finish(v, out, pkgs); err != nil {
 		return err
+	}
+	if sign != "" {
+		if err := release.Sign(ctx, v, out, sign); err != nil {
+			return err
+		}
 	}
 	if mirror != "" {
 		if err := release.Mirror(mirror, pkgs); err != nil {

@@ -249,3 +249,15 @@ func GitVersion(root string) string {
 	}
 	return VersionFrom(string(out))
 }
+
+// Sign writes the detached GPG signature of the release's SHA256SUMS
+// (<name>_<version>_SHA256SUMS.sig), which the Terraform Registry requires,
+// with the secret key key (a fingerprint or user ID) from gpg's keyring.
+func Sign(ctx context.Context, v, out, key string) error {
+	sums := filepath.Join(out, fmt.Sprintf("%s_%s_SHA256SUMS", Name, v))
+	cmd := exec.CommandContext(ctx, "gpg", "--batch", "--yes", "--local-user", key, "--detach-sign", "--output", sums+".sig", sums)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("signing %s with gpg key %s: %w: %s", filepath.Base(sums), key, err, out)
+	}
+	return nil
+}

@@ -139,6 +139,34 @@ func TestPackLayout(t *testing.T) {
 	}
 }
 
+// TestSign: SHA256SUMS signed with a key from gpg's keyring verifies with
+// that key, as the registry checks it.
+func TestSign(t *testing.T) {
+	if _, err := exec.LookPath("gpg"); err != nil {
+		t.Skip("no gpg on PATH: signing needs it")
+	}
+	home := t.TempDir()
+	t.Setenv("GNUPGHOME", home)
+	// The agent gpg starts for the keyring goes with it.
+	t.Cleanup(func() { _ = exec.Command("gpgconf", "--kill", "gpg-agent").Run() })
+	gen := exec.Command("gpg", "--batch", "--passphrase", "", "--quick-gen-key", "depctrl-test <test@example.com>", "ed25519", "sign", "1d")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("generating a test key: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	const v = "1.2.3"
+	sums := filepath.Join(out, "terraform-provider-depctrl_1.2.3_SHA256SUMS")
+	check.Must(t, os.WriteFile(sums, []byte("0000  terraform-provider-depctrl_1.2.3_linux_amd64.zip\n"), 0o644))
+	check.Must(t, Sign(context.Background(), v, out, "test@example.com"))
+	verify := exec.Command("gpg", "--batch", "--verify", sums+".sig", sums)
+	if out, err := verify.CombinedOutput(); err != nil {
+		t.Fatalf("the signature does not verify: %v\n%s", err, out)
+	}
+	if err := Sign(context.Background(), v, out, "nobody@example.com"); err == nil {
+		t.Error("signed with a key the keyring does not hold")
+	}
+}
+
 // TestAccInstallFromMirror: Terraform (or OpenTofu, whichever
 // TF_ACC_TERRAFORM_PATH names) installs the package for this platform from
 // the filesystem mirror with init, as a user behind an air gap would, and
