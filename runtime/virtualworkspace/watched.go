@@ -6,9 +6,12 @@ import (
 	"sync"
 	"time"
 
+	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -140,7 +143,19 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(c, w.GVR, "", 0, cache.Indexers{}, nil).Informer()
+	res := c.Resource(w.GVR)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return res.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return res.Watch(ctx, opts)
+		},
+	}
+	// kcp's informer keys its store by logical cluster as well as name: a
+	// wildcard list holds objects of one name from many workspaces, which
+	// client-go's informer would keep one of.
+	inf := kcpinformers.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if w.Changed != nil || w.Each != nil {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { w.changed(url, obj) },

@@ -80,3 +80,49 @@ func TestFollowerRetriesUntilServed(t *testing.T) {
 	}
 
 }
+
+// TestFollowerSameNameInTwoWorkspaces: rules of the same name in two
+// logical clusters of one shard are two rules, in the start-up read and in
+// the events: the watch's store keys objects by their cluster too.
+func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-a", "cluster-b", "vm-needs-vpc")
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	observed := map[string]bool{}
+	follower := &Follower{VW: vw, Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
+	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+		func(_ context.Context, _ client.Client, cluster, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			observed[registry.Key(cluster, name)] = true
+			return nil
+		})
+	go func() { _ = follower.Start(ctx) }()
+	var objs []virtualworkspace.Object
+	check.Eventually(ctx, t, 10*time.Second, "the shard's initial list", func() error {
+		objs, err = watch.ListShard(ctx, f.srv.URL+"/shard-a")
+		return err
+	})
+	if len(objs) != 2 {
+		t.Errorf("the start-up read holds %d rules, want both vm-needs-vpc", len(objs))
+	}
+	check.Eventually(ctx, t, 10*time.Second, "both rules observed", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(observed) != 2 {
+			return fmt.Errorf("observed %v", observed)
+		}
+		return nil
+	})
+}
