@@ -16,6 +16,25 @@ import (
 
 var fileCallRE = regexp.MustCompile(`file\("([^"$]+)"\)`)
 
+// devOverride builds the provider from this tree into a directory and
+// writes a CLI configuration that uses it through a development override;
+// it returns both. Configurations without a required_providers block name
+// the provider hashicorp/depctrl implicitly; both addresses use the build.
+func devOverride(t *testing.T) (bin, rc string) {
+	t.Helper()
+	root, err := env.RepoRoot()
+	check.Must(t, err)
+	bin = t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/terraform-provider-depctrl")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the provider: %v\n%s", err, out)
+	}
+	rc = filepath.Join(bin, "dev.tfrc")
+	check.Must(t, os.WriteFile(rc, []byte(fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n    \"hashicorp/depctrl\" = %q\n  }\n  direct {}\n}\n", bin, bin)), 0o600))
+	return bin, rc
+}
+
 // TestAccExamplesValidate runs `terraform validate` on every example
 // directory with the provider built from this tree, so the examples in the
 // docs use attributes that exist, with values the provider accepts at
@@ -37,16 +56,7 @@ func TestAccExamplesValidate(t *testing.T) {
 	}
 	root, err := env.RepoRoot()
 	check.Must(t, err)
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/terraform-provider-depctrl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
-	}
-	rc := filepath.Join(bin, "dev.tfrc")
-	// Examples without a required_providers block name the provider
-	// hashicorp/depctrl implicitly; both addresses use this build.
-	check.Must(t, os.WriteFile(rc, []byte(fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n    \"hashicorp/depctrl\" = %q\n  }\n  direct {}\n}\n", bin, bin)), 0o600))
+	bin, rc := devOverride(t)
 
 	var dirs, queryDirs []string
 	check.Must(t, filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {

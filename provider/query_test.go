@@ -3,6 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +114,71 @@ list "depctrl_shard" "all" {
 			},
 		},
 	})
+}
+
+// TestAccQueryGenerateConfig: what a team does to bring rules made by hand
+// under Terraform, with the real CLI: terraform query
+// -generate-config-out writes import blocks and configuration for them,
+// and the plan of that configuration imports them and changes nothing.
+func TestAccQueryGenerateConfig(t *testing.T) {
+	if reason := cliUnderTest().queryUnsupported(); reason != "" {
+		t.Skip(reason)
+	}
+	e := accEnv(t, env.TwoShards)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	_, compute, network := servedTopology(ctx, t, e)
+	for _, name := range []string{"hand-made-1", "hand-made-2"} {
+		check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
+kind: DependencyRule
+metadata:
+  name: %s
+spec:
+  dependent: {apiExportName: compute.test.io, group: compute.test.io, version: v1, kind: VirtualMachine, resource: virtualmachines}
+  dependencies:
+  - apiExportRef: {path: %q, name: network.test.io}
+    group: network.test.io
+    version: v1
+    resource: vpcs
+    fieldRef: {path: .spec.vpcRef.name}
+`, name, network)))
+	}
+	_, rc := devOverride(t)
+	dir := t.TempDir()
+	check.Must(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
+  required_providers {
+    depctrl = { source = "depctrl/depctrl" }
+  }
+}
+`+providerConfig(e)), 0o600))
+	check.Must(t, os.WriteFile(filepath.Join(dir, "rules.tfquery.hcl"), []byte(fmt.Sprintf(`list "depctrl_dependency_rule" "compute" {
+  provider         = depctrl
+  include_resource = true
+  config {
+    workspace_path = %q
+  }
+}
+`, compute)), 0o600))
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, cliUnderTest().Path, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("query", "-no-color", "-generate-config-out=generated.tf")
+	generated, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
+	check.Must(t, err)
+	for _, want := range []string{`import\s*\{`, `name\s*=\s*"hand-made-1"`, `name\s*=\s*"hand-made-2"`, `workspace_path\s*=\s*"` + regexp.QuoteMeta(compute) + `"`} {
+		if !regexp.MustCompile(want).Match(generated) {
+			t.Errorf("generated.tf lacks %s:\n%s", want, generated)
+		}
+	}
+	if plan := run("plan", "-no-color", "-input=false"); !strings.Contains(plan, "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.") {
+		t.Errorf("the plan of the generated configuration is not two imports and nothing else:\n%s\ngenerated.tf:\n%s", plan, generated)
+	}
 }

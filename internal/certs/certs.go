@@ -1,6 +1,7 @@
 // Package certs issues the webhook's serving certificate and the CA that
 // kcp uses to verify it. The Terraform provider issues them when it deploys
-// the runtime, and tests issue them for webhooks on loopback.
+// the runtime, and tests issue them for webhooks on loopback, and client
+// certificates for the identities they run as.
 package certs
 
 import (
@@ -77,19 +78,12 @@ func IssueServing(caCertPEM, caKeyPEM []byte, commonName string, hosts []string,
 	if len(hosts) == 0 {
 		return nil, fmt.Errorf("a serving certificate needs at least one host name or IP address")
 	}
-	caCert, err := parseCert(caCertPEM)
+	caCert, caKey, err := loadCA(caCertPEM, caKeyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("reading CA certificate: %w", err)
-	}
-	caKey, err := parseKey(caKeyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("reading CA key: %w", err)
+		return nil, err
 	}
 	now := time.Now().Truncate(time.Second)
-	notAfter := now.Add(validity)
-	if notAfter.After(caCert.NotAfter) {
-		notAfter = caCert.NotAfter
-	}
+	notAfter := before(now.Add(validity), caCert)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating serving key: %w", err)
@@ -124,6 +118,40 @@ func IssueServing(caCertPEM, caKeyPEM []byte, commonName string, hosts []string,
 		ServerKey:  keyPEM,
 		NotAfter:   tmpl.NotAfter.UTC(),
 	}, nil
+}
+
+// IssueClient signs a client certificate for user with the CA caCertPEM
+// and caKeyPEM (ECDSA or RSA, as PEM). kcp and the Kubernetes API server
+// authenticate its common name as the user and its organizations as the
+// groups. It never outlives its CA. It returns the certificate and a new
+// key in PEM.
+func IssueClient(caCertPEM, caKeyPEM []byte, user string, groups []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	caCert, caKey, err := loadCA(caCertPEM, caKeyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now().Truncate(time.Second)
+	notAfter := before(now.Add(validity), caCert)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generating the key of %q: %w", user, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:    now.Add(-5 * time.Minute),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing the client certificate of %q: %w", user, err)
+	}
+	if keyPEM, err = encodeKey(key); err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
 }
 
 // CrossSign re-issues the CA newCAPEM (same subject, same key) signed by the
@@ -189,6 +217,28 @@ func NotAfter(certPEM []byte) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return c.NotAfter, nil
+}
+
+// loadCA reads a CA's certificate and key.
+func loadCA(certPEM, keyPEM []byte) (*x509.Certificate, crypto.Signer, error) {
+	cert, err := parseCert(certPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading CA certificate: %w", err)
+	}
+	key, err := parseKey(keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading CA key: %w", err)
+	}
+	return cert, key, nil
+}
+
+// before is t, or ca's expiry if that comes first: no certificate outlives
+// its CA.
+func before(t time.Time, ca *x509.Certificate) time.Time {
+	if t.After(ca.NotAfter) {
+		return ca.NotAfter
+	}
+	return t
 }
 
 func parseCert(certPEM []byte) (*x509.Certificate, error) {

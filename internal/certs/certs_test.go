@@ -1,9 +1,15 @@
 package certs
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -139,5 +145,57 @@ func TestCrossSign(t *testing.T) {
 	}
 	if got, _ := NotAfter(chain); !got.Equal(serving.NotAfter) {
 		t.Errorf("NotAfter of the chain = %v, want the leaf's %v", got, serving.NotAfter)
+	}
+}
+
+// TestIssueClient: a client certificate names the user and its groups,
+// verifies as a client certificate against its CA, ECDSA or RSA (as
+// sharded-test-server's client CA is), and never outlives the CA.
+func TestIssueClient(t *testing.T) {
+	ecCert, ecKey, err := NewCA("ec-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rsa-ca"}, NotBefore: time.Now().Add(-time.Minute),
+		NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &rsaKey.PublicKey, rsaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	rsaKeyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rsaKey)})
+	for name, ca := range map[string][2][]byte{"ecdsa": {ecCert, ecKey}, "rsa": {rsaCert, rsaKeyPEM}} {
+		t.Run(name, func(t *testing.T) {
+			certPEM, keyPEM, err := IssueClient(ca[0], ca[1], "alice", []string{"team-a", "system:masters"}, 24*time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+				t.Fatalf("certificate and key do not match: %v", err)
+			}
+			c, err := parseCert(certPEM)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Subject.CommonName != "alice" || strings.Join(c.Subject.Organization, ",") != "team-a,system:masters" {
+				t.Errorf("subject %v, want CN alice with both groups", c.Subject)
+			}
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(ca[0])
+			if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+				t.Errorf("does not verify as a client certificate: %v", err)
+			}
+			caCert, _ := parseCert(ca[0])
+			if c.NotAfter.After(caCert.NotAfter) {
+				t.Errorf("outlives its CA: %s after %s", c.NotAfter, caCert.NotAfter)
+			}
+		})
+	}
+	if _, _, err := IssueClient([]byte("no pem"), ecKey, "alice", nil, time.Hour); err == nil {
+		t.Error("issued with a CA that is not PEM")
 	}
 }

@@ -19,9 +19,10 @@ import (
 // runtime as processes" says: examples/processes/run.sh, once per
 // component, with its settings in the environment and nothing else. The
 // rule becomes Ready and a referenced VPC cannot be deleted. The dep-ctrl
-// workspace is nested (root:<org>:depctrl): the webhook has grants in it
-// and on the shards alone, the controller also reads workspaces in root
-// and <org> to resolve root:<org>:network, as in every topology.
+// workspace is nested below a parent of its own on which nothing is
+// granted (root:<prefix>-platform:deps): the webhook has grants in it and
+// on the shards alone, the controller also reads workspaces in root and
+// <org> to resolve root:<org>:network, as in every topology.
 func TestProcessesGuide(t *testing.T) {
 	requireIntegration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

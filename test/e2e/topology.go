@@ -48,8 +48,9 @@ func placedOn(opts ...env.WorkspaceOption) topologyOption {
 	return func(o *topologyOptions) { o.placement = append(o.placement, opts...) }
 }
 
-// nestedDepCtrl puts the dep-ctrl workspace below the org workspace
-// (root:<org>:depctrl) instead of below root.
+// nestedDepCtrl puts the dep-ctrl workspace below a parent of its own
+// (root:<prefix>-platform:deps, as root:platform:deps in the guides), on
+// which nothing is granted, instead of below root.
 func nestedDepCtrl() topologyOption {
 	return func(o *topologyOptions) { o.nestedDepCtrl = true }
 }
@@ -78,7 +79,12 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 	top.Org, err = e.CreateWorkspace(ctx, "root", prefix+"-org", opts...)
 	check.Must(t, err)
 	if o.nestedDepCtrl {
-		top.DepCtrl, err = e.CreateWorkspace(ctx, top.Org.Path, "depctrl", opts...)
+		// A parent of its own, which no grant names: the runtime must
+		// need nothing in the dep-ctrl workspace's parents.
+		platform, err := e.CreateWorkspace(ctx, "root", prefix+"-platform", opts...)
+		check.Must(t, err)
+		top.DepCtrl, err = e.CreateWorkspace(ctx, platform.Path, "deps", opts...)
+		check.Must(t, err)
 	} else {
 		top.DepCtrl, err = e.CreateWorkspace(ctx, "root", prefix+"-depctrl", opts...)
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
 // The users the runtime components run as in tests. They are ordinary users:
@@ -49,13 +51,17 @@ func (e *Env) Identity(user string, groups ...string) (Identity, error) {
 	if fileExists(id.CertFile) && fileExists(id.KeyFile) {
 		return id, nil
 	}
-	_, caCert, caKey, err := loadCertAuthority(e.ClientCACert, e.ClientCAKey)
+	caCert, err := os.ReadFile(e.ClientCACert)
 	if err != nil {
-		return Identity{}, fmt.Errorf("loading client CA: %w", err)
+		return Identity{}, fmt.Errorf("reading the client CA: %w", err)
 	}
-	certPEM, keyPEM, err := signClientCert(caCert, caKey, user, groups)
+	caKey, err := os.ReadFile(e.ClientCAKey)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, fmt.Errorf("reading the client CA: %w", err)
+	}
+	certPEM, keyPEM, err := certs.IssueClient(caCert, caKey, user, groups, certValidity)
+	if err != nil {
+		return Identity{}, fmt.Errorf("issuing the certificate of %s: %w", user, err)
 	}
 	// Write the key first and rename, so a concurrent reader never sees a
 	// certificate without its key.

@@ -124,11 +124,7 @@ func writeKubePKI(dir, host string) error {
 	if err != nil {
 		return err
 	}
-	ca, err := certAuthorityFromPEM(caCert, caKey)
-	if err != nil {
-		return err
-	}
-	adminCert, adminKey, err := signClientCert(ca.cert, ca.key, "kube-admin", []string{"system:masters"})
+	adminCert, adminKey, err := certs.IssueClient(caCert, caKey, "kube-admin", []string{"system:masters"}, certValidity)
 	if err != nil {
 		return err
 	}
@@ -158,25 +154,6 @@ func writeKubePKI(dir, host string) error {
 		}
 	}
 	return nil
-}
-
-// certAuthorityFromPEM turns a PEM CA (as internal/certs writes it) into one
-// that signs client certificates.
-func certAuthorityFromPEM(certPEM, keyPEM []byte) (*certAuthority, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, fmt.Errorf("decoding the kube CA")
-	}
-	c, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	k, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	return &certAuthority{cert: c, key: k}, nil
 }
 
 // Config is an admin client configuration for the API server.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
 const defaultReadyTimeout = 3 * time.Minute
@@ -82,7 +84,7 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 
 	// kcp start has no client CA of its own; ours lets identities
 	// authenticate with certificates, as they do through a front-proxy.
-	ca, err := newCertAuthority("depctrl-test-client-ca")
+	caCert, caKey, err := certs.NewCA("depctrl-test-client-ca", certValidity)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +92,10 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 		ClientCACert: filepath.Join(opts.Dir, "client-ca.crt"),
 		ClientCAKey:  filepath.Join(opts.Dir, "client-ca.key"),
 	}
-	if err := ca.write(e.ClientCACert, e.ClientCAKey); err != nil {
-		return nil, err
+	for file, data := range map[string][]byte{e.ClientCACert: caCert, e.ClientCAKey: caKey} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			return nil, err
+		}
 	}
 	ports, err := FreePorts(3)
 	if err != nil {
