@@ -23,8 +23,11 @@ import (
 //
 // Its view is never partial: List fails until the watch of every URL it is
 // given has delivered its initial list. It may lag the servers by the time a
-// watch event takes to arrive; Changed is called once an event is in the
-// view, so a run started from Changed sees the change.
+// watch event takes to arrive; Changed and Each are called once an event is
+// in the view, so a run started from them sees the change. A watch that
+// cannot list yet retries on its own. Objects are kept per logical cluster
+// (kcp's informer): a wildcard list holds objects of one name from many
+// workspaces.
 type Watched struct {
 	VW  *VirtualWorkspaces
 	GVR schema.GroupVersionResource
@@ -48,8 +51,8 @@ type shardWatch struct {
 	stop     context.CancelFunc
 }
 
-// Start sets the context the watches run in; List starts them. It returns
-// at once.
+// Start sets the context the watches run in; Follow (or List) starts them.
+// It returns at once.
 func (w *Watched) Start(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
