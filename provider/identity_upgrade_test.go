@@ -67,6 +67,9 @@ func TestAccIdentityUpgrade(t *testing.T) {
 				"path": knownvalue.StringExact(org.Path + ":upgraded"),
 			})),
 			withFactories(withConfig(importByIdentityPlansNothing("depctrl_workspace.test"), config)),
+			// Last, a step with the configuration, which the destroy after
+			// the test runs with.
+			withFactories(resource.TestStep{Config: config}),
 		},
 	})
 }

@@ -58,7 +58,9 @@ spec:
 
 	rule := providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network),
 		Extra: "\n  wait_for_enforcement = false\n"}.HCL("by_terraform", "by-terraform")
-	query := providerConfig(e) + fmt.Sprintf(`
+	// The query runs next to the configuration of the step before, whose
+	// provider block it uses.
+	query := fmt.Sprintf(`
 list "depctrl_workspace" "org" {
   provider = depctrl
   config {
