@@ -3,13 +3,13 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -30,33 +30,8 @@ func TestFollowerRetriesUntilServed(t *testing.T) {
 	f := newFakeShards(t, "shard-a")
 	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
 	f.set(func() { f.down["shard-a"] = true })
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	observed := map[string]int{}
-	follower := &Follower{VW: vw, Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
-	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
-		func(_ context.Context, c client.Client, cluster, name string) error {
-			if c == nil {
-				t.Error("observed without a client")
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			observed[registry.Key(cluster, name)]++
-			return nil
-		})
-	go func() { _ = follower.Start(ctx) }()
-	seen := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return observed[registry.Key("cluster-a", "vm-needs-vpc")]
-	}
+	watch, observed := followRules(ctx, t, f)
+	seen := func() int { return observed()[registry.Key("cluster-a", "vm-needs-vpc")] }
 
 	time.Sleep(500 * time.Millisecond)
 	if n := seen(); n != 0 {
@@ -90,27 +65,10 @@ func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
 	f := newFakeShards(t, "shard-a")
 	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
 	f.addRule(t, "shard-a", "cluster-b", "vm-needs-vpc")
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	observed := map[string]bool{}
-	follower := &Follower{VW: vw, Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
-	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
-		func(_ context.Context, _ client.Client, cluster, name string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			observed[registry.Key(cluster, name)] = true
-			return nil
-		})
-	go func() { _ = follower.Start(ctx) }()
+	watch, observed := followRules(ctx, t, f)
 	var objs []virtualworkspace.Object
 	check.Eventually(ctx, t, 10*time.Second, "the shard's initial list", func() error {
+		var err error
 		objs, err = watch.ListShard(ctx, f.srv.URL+"/shard-a")
 		return err
 	})
@@ -118,11 +76,39 @@ func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
 		t.Errorf("the start-up read holds %d rules, want both vm-needs-vpc", len(objs))
 	}
 	check.Eventually(ctx, t, 10*time.Second, "both rules observed", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(observed) != 2 {
-			return fmt.Errorf("observed %v", observed)
+		if got := observed(); len(got) != 2 {
+			return fmt.Errorf("observed %v", got)
 		}
 		return nil
 	})
+}
+
+// followRules starts a Follower of the rules on the fake shards, until ctx
+// ends. observed says how often each rule (by registry key) was observed,
+// each time with a client.
+func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtualworkspace.Watched, observed func() map[string]int) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
+	watch = follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+		func(_ context.Context, c client.Client, cluster, name string) error {
+			if c == nil {
+				t.Error("observed without a client")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			counts[registry.Key(cluster, name)]++
+			return nil
+		})
+	go func() { _ = follower.Start(ctx) }()
+	return watch, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
 }

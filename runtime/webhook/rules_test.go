@@ -90,6 +90,17 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// virtualWorkspaces reaches the fake shards through the endpoint slice it
+// serves.
+func (f *fakeShards) virtualWorkspaces(t *testing.T) *virtualworkspace.VirtualWorkspaces {
+	t.Helper()
+	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vw
+}
+
 func (f *fakeShards) addRule(t *testing.T, shard, cluster, name string) {
 	t.Helper()
 	rule := &v1alpha1.DependencyRule{
@@ -130,10 +141,7 @@ func TestRuleSyncShardDown(t *testing.T) {
 	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
 	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
 	f.set(func() { f.down["shard-b"] = true })
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	vw := f.virtualWorkspaces(t)
 	s := NewRuleSync(vw, registry.New(), logr.Discard())
 
 	if _, err := s.populate(ctx); err == nil || !strings.Contains(err.Error(), "shard-b") {
@@ -191,10 +199,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	f := newFakeShards(t, "shard-a", "shard-b")
 	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
 	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	vw := f.virtualWorkspaces(t)
 	s := NewRuleSync(vw, registry.New(), logr.Discard())
 	clock := time.Unix(1000, 0)
 	s.now = func() time.Time { return clock }
@@ -260,10 +265,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 // so the runtime may be installed before any provider binds the export.
 func TestRuleSyncReadyBeforeAnyBinding(t *testing.T) {
 	f := newFakeShards(t)
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	vw := f.virtualWorkspaces(t)
 	s := NewRuleSync(vw, registry.New(), logr.Discard())
 	s.PartialReadyAfter = -1
 	ctx, cancel := context.WithCancel(context.Background())
