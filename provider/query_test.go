@@ -37,24 +37,7 @@ func TestAccQuery(t *testing.T) {
 	defer cancel()
 	depctrl, compute, network := servedTopology(ctx, t, e)
 	org := compute[:len(compute)-len(":compute")]
-	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
-kind: DependencyRule
-metadata:
-  name: hand-made
-spec:
-  dependent:
-    apiExportName: compute.test.io
-    group: compute.test.io
-    version: v1
-    kind: VirtualMachine
-    resource: virtualmachines
-  dependencies:
-  - apiExportRef: {path: %q, name: network.test.io}
-    group: network.test.io
-    version: v1
-    resource: vpcs
-    fieldRef: {path: .spec.vpcRef.name}
-`, network)))
+	applyHandMadeRule(ctx, t, e, compute, network, "hand-made")
 
 	rule := providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network),
 		Extra: "\n  wait_for_enforcement = false\n"}.HCL("by_terraform", "by-terraform")
@@ -131,19 +114,7 @@ func TestAccQueryGenerateConfig(t *testing.T) {
 	defer cancel()
 	_, compute, network := servedTopology(ctx, t, e)
 	for _, name := range []string{"hand-made-1", "hand-made-2"} {
-		check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
-kind: DependencyRule
-metadata:
-  name: %s
-spec:
-  dependent: {apiExportName: compute.test.io, group: compute.test.io, version: v1, kind: VirtualMachine, resource: virtualmachines}
-  dependencies:
-  - apiExportRef: {path: %q, name: network.test.io}
-    group: network.test.io
-    version: v1
-    resource: vpcs
-    fieldRef: {path: .spec.vpcRef.name}
-`, name, network)))
+		applyHandMadeRule(ctx, t, e, compute, network, name)
 	}
 	_, rc := devOverride(t)
 	dir := t.TempDir()
@@ -183,4 +154,23 @@ spec:
 	if plan := run("plan", "-no-color", "-input=false"); !strings.Contains(plan, "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.") {
 		t.Errorf("the plan of the generated configuration is not two imports and nothing else:\n%s\ngenerated.tf:\n%s", plan, generated)
 	}
+}
+
+// applyHandMadeRule applies, without Terraform, the VM-needs-VPC rule
+// called name in the workspace compute, protecting the VPCs of network.
+func applyHandMadeRule(ctx context.Context, t *testing.T, e *env.Env, compute, network, name string) {
+	t.Helper()
+	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
+kind: DependencyRule
+metadata:
+  name: %s
+spec:
+  dependent: {apiExportName: compute.test.io, group: compute.test.io, version: v1, kind: VirtualMachine, resource: virtualmachines}
+  dependencies:
+  - apiExportRef: {path: %q, name: network.test.io}
+    group: network.test.io
+    version: v1
+    resource: vpcs
+    fieldRef: {path: .spec.vpcRef.name}
+`, name, network)))
 }
