@@ -28,7 +28,7 @@ func NewDependencyRuleListResource() list.ListResource { return &dependencyRuleL
 
 // dependencyRuleListResource lists the DependencyRules of a workspace or of
 // a tree of workspaces, for `terraform query`.
-type dependencyRuleListResource struct{ listConfigure }
+type dependencyRuleListResource struct{ connected }
 
 type dependencyRuleListConfig struct {
 	WorkspacePath types.String `tfsdk:"workspace_path"`

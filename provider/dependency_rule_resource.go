@@ -49,9 +49,7 @@ func NewDependencyRuleResource() resource.Resource {
 	return &dependencyRuleResource{}
 }
 
-type dependencyRuleResource struct {
-	conn *Connection
-}
+type dependencyRuleResource struct{ connected }
 
 type ruleModel struct {
 	ID                 types.String          `tfsdk:"id"`
@@ -202,10 +200,6 @@ func (r *dependencyRuleResource) IdentitySchema(_ context.Context, _ resource.Id
 	resp.IdentitySchema = workspaceObjectIdentitySchema(
 		"The path of the API provider's workspace that holds the rule, such as `root:compute`.",
 		"The DependencyRule's name, such as `vm-needs-vpc`.")
-}
-
-func (r *dependencyRuleResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ValidateConfig runs the API's own validation (the one the runtime and the

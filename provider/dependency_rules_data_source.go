@@ -28,9 +28,7 @@ func NewDependencyRulesDataSource() datasource.DataSource {
 	return &dependencyRulesDataSource{}
 }
 
-type dependencyRulesDataSource struct {
-	conn *Connection
-}
+type dependencyRulesDataSource struct{ connectedDataSource }
 
 var ruleSummaryType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"name":         types.StringType,
@@ -79,10 +77,6 @@ func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.Schem
 			},
 		},
 	}
-}
-
-func (d *dependencyRulesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -46,9 +46,7 @@ func NewExportResource() resource.Resource {
 	return &exportResource{}
 }
 
-type exportResource struct {
-	conn *Connection
-}
+type exportResource struct{ connected }
 
 type exportResourceModel struct {
 	ID                   types.String   `tfsdk:"id"`
@@ -156,10 +154,6 @@ func (r *exportResource) IdentitySchema(_ context.Context, _ resource.IdentitySc
 	resp.IdentitySchema = workspaceObjectIdentitySchema(
 		"The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`.",
 		"The APIExport name, such as `"+v1alpha1.DefaultAPIExportName+"`.")
-}
-
-func (r *exportResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // desiredExport is what the export resource keeps in kcp.

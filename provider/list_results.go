@@ -6,17 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 )
-
-// listConfigure is the Configure of every list resource: the provider's
-// connection.
-type listConfigure struct{ conn *Connection }
-
-func (l *listConfigure) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	l.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
-}
 
 // listResult builds one result: its display name, its identity and, when
 // Terraform asked for resources, the resource's state as fill writes it

@@ -45,9 +45,7 @@ func NewProviderBindingResource() resource.Resource {
 	return &providerBindingResource{}
 }
 
-type providerBindingResource struct {
-	conn *Connection
-}
+type providerBindingResource struct{ connected }
 
 type providerBindingModel struct {
 	ID               types.String   `tfsdk:"id"`
@@ -141,10 +139,6 @@ func (r *providerBindingResource) IdentitySchema(_ context.Context, _ resource.I
 	resp.IdentitySchema = workspaceObjectIdentitySchema(
 		"The path of the API provider's workspace that holds the binding, such as `root:org:network`.",
 		"The APIBinding name, such as `"+defaultBindingName+"`.")
-}
-
-func (r *providerBindingResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // desiredBinding is the APIBinding for m, with every claim of the bundled

@@ -43,9 +43,7 @@ func NewRootRBACResource() resource.Resource {
 	return &rootRBACResource{}
 }
 
-type rootRBACResource struct {
-	conn *Connection
-}
+type rootRBACResource struct{ connected }
 
 type rootRBACModel struct {
 	ID               types.String   `tfsdk:"id"`
@@ -159,10 +157,6 @@ func (m *rootRBACModel) identity(ctx context.Context) rootRBACIdentity {
 		id.ParentPaths = stringList(parents)
 	}
 	return id
-}
-
-func (r *rootRBACResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // paths returns root and the parent paths, sorted, without duplicates.

@@ -26,15 +26,9 @@ var (
 // NewRuntimeManifestsDataSource returns the depctrl_runtime_manifests data source.
 func NewRuntimeManifestsDataSource() datasource.DataSource { return &runtimeManifestsDataSource{} }
 
-type runtimeManifestsDataSource struct {
-	conn *Connection
-}
-
-// Configure only learns the provider version, the default image tag: the
-// data source renders without connecting anywhere.
-func (d *runtimeManifestsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
-}
+// runtimeManifestsDataSource only learns the provider version, the default
+// image tag, from the connection: it renders without connecting anywhere.
+type runtimeManifestsDataSource struct{ connectedDataSource }
 
 type manifestsWebhookModel struct {
 	componentModel

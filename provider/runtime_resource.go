@@ -51,9 +51,7 @@ const (
 // NewRuntimeResource returns the depctrl_runtime resource.
 func NewRuntimeResource() resource.Resource { return &runtimeResource{} }
 
-type runtimeResource struct {
-	conn *Connection
-}
+type runtimeResource struct{ connected }
 
 type runtimeModel struct {
 	runtimeInputs
@@ -192,10 +190,6 @@ func validateRenewal(w *webhookModel) diag.Diagnostics {
 			fmt.Sprintf("webhook.certificate_renew_before (%s) must be shorter than webhook.certificate_validity (%s), or every plan would issue a new certificate", renew, validity))
 	}
 	return diags
-}
-
-func (r *runtimeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan fills the image tag with the provider's version and works out

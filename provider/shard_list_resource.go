@@ -30,7 +30,7 @@ func NewShardListResource() list.ListResource { return &shardListResource{} }
 // depctrl_shard per shard. What a result cannot know are the credentials
 // that reach the shard directly: the generated configuration needs them
 // filled in (kubeconfig_path or client_*_path) before the import.
-type shardListResource struct{ listConfigure }
+type shardListResource struct{ connected }
 
 func (l *shardListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_shard"

@@ -53,9 +53,7 @@ func NewShardResource() resource.Resource {
 	return &shardResource{}
 }
 
-type shardResource struct {
-	conn *Connection
-}
+type shardResource struct{ connected }
 
 type shardModel struct {
 	ID                    types.String   `tfsdk:"id"`
@@ -279,10 +277,6 @@ func (r *shardResource) ValidateConfig(ctx context.Context, req resource.Validat
 			"reindex grants the webhook patch on the dependent types named in read_resources; without read_resources it may patch everything already: "+
 				"list the dependent types your rules use in read_resources, or leave reindex unset.")
 	}
-}
-
-func (r *shardResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {

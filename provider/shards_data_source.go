@@ -22,9 +22,7 @@ func NewShardsDataSource() datasource.DataSource {
 	return &shardsDataSource{}
 }
 
-type shardsDataSource struct {
-	conn *Connection
-}
+type shardsDataSource struct{ connectedDataSource }
 
 var shardObjectType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"name":         types.StringType,
@@ -62,10 +60,6 @@ func (d *shardsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 		},
 	}
-}
-
-func (d *shardsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *shardsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {

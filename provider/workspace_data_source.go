@@ -23,9 +23,7 @@ func NewWorkspaceDataSource() datasource.DataSource {
 	return &workspaceDataSource{}
 }
 
-type workspaceDataSource struct {
-	conn *Connection
-}
+type workspaceDataSource struct{ connectedDataSource }
 
 type workspaceDataSourceModel struct {
 	ID      types.String `tfsdk:"id"`
@@ -82,10 +80,6 @@ func (d *workspaceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			},
 		},
 	}
-}
-
-func (d *workspaceDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *workspaceDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -25,7 +25,7 @@ func NewWorkspaceListResource() list.ListResource { return &workspaceListResourc
 
 // workspaceListResource lists the workspaces under a path, for
 // `terraform query`.
-type workspaceListResource struct{ listConfigure }
+type workspaceListResource struct{ connected }
 
 type workspaceListConfig struct {
 	ParentPath types.String `tfsdk:"parent_path"`

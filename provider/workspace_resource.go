@@ -48,9 +48,7 @@ func NewWorkspaceResource() resource.Resource {
 	return &workspaceResource{}
 }
 
-type workspaceResource struct {
-	conn *Connection
-}
+type workspaceResource struct{ connected }
 
 type workspaceResourceModel struct {
 	ID            types.String   `tfsdk:"id"`
@@ -145,10 +143,6 @@ func (r *workspaceResource) IdentitySchema(_ context.Context, _ resource.Identit
 			},
 		},
 	}
-}
-
-func (r *workspaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
