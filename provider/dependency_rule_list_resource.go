@@ -35,8 +35,6 @@ type dependencyRuleListConfig struct {
 	Recursive     types.Bool   `tfsdk:"recursive"`
 }
 
-func (m *ruleModel) timeoutsField() any { return &m.Timeouts }
-
 func (l *dependencyRuleListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_dependency_rule"
 }

@@ -63,6 +63,8 @@ type ruleModel struct {
 	Timeouts           timeouts.Value        `tfsdk:"timeouts"`
 }
 
+func (m *ruleModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 type ruleDependentModel struct {
 	APIExportName types.String `tfsdk:"api_export_name"`
 	Group         types.String `tfsdk:"group"`
@@ -206,9 +208,8 @@ func (r *dependencyRuleResource) IdentitySchema(_ context.Context, _ resource.Id
 // schema apply) on the configuration, and reports each problem on the
 // attribute that holds it. Values not known yet are checked at apply.
 func (r *dependencyRuleResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m ruleModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.Dependent == nil || len(m.Dependencies) == 0 {
+	m, ok := getModel[ruleModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok || m.Dependent == nil || len(m.Dependencies) == 0 {
 		return
 	}
 	spec, unknown := m.spec()
@@ -345,14 +346,8 @@ func enforced(rule *v1alpha1.DependencyRule) bool {
 }
 
 func (r *dependencyRuleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan ruleModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultRuleTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[ruleModel](ctx, req.Plan, timeouts.Value.Create, defaultRuleTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
@@ -362,14 +357,8 @@ func (r *dependencyRuleResource) Create(ctx context.Context, req resource.Create
 }
 
 func (r *dependencyRuleResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan ruleModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultRuleTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[ruleModel](ctx, req.Plan, timeouts.Value.Update, defaultRuleTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
@@ -479,9 +468,8 @@ func (r *dependencyRuleResource) read(ctx context.Context, client dynamic.Interf
 }
 
 func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state ruleModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[ruleModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()
@@ -512,14 +500,8 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 }
 
 func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state ruleModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultRuleDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[ruleModel](ctx, req.State, timeouts.Value.Delete, defaultRuleDeleteTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()

@@ -35,9 +35,8 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 	if req.Plan.Raw.IsNull() || r.conn == nil {
 		return
 	}
-	var plan ruleModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() || plan.Name.IsUnknown() {
+	plan, ok := getModel[ruleModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok || plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() || plan.Name.IsUnknown() {
 		return
 	}
 	spec, unknown := plan.spec()
@@ -45,8 +44,7 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	if !req.State.Raw.IsNull() {
-		var state ruleModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		state, _ := getModel[ruleModel](ctx, req.State, &resp.Diagnostics)
 		if before, _ := state.spec(); reflect.DeepEqual(before, spec) {
 			// Unchanged: its TypesServed condition says how it stands.
 			return

@@ -80,9 +80,8 @@ func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.Schem
 }
 
 func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var m dependencyRulesModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := getModel[dependencyRulesModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if d.conn == nil {

@@ -62,6 +62,8 @@ type exportResourceModel struct {
 	Timeouts             timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *exportResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 func (r *exportResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_export"
 }
@@ -196,9 +198,8 @@ func (r *exportResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan exportResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.Name.IsUnknown() {
+	plan, ok := getModel[exportResourceModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok || plan.Name.IsUnknown() {
 		return
 	}
 	d, err := plan.desired(ctx)
@@ -212,14 +213,8 @@ func (r *exportResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 }
 
 func (r *exportResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan exportResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultExportTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[exportResourceModel](ctx, req.Plan, timeouts.Value.Create, defaultExportTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, "", timeout, &resp.Diagnostics)
@@ -231,15 +226,9 @@ func (r *exportResource) Create(ctx context.Context, req resource.CreateRequest,
 }
 
 func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state exportResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultExportTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, _ := getModel[exportResourceModel](ctx, req.State, &resp.Diagnostics)
+	plan, timeout, ok := getTimed[exportResourceModel](ctx, req.Plan, timeouts.Value.Update, defaultExportTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, state.SchemaName.ValueString(), timeout, &resp.Diagnostics)
@@ -345,9 +334,8 @@ func (r *exportResource) read(ctx context.Context, client dynamic.Interface, m *
 }
 
 func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state exportResourceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[exportResourceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()
@@ -375,14 +363,8 @@ func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, res
 }
 
 func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state exportResourceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultExportTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[exportResourceModel](ctx, req.State, timeouts.Value.Delete, defaultExportTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()

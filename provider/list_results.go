@@ -34,9 +34,6 @@ func setModel[M withTimeouts](ctx context.Context, m M, set func()) func(*tfsdk.
 	}
 }
 
-// withTimeouts is a resource model with a timeouts attribute.
-type withTimeouts interface{ timeoutsField() any }
-
 // listError is a stream holding one error.
 func listError(summary, detail string) func(func(list.ListResult) bool) {
 	var diags diag.Diagnostics

@@ -126,9 +126,8 @@ func connectionAttributes(t *connectionTarget, what, exampleURL string) map[stri
 }
 
 func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
-	var m providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := getModel[providerModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	kube := m.Kubernetes

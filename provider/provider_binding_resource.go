@@ -59,6 +59,8 @@ type providerBindingModel struct {
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *providerBindingModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 func (r *providerBindingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_provider_binding"
 }
@@ -179,9 +181,8 @@ func (r *providerBindingResource) ModifyPlan(ctx context.Context, req resource.M
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan providerBindingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := getModel[providerBindingModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	plan.PermissionClaims = stringList(bindingClaimStrings(plan.desiredBinding().Spec.PermissionClaims))
@@ -189,14 +190,8 @@ func (r *providerBindingResource) ModifyPlan(ctx context.Context, req resource.M
 }
 
 func (r *providerBindingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan providerBindingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultBindingTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[providerBindingModel](ctx, req.Plan, timeouts.Value.Create, defaultBindingTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
@@ -208,14 +203,8 @@ func (r *providerBindingResource) Create(ctx context.Context, req resource.Creat
 }
 
 func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan providerBindingModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultBindingTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[providerBindingModel](ctx, req.Plan, timeouts.Value.Update, defaultBindingTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
@@ -352,9 +341,8 @@ func (r *providerBindingResource) read(ctx context.Context, client dynamic.Inter
 }
 
 func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state providerBindingModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[providerBindingModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()
@@ -382,14 +370,8 @@ func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadReq
 }
 
 func (r *providerBindingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state providerBindingModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultBindingTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[providerBindingModel](ctx, req.State, timeouts.Value.Delete, defaultBindingTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ws := state.WorkspacePath.ValueString()

@@ -55,6 +55,8 @@ type rootRBACModel struct {
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *rootRBACModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 func (r *rootRBACResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_root_rbac"
 	// The identity names the workspaces that hold the grant, and
@@ -195,9 +197,8 @@ func (r *rootRBACResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan rootRBACModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := getModel[rootRBACModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	plan.Rules = stringList(ruleStrings(rbac.WorkspaceReader(nil).Role.Rules))
@@ -210,14 +211,8 @@ func (r *rootRBACResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 }
 
 func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan rootRBACModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[rootRBACModel](ctx, req.Plan, timeouts.Value.Create, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -231,15 +226,9 @@ func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateReques
 }
 
 func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state rootRBACModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, _ := getModel[rootRBACModel](ctx, req.State, &resp.Diagnostics)
+	plan, timeout, ok := getTimed[rootRBACModel](ctx, req.Plan, timeouts.Value.Update, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -308,9 +297,8 @@ func (r *rootRBACResource) remove(ctx context.Context, name string, paths []stri
 // rules differ, that workspace drops out of parent_paths in state (or the
 // rules differ, for root), so the plan shows what apply will restore.
 func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state rootRBACModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[rootRBACModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	want := ruleStrings(rbac.WorkspaceReader(nil).Role.Rules)
@@ -361,14 +349,8 @@ func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, r
 }
 
 func (r *rootRBACResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state rootRBACModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[rootRBACModel](ctx, req.State, timeouts.Value.Delete, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.remove(ctx, state.Name.ValueString(), state.paths(ctx), timeout, &resp.Diagnostics)

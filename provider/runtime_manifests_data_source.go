@@ -164,9 +164,8 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 }
 
 func (d *runtimeManifestsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var m runtimeManifestsModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := getModel[runtimeManifestsModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	in := m.inputs(d.conn.versionTag())

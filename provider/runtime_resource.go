@@ -64,6 +64,8 @@ type runtimeModel struct {
 	Timeouts            timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *runtimeModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 // privateState is stored with the resource but never shown: the objects
 // as applied, with Secret data redacted to digests (see redact). Keys and
 // credentials stay in the cluster; the provider reads them back when it
@@ -163,9 +165,8 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 // ValidateConfig rejects a renewal window as long as the certificate's
 // validity: every plan would issue a new certificate.
 func (r *runtimeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m runtimeModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.Webhook == nil {
+	m, ok := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok || m.Webhook == nil {
 		return
 	}
 	resp.Diagnostics.Append(validateRenewal(m.Webhook)...)
@@ -199,10 +200,9 @@ func (r *runtimeResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan, config runtimeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() {
+	plan, _ := getModel[runtimeModel](ctx, req.Plan, &resp.Diagnostics)
+	config, ok := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if config.ImageTag.IsNull() {
@@ -328,15 +328,9 @@ func renderError(err error) diag.Diagnostic {
 }
 
 func (r *runtimeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan, config runtimeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultRuntimeTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	config, _ := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
+	plan, timeout, ok := getTimed[runtimeModel](ctx, req.Plan, timeouts.Value.Create, defaultRuntimeTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.apply(ctx, &plan, &config.runtimeInputs, &privateState{}, timeout, &resp.State, resp.Private, &resp.Diagnostics)
@@ -346,14 +340,8 @@ func (r *runtimeResource) Create(ctx context.Context, req resource.CreateRequest
 }
 
 func (r *runtimeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, config runtimeModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultRuntimeTimeout)
-	resp.Diagnostics.Append(diags...)
+	config, _ := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
+	plan, timeout, _ := getTimed[runtimeModel](ctx, req.Plan, timeouts.Value.Update, defaultRuntimeTimeout, &resp.Diagnostics)
 	priv, diags := loadPrivate(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -552,8 +540,7 @@ func waitForRollout(ctx context.Context, kube kubernetes.Interface, namespace, n
 }
 
 func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state runtimeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	state, _ := getModel[runtimeModel](ctx, req.State, &resp.Diagnostics)
 	priv, diags := loadPrivate(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -610,10 +597,7 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *runtimeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state runtimeModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	timeout, diags := state.Timeouts.Delete(ctx, defaultRuntimeTimeout)
-	resp.Diagnostics.Append(diags...)
+	state, timeout, _ := getTimed[runtimeModel](ctx, req.State, timeouts.Value.Delete, defaultRuntimeTimeout, &resp.Diagnostics)
 	priv, diags := loadPrivate(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {

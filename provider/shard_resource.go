@@ -77,6 +77,8 @@ type shardModel struct {
 	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *shardModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 func (r *shardResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_shard"
 }
@@ -262,9 +264,8 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 // wildcard grant patches everything already, so the setting would do
 // nothing.
 func (r *shardResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m shardModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := getModel[shardModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if !m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
@@ -369,9 +370,8 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan shardModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := getModel[shardModel](ctx, req.Plan, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	for _, e := range append(plan.ReadResources.Elements(), plan.ProtectedResources.Elements()...) {
@@ -392,14 +392,8 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 }
 
 func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan shardModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[shardModel](ctx, req.Plan, timeouts.Value.Create, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -418,14 +412,8 @@ func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, 
 }
 
 func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan shardModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[shardModel](ctx, req.Plan, timeouts.Value.Update, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -533,9 +521,8 @@ func (r *shardResource) apply(ctx context.Context, client dynamic.Interface, m *
 // Read shows the grant as it is on the shard: changed rules or subjects
 // show up as a diff that apply repairs.
 func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state shardModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[shardModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if state.BaseURL.IsNull() {
@@ -655,14 +642,8 @@ func (r *shardResource) baseURL(ctx context.Context, name string) string {
 }
 
 func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state shardModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultRBACTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[shardModel](ctx, req.State, timeouts.Value.Delete, defaultRBACTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	client, _, err := state.client(r.conn.userAgent())

@@ -83,9 +83,8 @@ func (d *workspaceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 }
 
 func (d *workspaceDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	var m workspaceDataSourceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := getModel[workspaceDataSourceModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if d.conn == nil {

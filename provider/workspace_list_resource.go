@@ -32,8 +32,6 @@ type workspaceListConfig struct {
 	Recursive  types.Bool   `tfsdk:"recursive"`
 }
 
-func (m *workspaceResourceModel) timeoutsField() any { return &m.Timeouts }
-
 func (l *workspaceListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_workspace"
 }

@@ -64,6 +64,8 @@ type workspaceResourceModel struct {
 	Timeouts      timeouts.Value `tfsdk:"timeouts"`
 }
 
+func (m *workspaceResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 func (r *workspaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_workspace"
 }
@@ -146,14 +148,8 @@ func (r *workspaceResource) IdentitySchema(_ context.Context, _ resource.Identit
 }
 
 func (r *workspaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan workspaceResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultWorkspaceCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	plan, timeout, ok := getTimed[workspaceResourceModel](ctx, req.Plan, timeouts.Value.Create, defaultWorkspaceCreateTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	kcp, err := r.conn.KCP()
@@ -249,9 +245,8 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 }
 
 func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state workspaceResourceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := getModel[workspaceResourceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	kcp, err := r.conn.KCP()
@@ -278,10 +273,9 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 
 // Update only ever changes timeouts: every other input forces replacement.
 func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state workspaceResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	plan, _ := getModel[workspaceResourceModel](ctx, req.Plan, &resp.Diagnostics)
+	state, ok := getModel[workspaceResourceModel](ctx, req.State, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	state.Timeouts = plan.Timeouts
@@ -290,14 +284,8 @@ func (r *workspaceResource) Update(ctx context.Context, req resource.UpdateReque
 }
 
 func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state workspaceResourceModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultWorkspaceDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	state, timeout, ok := getTimed[workspaceResourceModel](ctx, req.State, timeouts.Value.Delete, defaultWorkspaceDeleteTimeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	kcp, err := r.conn.KCP()
