@@ -65,6 +65,10 @@ type ruleModel struct {
 
 func (m *ruleModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
+func (m *ruleModel) identity() workspaceObjectIdentity {
+	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
+}
+
 type ruleDependentModel struct {
 	APIExportName types.String `tfsdk:"api_export_name"`
 	Group         types.String `tfsdk:"group"`
@@ -352,7 +356,7 @@ func (r *dependencyRuleResource) Create(ctx context.Context, req resource.Create
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+		setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 	})
 }
 
@@ -363,7 +367,7 @@ func (r *dependencyRuleResource) Update(ctx context.Context, req resource.Update
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+		setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 	})
 }
 
@@ -472,31 +476,13 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 	if !ok {
 		return
 	}
-	ws := state.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
-		return
-	}
-	rule, err := r.read(ctx, client, &state)
-	if err != nil {
-		if workspaceGone(ctx, r.conn, ws, err) {
-			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-			return
+	readWorkspaceObject(ctx, r.conn, resp, &state, state.identity(), "DependencyRule", "reading DependencyRule "+state.Name.ValueString(), func(client dynamic.Interface) (bool, error) {
+		rule, err := r.read(ctx, client, &state)
+		if state.WaitForEnforcement.IsNull() {
+			state.WaitForEnforcement = types.BoolValue(true)
 		}
-		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+state.Name.ValueString(), err))
-		return
-	}
-	if rule == nil {
-		tflog.Warn(ctx, "DependencyRule is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "rule": state.Name.ValueString()})
-		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-		return
-	}
-	if state.WaitForEnforcement.IsNull() {
-		state.WaitForEnforcement = types.BoolValue(true)
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
+		return rule != nil, err
+	})
 }
 
 func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

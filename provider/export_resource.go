@@ -64,6 +64,10 @@ type exportResourceModel struct {
 
 func (m *exportResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
+func (m *exportResourceModel) identity() workspaceObjectIdentity {
+	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
+}
+
 func (r *exportResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_export"
 }
@@ -222,7 +226,7 @@ func (r *exportResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -236,7 +240,7 @@ func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 }
 
 // apply makes kcp match the plan. The new schema goes in before the export
@@ -338,28 +342,9 @@ func (r *exportResource) Read(ctx context.Context, req resource.ReadRequest, res
 	if !ok {
 		return
 	}
-	ws := state.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
-		return
-	}
-	found, err := r.read(ctx, client, &state)
-	if err != nil {
-		if gone := workspaceGone(ctx, r.conn, ws, err); gone {
-			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-			return
-		}
-		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading the dep-ctrl export", err))
-		return
-	}
-	if !found {
-		tflog.Warn(ctx, "APIExport is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "export": state.Name.ValueString()})
-		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
+	readWorkspaceObject(ctx, r.conn, resp, &state, state.identity(), "APIExport", "reading the dep-ctrl export", func(client dynamic.Interface) (bool, error) {
+		return r.read(ctx, client, &state)
+	})
 }
 
 func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 )
 
-// modelSource is what a model is read from: a request's plan, state or
-// config.
+// modelSource is what a model is read from: a request's plan, state,
+// config or identity.
 type modelSource interface {
 	Get(ctx context.Context, target any) diag.Diagnostics
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,9 +134,8 @@ func toUnstructured(obj runtime.Object) (map[string]interface{}, error) {
 func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse, kind, example string) {
 	var ws, name string
 	if byIdentity(req) {
-		var id workspaceObjectIdentity
-		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
-		if resp.Diagnostics.HasError() {
+		id, ok := getModel[workspaceObjectIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		ws, name = id.WorkspacePath.ValueString(), id.Name.ValueString()
@@ -159,4 +159,32 @@ func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest,
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("workspace_path"), ws)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
 	setIdentity(ctx, resp.Identity, workspaceObjectIdentityOf(ws, name), &resp.Diagnostics)
+}
+
+// readWorkspaceObject is the Read of a resource that manages one named
+// object in one workspace, id: read fills model from kcp through the
+// workspace's client and reports whether the object is there. When the
+// object or its workspace is gone, the resource leaves the state, to be
+// planned for creation; otherwise model and id are saved. kind names the
+// object for the log ("APIExport"), doing the read for an error message.
+func readWorkspaceObject(ctx context.Context, conn *Connection, resp *resource.ReadResponse, model any, id workspaceObjectIdentity, kind, doing string, read func(dynamic.Interface) (bool, error)) {
+	ws := id.WorkspacePath.ValueString()
+	client, err := conn.Dynamic(ws)
+	if err != nil {
+		resp.Diagnostics.Append(explain(conn.Host(), "connecting to kcp", err))
+		return
+	}
+	found, err := read(client)
+	switch {
+	case err != nil && workspaceGone(ctx, conn, ws, err):
+		removeFromState(ctx, resp, id)
+	case err != nil:
+		resp.Diagnostics.Append(explainIn(ctx, conn, ws, doing, err))
+	case !found:
+		tflog.Warn(ctx, kind+" is gone; it will be planned for creation", map[string]interface{}{"workspace": ws, "name": id.Name.ValueString()})
+		removeFromState(ctx, resp, id)
+	default:
+		resp.Diagnostics.Append(resp.State.Set(ctx, model)...)
+		setIdentity(ctx, resp.Identity, id, &resp.Diagnostics)
+	}
 }

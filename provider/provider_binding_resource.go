@@ -61,6 +61,10 @@ type providerBindingModel struct {
 
 func (m *providerBindingModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
+func (m *providerBindingModel) identity() workspaceObjectIdentity {
+	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
+}
+
 func (r *providerBindingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_provider_binding"
 }
@@ -199,7 +203,7 @@ func (r *providerBindingResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -212,7 +216,7 @@ func (r *providerBindingResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: plan.WorkspacePath, Name: plan.Name}, &resp.Diagnostics)
+	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {
@@ -345,28 +349,10 @@ func (r *providerBindingResource) Read(ctx context.Context, req resource.ReadReq
 	if !ok {
 		return
 	}
-	ws := state.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
-		return
-	}
-	found, _, err := r.read(ctx, client, &state)
-	if err != nil {
-		if workspaceGone(ctx, r.conn, ws, err) {
-			removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-			return
-		}
-		resp.Diagnostics.Append(explainIn(ctx, r.conn, ws, "reading the dep-ctrl binding", err))
-		return
-	}
-	if !found {
-		tflog.Warn(ctx, "APIBinding is gone; it will be planned for creation", map[string]interface{}{"workspace": ws})
-		removeFromState(ctx, resp, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name})
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	setIdentity(ctx, resp.Identity, workspaceObjectIdentity{WorkspacePath: state.WorkspacePath, Name: state.Name}, &resp.Diagnostics)
+	readWorkspaceObject(ctx, r.conn, resp, &state, state.identity(), "APIBinding", "reading the dep-ctrl binding", func(client dynamic.Interface) (bool, error) {
+		found, _, err := r.read(ctx, client, &state)
+		return found, err
+	})
 }
 
 func (r *providerBindingResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -362,9 +362,8 @@ func (r *rootRBACResource) Delete(ctx context.Context, req resource.DeleteReques
 func (r *rootRBACResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	var m rootRBACModel
 	if byIdentity(req) {
-		var id rootRBACIdentity
-		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
-		if resp.Diagnostics.HasError() {
+		id, ok := getModel[rootRBACIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		var parents []string

@@ -687,9 +687,8 @@ func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportSt
 	settings := map[string]string{}
 	what, given := "import ID", fmt.Sprintf("%q", req.ID)
 	if byIdentity(req) {
-		var id runtimeIdentity
-		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
-		if resp.Diagnostics.HasError() {
+		id, ok := getModel[runtimeIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		ns, name, settings = id.Namespace.ValueString(), id.Name.ValueString(), id.settings()

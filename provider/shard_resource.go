@@ -669,9 +669,8 @@ func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStat
 	var id shardImportID
 	var err error
 	if byIdentity(req) {
-		var ident shardIdentity
-		resp.Diagnostics.Append(req.Identity.Get(ctx, &ident)...)
-		if resp.Diagnostics.HasError() {
+		ident, ok := getModel[shardIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		if id, err = shardImportIDFromIdentity(ident); err != nil {

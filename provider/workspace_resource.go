@@ -325,9 +325,8 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 func (r *workspaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	p, what := req.ID, "import ID"
 	if byIdentity(req) {
-		var id workspaceIdentity
-		resp.Diagnostics.Append(req.Identity.Get(ctx, &id)...)
-		if resp.Diagnostics.HasError() {
+		id, ok := getModel[workspaceIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		p, what = id.Path.ValueString(), "import identity"
