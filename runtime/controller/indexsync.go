@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -51,38 +52,53 @@ func settleIndex(rp *RulePlan, done indexSync) {
 // installed or repaired where rules want them, and ours removed where none
 // does. The error joins every failure, so that the run is retried.
 func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []virtualworkspace.Object, listed bool) (indexSync, error) {
-	out := indexSync{UIDs: map[string]string{}, Failed: map[string]error{}}
-	var errs []error
 	var current map[string]*unstructured.Unstructured
 	if listed {
 		current = byCluster(existing, settings.ConfigurationName)
 	}
+	// One job per configuration to ensure (stale nil) or remove.
+	type job struct {
+		cluster string
+		gvrs    []schema.GroupVersionResource
+		stale   *virtualworkspace.Object
+	}
+	var jobs []job
 	for cluster, gvrs := range plan.Indexes {
-		var cur *unstructured.Unstructured
-		if listed {
-			cur = current[cluster]
-		}
-		uid, err := s.ensureIndexIn(ctx, bindings[cluster].URL, cluster, listed, cur, DesiredIndexConfiguration(settings.Scoped(scope.Of(cluster)), gvrs))
-		if err != nil {
-			out.Failed[cluster] = err
-			s.Log.Error(err, "installing reference index configuration", "cluster", cluster)
-			errs = append(errs, fmt.Errorf("installing reference index configuration in %s: %w", cluster, err))
-			continue
-		}
-		out.UIDs[cluster] = uid
+		jobs = append(jobs, job{cluster: cluster, gvrs: gvrs})
 	}
-	for _, o := range existing {
-		if o.Obj.GetName() != settings.ConfigurationName {
-			continue
-		}
-		if _, wanted := plan.Indexes[o.Cluster]; wanted {
-			continue
-		}
-		if err := s.deleteConfiguration(ctx, virtualworkspace.MutatingWebhookConfigurationsGVR, o, "removed reference index configuration: no rule here wants it any more"); err != nil {
-			errs = append(errs, err)
+	for i, o := range existing {
+		if _, wanted := plan.Indexes[o.Cluster]; !wanted && o.Obj.GetName() == settings.ConfigurationName {
+			jobs = append(jobs, job{cluster: o.Cluster, stale: &existing[i]})
 		}
 	}
-	return out, errors.Join(errs...)
+	uids := make([]string, len(jobs))
+	errs := make([]error, len(jobs))
+	concurrently(len(jobs), func(i int) {
+		j := jobs[i]
+		if j.stale != nil {
+			errs[i] = s.deleteConfiguration(ctx, virtualworkspace.MutatingWebhookConfigurationsGVR, *j.stale, "removed reference index configuration: no rule here wants it any more")
+			return
+		}
+		uids[i], errs[i] = s.ensureIndexIn(ctx, bindings[j.cluster].URL, j.cluster, listed, current[j.cluster], DesiredIndexConfiguration(settings.Scoped(scope.Of(j.cluster)), j.gvrs))
+		if errs[i] != nil {
+			s.Log.Error(errs[i], "installing reference index configuration", "cluster", j.cluster)
+		}
+	})
+	out := indexSync{UIDs: map[string]string{}, Failed: map[string]error{}}
+	var failed []error
+	for i, j := range jobs {
+		switch {
+		case errs[i] == nil && j.stale == nil:
+			out.UIDs[j.cluster] = uids[i]
+		case errs[i] == nil:
+		case j.stale != nil:
+			failed = append(failed, errs[i])
+		default:
+			out.Failed[j.cluster] = errs[i]
+			failed = append(failed, fmt.Errorf("installing reference index configuration in %s: %w", j.cluster, errs[i]))
+		}
+	}
+	return out, errors.Join(failed...)
 }
 
 // ensureIndexIn ensures the configuration in cluster, reached through the

@@ -44,3 +44,40 @@ func TestPropagation(t *testing.T) {
 		t.Fatalf("re-added: wait %s, want 5s", got)
 	}
 }
+
+// TestPropagatingStatusStable: while a rule waits for its entries to
+// propagate, runs at different times plan the same WebhookInstalled, so
+// they do not rewrite its status each time.
+func TestPropagatingStatusStable(t *testing.T) {
+	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	s := NewSyncer(nil, nil, nil, logr.Discard())
+	t0 := time.Now()
+	rule := RuleInput{Dependencies: []DependencyInput{{GVR: vpcs}}}
+	s.recordWritten("net", []schema.GroupVersionResource{vpcs}, map[schema.GroupVersionResource]bool{vpcs: true}, t0)
+
+	var planned []Outcome
+	for _, at := range []time.Duration{0, 700 * time.Millisecond, 1500 * time.Millisecond} {
+		rp := &RulePlan{Targets: []string{"net"}, Installed: Outcome{OK: true, Reason: "Installed"}}
+		if wait := s.holdForPropagation(rp, rule, t0.Add(at)); wait != s.Propagation-at {
+			t.Fatalf("at %s: wait %s, want %s", at, wait, s.Propagation-at)
+		}
+		planned = append(planned, rp.Installed)
+	}
+	for _, o := range planned[1:] {
+		if o != planned[0] || o.Reason != "Propagating" {
+			t.Fatalf("WebhookInstalled changes while propagating: %+v", planned)
+		}
+	}
+	// Once propagated, the installed outcome stands; one not installed is
+	// never reported as propagating.
+	for _, installed := range []Outcome{{OK: true, Reason: "Installed"}, {Reason: "InstallFailed"}} {
+		rp := &RulePlan{Targets: []string{"net"}, Installed: installed}
+		at := t0.Add(s.Propagation)
+		if !installed.OK {
+			at = t0
+		}
+		if wait := s.holdForPropagation(rp, rule, at); wait != 0 || rp.Installed != installed {
+			t.Fatalf("%+v: wait %s, outcome %+v", installed, wait, rp.Installed)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,11 +66,6 @@ func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 	return in
 }
 
-// statusWriters is how many rule statuses a run writes at once: each write
-// waits for a round trip, and with many rules changing together (an apply
-// of many rules) writing them one after another made every run slower.
-const statusWriters = 8
-
 // statusWrite is the status of one rule to write.
 type statusWrite struct {
 	o              virtualworkspace.Object
@@ -80,28 +74,13 @@ type statusWrite struct {
 	eventsAccepted bool
 }
 
-// writeStatuses writes the statuses, statusWriters at a time.
+// writeStatuses writes the statuses, several at a time.
 func (s *Syncer) writeStatuses(ctx context.Context, writes []statusWrite) error {
-	var mu sync.Mutex
-	var errs []error
-	work := make(chan statusWrite)
-	var wg sync.WaitGroup
-	for range min(statusWriters, len(writes)) {
-		wg.Go(func() {
-			for w := range work {
-				if err := s.writeStatus(ctx, w.o, w.decoded, w.plan, w.eventsAccepted); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, w := range writes {
-		work <- w
-	}
-	close(work)
-	wg.Wait()
+	errs := make([]error, len(writes))
+	concurrently(len(writes), func(i int) {
+		w := writes[i]
+		errs[i] = s.writeStatus(ctx, w.o, w.decoded, w.plan, w.eventsAccepted)
+	})
 	return errors.Join(errs...)
 }
 
@@ -145,8 +124,24 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, dec
 	if err != nil {
 		return fmt.Errorf("writing status of DependencyRule %s: %w", o.Obj.GetName(), err)
 	}
+	if log := s.Log.V(1); log.Enabled() {
+		log.Info("status written", "rule", o.Cluster+"/"+o.Obj.GetName(), "changed", changedConditions(before, &rule.Status))
+	}
 	s.recordEvents(ctx, o, rule, ruleEvents(before.Conditions, rule.Status.Conditions), eventsAccepted)
 	return nil
+}
+
+// changedConditions names the conditions that differ between two statuses,
+// each as type=status/reason, for the debug log of a status write.
+func changedConditions(before, after *v1alpha1.DependencyRuleStatus) []string {
+	var out []string
+	for _, c := range after.Conditions {
+		b := meta.FindStatusCondition(before.Conditions, c.Type)
+		if b == nil || b.Status != c.Status || b.Reason != c.Reason || b.Message != c.Message || b.ObservedGeneration != c.ObservedGeneration {
+			out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+	}
+	return out
 }
 
 // readiness summarizes the other conditions: Ready only when the workspaces

@@ -201,36 +201,23 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	settings := s.Settings()
 	phases.done(phasePlan)
 
-	installErrs := map[string]error{}
-	now := time.Now()
 	for cluster := range s.written {
 		if _, ok := plan.Webhooks[cluster]; !ok {
 			delete(s.written, cluster)
 		}
 	}
-	configs := byCluster(configObjs, settings.ConfigurationName)
-	for cluster, gvrs := range plan.Webhooks {
-		added, err := s.ensureConfiguration(ctx, bindings[cluster].URL, cluster, configs[cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), plan.Stamps))
-		if err != nil {
-			installErrs[cluster] = err
-			s.Log.Error(err, "installing webhook configuration", "cluster", cluster)
-		}
-		s.recordWritten(cluster, gvrs, added, now)
-	}
-	var errs []error
-	for _, o := range configObjs {
-		if o.Obj.GetName() != settings.ConfigurationName {
-			continue
-		}
-		if _, wanted := plan.Webhooks[o.Cluster]; wanted {
-			continue
-		}
-		if err := s.deleteConfiguration(ctx, virtualworkspace.WebhookConfigurationsGVR, o, "removed webhook configuration: no rule protects this workspace any more"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	indexes, err := s.syncIndexes(ctx, plan, bindings, settings, indexObjs, indexListErr == nil)
-	errs = append(errs, err, indexListErr)
+	// The webhook and index configurations do not depend on each other:
+	// write both at once.
+	var installErrs map[string]error
+	var indexes indexSync
+	var removeErr, indexErr error
+	var installs sync.WaitGroup
+	installs.Go(func() { installErrs, removeErr = s.installWebhooks(ctx, plan, bindings, settings, configObjs) })
+	installs.Go(func() { indexes, indexErr = s.syncIndexes(ctx, plan, bindings, settings, indexObjs, indexListErr == nil) })
+	installs.Wait()
+	now := time.Now()
+	err = indexErr
+	errs := []error{removeErr, err, indexListErr}
 	phases.done(phaseInstall)
 	if len(installErrs) == 0 && err == nil {
 		// Every configuration the rules want is in place: what readiness
@@ -252,8 +239,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		}
 		settleIndex(rp, indexes)
 		decoded := s.decoded.get(o)
-		if wait := s.propagating(rp.Targets, decoded.input, now); wait > 0 && rp.Installed.OK {
-			rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting %s until every shard applies it", wait.Round(time.Millisecond))}
+		if wait := s.holdForPropagation(rp, decoded.input, now); wait > 0 {
 			time.AfterFunc(wait, s.Trigger)
 		}
 		writes = append(writes, statusWrite{o: o, decoded: decoded, plan: rp, eventsAccepted: bindings[o.Cluster].EventsAccepted})
@@ -264,6 +250,59 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		errs = append(errs, fmt.Errorf("installing webhook configuration in %s: %w", cluster, err))
 	}
 	return phases, errors.Join(errs...)
+}
+
+// installWebhooks puts the webhook configuration every protected workspace
+// needs in place and removes those no rule wants any more, several clusters
+// at a time. It returns the failures to install by logical cluster, and
+// those to remove.
+func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, configObjs []virtualworkspace.Object) (map[string]error, error) {
+	configs := byCluster(configObjs, settings.ConfigurationName)
+	type job struct {
+		cluster string
+		gvrs    []schema.GroupVersionResource
+		stale   *virtualworkspace.Object
+	}
+	var jobs []job
+	for cluster, gvrs := range plan.Webhooks {
+		jobs = append(jobs, job{cluster: cluster, gvrs: gvrs})
+	}
+	for i, o := range configObjs {
+		if _, wanted := plan.Webhooks[o.Cluster]; !wanted && o.Obj.GetName() == settings.ConfigurationName {
+			jobs = append(jobs, job{cluster: o.Cluster, stale: &configObjs[i]})
+		}
+	}
+	errs := make([]error, len(jobs))
+	var mu sync.Mutex
+	concurrently(len(jobs), func(i int) {
+		j := jobs[i]
+		if j.stale != nil {
+			errs[i] = s.deleteConfiguration(ctx, virtualworkspace.WebhookConfigurationsGVR, *j.stale, "removed webhook configuration: no rule protects this workspace any more")
+			return
+		}
+		added, err := s.ensureConfiguration(ctx, bindings[j.cluster].URL, j.cluster, configs[j.cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(j.cluster), plan.Stamps))
+		if err != nil {
+			errs[i] = err
+			s.Log.Error(err, "installing webhook configuration", "cluster", j.cluster)
+		}
+		// Propagation counts from when the write was answered.
+		written := time.Now()
+		mu.Lock()
+		s.recordWritten(j.cluster, j.gvrs, added, written)
+		mu.Unlock()
+	})
+	failed := map[string]error{}
+	var removeErrs []error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case jobs[i].stale != nil:
+			removeErrs = append(removeErrs, err)
+		default:
+			failed[jobs[i].cluster] = err
+		}
+	}
+	return failed, errors.Join(removeErrs...)
 }
 
 // byCluster returns the objects called name by logical cluster.
@@ -358,6 +397,20 @@ func (s *Syncer) recordWritten(cluster string, desired []schema.GroupVersionReso
 	for g := range added {
 		m[g] = now
 	}
+}
+
+// holdForPropagation reports a rule whose entries are installed but may not
+// have reached every shard yet as Propagating, and returns how long until
+// they have (0 when they have). The message names the delay, not the time
+// left: a message that changed from one run to the next would rewrite the
+// rule's status on every run while it propagates.
+func (s *Syncer) holdForPropagation(rp *RulePlan, rule RuleInput, now time.Time) time.Duration {
+	wait := s.propagating(rp.Targets, rule, now)
+	if wait <= 0 || !rp.Installed.OK {
+		return 0
+	}
+	rp.Installed = Outcome{Reason: "Propagating", Message: fmt.Sprintf("webhook configuration written; waiting until every shard applies it (%s after the write)", s.Propagation)}
+	return wait
 }
 
 // propagating returns how much longer the configuration entries a rule

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"text/template"
 	"time"
@@ -160,13 +161,19 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+filepath.Join(dir, "dev.tfrc"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1")
 		return cmd
 	}
+	var transcript strings.Builder
+	defer func() { runtimetest.KeepLog(t, "terraform.log", []byte(transcript.String())) }()
 	run := func(args ...string) time.Duration {
 		t.Helper()
 		start := time.Now()
-		out, err := command(args...).CombinedOutput()
+		cmd := command(args...)
+		out := &stampedWriter{start: start}
+		cmd.Stdout, cmd.Stderr = out, out
+		err := cmd.Run()
 		took := time.Since(start)
+		fmt.Fprintf(&transcript, "== %s terraform %s (%s)\n%s", start.UTC().Format("15:04:05.000"), strings.Join(args, " "), took.Round(time.Millisecond), out.String())
 		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, runtimetest.Tail(string(out), 40))
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, runtimetest.Tail(out.String(), 40))
 		}
 		t.Logf("terraform %s: %s", strings.Join(args, " "), took.Round(time.Millisecond))
 		return took
@@ -244,4 +251,36 @@ func logControllerLoad(ctx context.Context, t *testing.T, metricsURL string) {
 			}
 		}
 	}
+}
+
+// stampedWriter keeps a command's output with each line prefixed by the
+// time since start, so that a kept transcript (runtimetest.KeepLogsEnv)
+// lines up with the runtime's logs.
+type stampedWriter struct {
+	start   time.Time
+	mu      sync.Mutex
+	buf     strings.Builder
+	partial bool
+}
+
+func (w *stampedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, line := range strings.SplitAfter(string(p), "\n") {
+		if line == "" {
+			continue
+		}
+		if !w.partial {
+			fmt.Fprintf(&w.buf, "%8.3fs ", time.Since(w.start).Seconds())
+		}
+		w.buf.WriteString(line)
+		w.partial = !strings.HasSuffix(line, "\n")
+	}
+	return len(p), nil
+}
+
+func (w *stampedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

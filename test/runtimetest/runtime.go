@@ -130,6 +130,11 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[4]),
 		"--resync-period", "20s",
 	}
+	// Milliseconds in the logs, so that a kept log lines up with a test's
+	// own timestamps.
+	for _, args := range []*[]string{&r.whArgs, &r.ctrlArgs} {
+		*args = append(*args, "--zap-time-encoding", "rfc3339nano")
+	}
 	if level := os.Getenv(LogLevelEnv); level != "" {
 		r.whArgs = append(r.whArgs, "--zap-log-level", level)
 		r.ctrlArgs = append(r.ctrlArgs, "--zap-log-level", level)
@@ -142,7 +147,7 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 			if t.Failed() {
 				t.Logf("==> %s <==\n%s", f, Tail(string(data), 60))
 			}
-			keepLog(t, f, data)
+			KeepLog(t, f, data)
 		}
 	})
 	r.StartWebhook(ctx, t)
@@ -301,8 +306,8 @@ const KeepLogsEnv = "DEPCTRL_TEST_KEEP_LOGS"
 // LogLevelEnv sets both binaries' --zap-log-level (e.g. "debug" or "2").
 const LogLevelEnv = "DEPCTRL_TEST_LOG_LEVEL"
 
-// keepLog copies a test's log into $DEPCTRL_TEST_KEEP_LOGS, if set.
-func keepLog(t *testing.T, name string, data []byte) {
+// KeepLog copies a test's log into $DEPCTRL_TEST_KEEP_LOGS, if set.
+func KeepLog(t *testing.T, name string, data []byte) {
 	dir := os.Getenv(KeepLogsEnv)
 	if dir == "" {
 		return
@@ -338,7 +343,7 @@ func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...str
 		if t.Failed() {
 			t.Logf("==> %s <==\n%s", filepath.Base(logFile), Tail(string(data), 60))
 		}
-		keepLog(t, filepath.Base(logFile), data)
+		KeepLog(t, filepath.Base(logFile), data)
 	})
 	return p, logFile
 }
