@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/list/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -59,12 +60,12 @@ func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequ
 	}
 	top := cfg.WorkspacePath.ValueString()
 	if !validWorkspacePath(top) {
-		stream.Results = listError("Invalid workspace_path", fmt.Sprintf("workspace_path: %q is not a workspace path, such as root:org:compute", top))
+		stream.Results = listError(diag.NewErrorDiagnostic("Invalid workspace_path", fmt.Sprintf("workspace_path: %q is not a workspace path, such as root:org:compute", top)))
 		return
 	}
 	kcp, err := l.conn.KCP()
 	if err != nil {
-		stream.Results = list.ListResultsStreamDiagnostics(diagsOf(explain(l.conn.Host(), "connecting to kcp", err)))
+		stream.Results = listError(explain(l.conn.Host(), "connecting to kcp", err))
 		return
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
@@ -77,9 +78,7 @@ func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequ
 				if tree && apierrors.IsNotFound(err) {
 					return true
 				}
-				result := req.NewListResult(ctx)
-				result.Diagnostics.Append(explainIn(ctx, l.conn, ws, "listing the DependencyRules in "+ws, err))
-				return push(result)
+				return pushError(ctx, req, push, explainIn(ctx, l.conn, ws, "listing the DependencyRules in "+ws, err))
 			}
 			for _, rule := range found {
 				if !push(ruleResult(ctx, req, ws, rule)) {
@@ -97,9 +96,7 @@ func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequ
 		walkTree(ctx, kcp, top, true, func(p string, ws *tenancyv1alpha1.Workspace) bool {
 			return ws.Status.Phase != "Ready" || rules(p, true)
 		}, func(parent string, err error) bool {
-			result := req.NewListResult(ctx)
-			result.Diagnostics.Append(explain(l.conn.Host(), "listing the workspaces in "+parent, err))
-			return push(result)
+			return pushError(ctx, req, push, explain(l.conn.Host(), "listing the workspaces in "+parent, err))
 		})
 	}
 }

@@ -34,12 +34,16 @@ func setModel[M withTimeouts](ctx context.Context, m M, set func()) func(*tfsdk.
 	}
 }
 
-// listError is a stream holding one error.
-func listError(summary, detail string) func(func(list.ListResult) bool) {
-	var diags diag.Diagnostics
-	diags.AddError(summary, detail)
-	return list.ListResultsStreamDiagnostics(diags)
+// listError is a stream holding one error, for a List that fails before
+// it streams anything.
+func listError(d diag.Diagnostic) func(func(list.ListResult) bool) {
+	return list.ListResultsStreamDiagnostics(diag.Diagnostics{d})
 }
 
-// diagsOf wraps one diagnostic.
-func diagsOf(d diag.Diagnostic) diag.Diagnostics { return diag.Diagnostics{d} }
+// pushError streams a result holding one error, for a List that fails
+// while streaming; it returns what push does (false: stop).
+func pushError(ctx context.Context, req list.ListRequest, push func(list.ListResult) bool, d diag.Diagnostic) bool {
+	result := req.NewListResult(ctx)
+	result.Diagnostics.Append(d)
+	return push(result)
+}

@@ -49,12 +49,12 @@ func (l *shardListResource) ListResourceConfigSchema(_ context.Context, _ list.L
 func (l *shardListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
 	kcp, err := l.conn.KCP()
 	if err != nil {
-		stream.Results = list.ListResultsStreamDiagnostics(diagsOf(explain(l.conn.Host(), "connecting to kcp", err)))
+		stream.Results = listError(explain(l.conn.Host(), "connecting to kcp", err))
 		return
 	}
 	shards, err := kcp.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		stream.Results = list.ListResultsStreamDiagnostics(diagsOf(explain(l.conn.Host(), "listing the shards in root", err)))
+		stream.Results = listError(explain(l.conn.Host(), "listing the shards in root", err))
 		return
 	}
 	items := shards.Items

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/list/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -55,12 +56,12 @@ func (l *workspaceListResource) List(ctx context.Context, req list.ListRequest, 
 	}
 	parent := cfg.ParentPath.ValueString()
 	if !validWorkspacePath(parent) {
-		stream.Results = listError("Invalid parent_path", fmt.Sprintf("parent_path: %q is not a workspace path, such as root:org", parent))
+		stream.Results = listError(diag.NewErrorDiagnostic("Invalid parent_path", fmt.Sprintf("parent_path: %q is not a workspace path, such as root:org", parent)))
 		return
 	}
 	kcp, err := l.conn.KCP()
 	if err != nil {
-		stream.Results = list.ListResultsStreamDiagnostics(diagsOf(explain(l.conn.Host(), "connecting to kcp", err)))
+		stream.Results = listError(explain(l.conn.Host(), "connecting to kcp", err))
 		return
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
@@ -69,9 +70,7 @@ func (l *workspaceListResource) List(ctx context.Context, req list.ListRequest, 
 			n++
 			return push(workspaceResult(ctx, req, p, ws)) && (req.Limit <= 0 || n < req.Limit)
 		}, func(parent string, err error) bool {
-			result := req.NewListResult(ctx)
-			result.Diagnostics.Append(explain(l.conn.Host(), "listing the workspaces in "+parent, err))
-			return push(result)
+			return pushError(ctx, req, push, explain(l.conn.Host(), "listing the workspaces in "+parent, err))
 		})
 	}
 }
