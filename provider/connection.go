@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 // Connection is what Configure hands to resources and data sources. It
@@ -29,6 +31,11 @@ type Connection struct {
 	// The cluster the runtime is deployed into (the kubernetes block).
 	kube    *rest.Config
 	kubeErr error
+
+	// exports keeps what exports serve for the checks at plan: a plan of
+	// many rules names the same few exports, and each read of an export
+	// reads every schema it serves.
+	exports controller.ExportCache
 }
 
 // errConfigUnknown is returned while the provider configuration depends on

@@ -68,8 +68,9 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 	}
 }
 
-// exportsAtPlan reads exports with the provider's credentials, each once;
-// nil for any it cannot read.
+// exportsAtPlan reads exports with the provider's credentials, each once
+// per plan of this rule and at most every few seconds for all the rules
+// the provider plans (controller.ExportCache); nil for any it cannot read.
 func (r *dependencyRuleResource) exportsAtPlan(ctx context.Context) func(path, name string) *controller.ExportTypes {
 	seen := map[[2]string]*controller.ExportTypes{}
 	return func(path, name string) *controller.ExportTypes {
@@ -80,7 +81,7 @@ func (r *dependencyRuleResource) exportsAtPlan(ctx context.Context) func(path, n
 		var t *controller.ExportTypes
 		client, err := r.conn.Dynamic(path)
 		if err == nil {
-			t, err = controller.ReadExport(ctx, client, name)
+			t, err = r.conn.exports.Read(ctx, client, path, name)
 		}
 		if err != nil {
 			tflog.Debug(ctx, "not checking the rule against an export at plan", map[string]interface{}{"workspace": path, "export": name, "error": err.Error()})

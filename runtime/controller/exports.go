@@ -32,17 +32,6 @@ var ErrExportNotFound = errors.New("APIExport not found")
 // a failure to read, which may pass.
 type ExportFunc func(ctx context.Context, cluster, name string) (*ExportTypes, error)
 
-// ReadExport reads the APIExport name and the APIResourceSchemas it serves
-// with client, which talks to the export's workspace. It only gets objects
-// by name, never lists them.
-func ReadExport(ctx context.Context, client dynamic.Interface, name string) (*ExportTypes, error) {
-	u, err := getExport(ctx, client, name)
-	if err != nil {
-		return nil, err
-	}
-	return exportTypes(ctx, client, name, u)
-}
-
 // getExport reads the APIExport called name.
 func getExport(ctx context.Context, client dynamic.Interface, name string) (*unstructured.Unstructured, error) {
 	u, err := client.Resource(APIExportsGVR).Get(ctx, name, metav1.GetOptions{})
@@ -110,7 +99,7 @@ type exportReader struct {
 	bindings map[string]Binding
 	seen     map[exportKey]exportResult
 	// cache keeps what exports serve between runs.
-	cache *exportCache
+	cache *ExportCache
 	errs  []error
 }
 
@@ -125,14 +114,16 @@ const exportCacheFor = time.Minute
 // rate limit held every other request back.
 const exportFreshFor = 5 * time.Second
 
-// exportCache keeps what each export serves between runs, by the export's
-// resourceVersion: a run reads every export it needs (one GET) unless it
-// was read less than exportFreshFor before, and its schemas (one GET each)
-// only when the export changed or the entry is older than exportCacheFor.
+// ExportCache keeps what each export serves between reads, by the export's
+// resourceVersion: Read reads the export (one GET) unless it was read less
+// than exportFreshFor before, and its schemas (one GET each) only when the
+// export changed or the entry is older than exportCacheFor. The controller
+// keeps one between runs; the provider one for the checks of a plan, where
+// many rules name the same few exports.
 // Schemas are immutable; one deleted and created again under the same name
 // while the export stays as it is is noticed within exportCacheFor. Only
 // exports found are kept: a missing one is looked for at every run.
-type exportCache struct {
+type ExportCache struct {
 	mu      sync.Mutex
 	entries map[exportKey]cachedExport
 }
@@ -147,7 +138,7 @@ type cachedExport struct {
 
 // fresh returns the cached types of key if the export was read less than
 // exportFreshFor before now.
-func (c *exportCache) fresh(key exportKey, now time.Time) (*ExportTypes, bool) {
+func (c *ExportCache) fresh(key exportKey, now time.Time) (*ExportTypes, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -160,7 +151,7 @@ func (c *exportCache) fresh(key exportKey, now time.Time) (*ExportTypes, bool) {
 // get returns the cached types of key if they were read at resourceVersion
 // less than exportCacheFor before now, and notes that the export was read
 // at now.
-func (c *exportCache) get(key exportKey, resourceVersion string, now time.Time) (*ExportTypes, bool) {
+func (c *ExportCache) get(key exportKey, resourceVersion string, now time.Time) (*ExportTypes, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
@@ -172,7 +163,7 @@ func (c *exportCache) get(key exportKey, resourceVersion string, now time.Time) 
 	return e.types, true
 }
 
-func (c *exportCache) put(key exportKey, resourceVersion string, types *ExportTypes, now time.Time) {
+func (c *ExportCache) put(key exportKey, resourceVersion string, types *ExportTypes, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
@@ -181,24 +172,26 @@ func (c *exportCache) put(key exportKey, resourceVersion string, types *ExportTy
 	c.entries[key] = cachedExport{resourceVersion: resourceVersion, types: types, at: now, checked: now}
 }
 
-// readCached reads the export called name in cluster with c, unless it was
-// read moments ago, and its schemas only when the cache has nothing
-// current.
-func (r *exportReader) readCached(ctx context.Context, c dynamic.Interface, key exportKey) (*ExportTypes, error) {
-	if types, ok := r.cache.fresh(key, time.Now()); ok {
+// Read reads the export called name in cluster (a logical cluster, or a
+// workspace path: whatever client reaches) with client, unless it was read
+// moments ago, and its schemas only when the cache has nothing current.
+// It only gets objects by name, never lists them.
+func (c *ExportCache) Read(ctx context.Context, client dynamic.Interface, cluster, name string) (*ExportTypes, error) {
+	key := exportKey{cluster, name}
+	if types, ok := c.fresh(key, time.Now()); ok {
 		return types, nil
 	}
-	u, err := getExport(ctx, c, key.name)
+	u, err := getExport(ctx, client, name)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	if types, ok := r.cache.get(key, u.GetResourceVersion(), now); ok {
+	if types, ok := c.get(key, u.GetResourceVersion(), now); ok {
 		return types, nil
 	}
-	types, err := exportTypes(ctx, c, key.name, u)
+	types, err := exportTypes(ctx, client, name, u)
 	if err == nil {
-		r.cache.put(key, u.GetResourceVersion(), types, now)
+		c.put(key, u.GetResourceVersion(), types, now)
 	}
 	return types, err
 }
@@ -218,7 +211,7 @@ func (r *exportReader) read(ctx context.Context, cluster, name string) (*ExportT
 	var res exportResult
 	c, err := r.client(r.bindings[cluster].URL, cluster)
 	if err == nil {
-		res.types, res.err = r.readCached(ctx, c, key)
+		res.types, res.err = r.cache.Read(ctx, c, cluster, name)
 	} else {
 		res.err = err
 	}

@@ -38,11 +38,10 @@ func TestExportCache(t *testing.T) {
 		gets[a.GetResource().Resource]++
 		return false, nil, nil
 	})
-	cache := &exportCache{}
+	cache := &ExportCache{}
 	read := func() {
 		t.Helper()
-		r := &exportReader{seen: map[exportKey]exportResult{}, cache: cache}
-		types, err := r.readCached(context.Background(), client, exportKey{"c1", "widgets"})
+		types, err := cache.Read(context.Background(), client, "c1", "widgets")
 		if err != nil || len(types.Resources) != 1 || types.Resources[0].Kind != "Widget" {
 			t.Fatalf("read %+v, %v", types, err)
 		}

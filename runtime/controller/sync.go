@@ -48,7 +48,7 @@ type Syncer struct {
 	// the desired state itself is always recomputed from scratch.
 	written map[string]map[schema.GroupVersionResource]time.Time
 	// exports keeps what exports serve between runs.
-	exports exportCache
+	exports ExportCache
 	// rules is every rule, from watches; decoded keeps them decoded.
 	rules   *virtualworkspace.Watched
 	decoded decodedRules
