@@ -121,17 +121,8 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"needs stay). If that does not happen in time (the runtime is not running), destroy succeeds with a warning that names " +
 			"what is left.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<workspace_path>/<name>`, the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"workspace_path": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The workspace that holds the rule: an API provider's workspace that binds the dep-ctrl export.",
-				Validators:          []validator.String{workspacePathValidator()},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"id":             importIDAttribute(workspaceObjectIDDoc),
+			"workspace_path": workspacePathAttribute("The workspace that holds the rule: an API provider's workspace that binds the dep-ctrl export."),
 			"name": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "The rule name.",

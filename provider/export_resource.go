@@ -9,7 +9,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -73,14 +72,6 @@ func (r *exportResource) Metadata(_ context.Context, req resource.MetadataReques
 }
 
 func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	subjectSet := func(desc string) schema.SetAttribute {
-		return schema.SetAttribute{
-			Optional:            true,
-			ElementType:         types.StringType,
-			MarkdownDescription: desc,
-			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-		}
-	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The DependencyRule API in the dep-ctrl workspace: the APIResourceSchema bundled with this provider version, " +
 			"the APIExport that serves it and claims, in the workspaces that bind it, `validatingwebhookconfigurations` (to install " +
@@ -93,17 +84,8 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"deletes the old one, so rules stay readable throughout. A schema, claim or RBAC rule changed outside Terraform shows " +
 			"in the next plan and apply restores it.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<workspace_path>/<name>`, the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"workspace_path": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`.",
-				Validators:          []validator.String{workspacePathValidator()},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"id":             importIDAttribute(workspaceObjectIDDoc),
+			"workspace_path": workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`."),
 			"name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
@@ -115,9 +97,9 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"runtime_users": subjectSet("Users the runtime controller and webhook authenticate as, such as `depctrl-controller`. " +
+			"runtime_users": subjectsAttribute("Users the runtime controller and webhook authenticate as, such as `depctrl-controller`. " +
 				"At least one of `runtime_users` and `runtime_groups` is required."),
-			"runtime_groups": subjectSet("Groups of the runtime identities, as an alternative or addition to `runtime_users`."),
+			"runtime_groups": subjectsAttribute("Groups of the runtime identities, as an alternative or addition to `runtime_users`."),
 			"schema_name": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "The name of the APIResourceSchema the export serves. It changes when a provider upgrade bundles a new schema.",

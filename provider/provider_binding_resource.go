@@ -86,17 +86,8 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			"other workspaces still protect types exported here) are removed with the binding, with a warning, since nothing could " +
 			"remove them later and they would keep refusing deletes of protected objects and writes of dependents.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`<workspace_path>/<name>`, the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"workspace_path": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The path of the API provider's workspace, such as `root:org:network`.",
-				Validators:          []validator.String{workspacePathValidator()},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"id":             importIDAttribute(workspaceObjectIDDoc),
+			"workspace_path": workspacePathAttribute("The path of the API provider's workspace, such as `root:org:network`."),
 			"name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
@@ -105,12 +96,7 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain such as dep-ctrl")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"export_path": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The path of the dep-ctrl workspace that hosts the export (`depctrl_export.workspace_path`).",
-				Validators:          []validator.String{workspacePathValidator()},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"export_path": workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export (`depctrl_export.workspace_path`)."),
 			"export_name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,

@@ -65,14 +65,6 @@ func (r *rootRBACResource) Metadata(_ context.Context, req resource.MetadataRequ
 }
 
 func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	subjects := func(desc string) schema.SetAttribute {
-		return schema.SetAttribute{
-			Optional:            true,
-			ElementType:         types.StringType,
-			MarkdownDescription: desc,
-			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-		}
-	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The access the runtime controller needs outside the dep-ctrl workspace: the `" + rbac.WorkspaceReaderName + "` " +
 			"ClusterRole and ClusterRoleBinding, which let it read Workspace objects, in `root` and in every intermediate workspace " +
@@ -83,11 +75,7 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"with grants in it and on the shards alone); list `root:platform` only when a rule's export path runs through it.\n\n" +
 			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "`root` followed by the `parent_paths`, joined by `,`, and `/<name>` when `name` is not the default: the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": importIDAttribute("`root` followed by the `parent_paths`, joined by `,`, and `/<name>` when `name` is not the default: the import ID."),
 			"name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
@@ -96,9 +84,9 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 253)},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"controller_users": subjects("Users the controller authenticates as, such as `depctrl-controller`. " +
+			"controller_users": subjectsAttribute("Users the controller authenticates as, such as `depctrl-controller`. " +
 				"At least one of `controller_users` and `controller_groups` is required."),
-			"controller_groups": subjects("Groups of the controller identity."),
+			"controller_groups": subjectsAttribute("Groups of the controller identity."),
 			"parent_paths": schema.SetAttribute{
 				Optional:    true,
 				ElementType: types.StringType,

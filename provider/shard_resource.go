@@ -104,11 +104,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
 			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The shard name, the import ID.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": importIDAttribute("The shard name, the import ID."),
 			"name": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "The name of the Shard object in `root`, such as `root` or `shard-1`.",
@@ -133,18 +129,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"client_certificate":      str("A PEM client certificate for the shard, inline; requires `client_key`.", false),
 			"client_key":              str("The PEM private key of `client_certificate`, inline. It is stored in state; prefer `client_key_path`.", true),
 			"ca_certificate":          str("The PEM CA that signed the shard's serving certificate, with the client certificate attributes.", false),
-			"webhook_users": schema.SetAttribute{
-				Optional:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "Users the webhook authenticates as, such as `depctrl-webhook`. At least one of `webhook_users` and `webhook_groups` is required.",
-				Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-			},
-			"webhook_groups": schema.SetAttribute{
-				Optional:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "Groups of the webhook identity.",
-				Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-			},
+			"webhook_users":           subjectsAttribute("Users the webhook authenticates as, such as `depctrl-webhook`. At least one of `webhook_users` and `webhook_groups` is required."),
+			"webhook_groups":          subjectsAttribute("Groups of the webhook identity."),
 			"read_resources": schema.SetAttribute{
 				Optional:    true,
 				ElementType: types.StringType,

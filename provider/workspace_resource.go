@@ -92,12 +92,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"parent_path": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The path of the parent workspace, such as `root` or `root:org`.",
-				Validators:          []validator.String{workspacePathValidator()},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"parent_path": workspacePathAttribute("The path of the parent workspace, such as `root` or `root:org`."),
 			"type": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
