@@ -58,6 +58,19 @@ func shardAdmin(t *testing.T, e *env.Env, shard string) dynamic.Interface {
 	return d
 }
 
+// grantRemoved is a CheckDestroy: the ClusterRole grant is gone from each
+// of shards.
+func grantRemoved(ctx context.Context, t *testing.T, e *env.Env, grant string, shards ...env.Shard) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, s := range shards {
+			if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("grant left on shard %s (err=%v)", s.Name, err)
+			}
+		}
+		return nil
+	}
+}
+
 func TestAccShardResource(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
@@ -114,14 +127,7 @@ func TestAccShardResource(t *testing.T) {
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			for _, s := range e.Shards {
-				if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("grant left on shard %s (err=%v)", s.Name, err)
-				}
-			}
-			return everyShard("configmaps", false)(nil)
-		},
+		CheckDestroy:             resource.ComposeTestCheckFunc(grantRemoved(ctx, t, e, grant, e.Shards...), everyShard("configmaps", false)),
 		Steps: slices.Concat([]resource.TestStep{
 			{
 				Config: shardConfig(e, grant, user, ""),
@@ -452,12 +458,7 @@ resource "depctrl_shard" "this" {
 	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			if _, err := shardAdmin(t, e, shard.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("grant left on shard %s (err=%v)", shard.Name, err)
-			}
-			return nil
-		},
+		CheckDestroy:             grantRemoved(ctx, t, e, grant, shard),
 		Steps: slices.Concat([]resource.TestStep{
 			{
 				// The current context's server is not the shard.
@@ -566,12 +567,7 @@ resource "depctrl_shard" "this" {
 	id := fmt.Sprintf("%s/%s,%s,%s,ca=%s,url=%s", shard.Name, grant, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"), shard.URL)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy: func(*terraform.State) error {
-			if _, err := shardAdmin(t, e, shard.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("grant left on shard %s (err=%v)", shard.Name, err)
-			}
-			return nil
-		},
+		CheckDestroy:             grantRemoved(ctx, t, e, grant, shard),
 		Steps: slices.Concat([]resource.TestStep{
 			{Config: config},
 			{

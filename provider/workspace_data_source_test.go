@@ -40,16 +40,23 @@ func expectWorkspace(ws env.Workspace, typ string) []statecheck.StateCheck {
 	}
 }
 
-func TestAccWorkspaceDataSourceRoot(t *testing.T) {
-	e := accEnv(t, env.SingleShard)
-	root := env.Workspace{Name: "root", Path: "root", Cluster: "root", URL: e.FrontProxyURL + "/clusters/root", Shard: e.Shards[0].Name}
+// testWorkspaceDataSource reads ws, of type typ, with the data source and
+// checks every attribute.
+func testWorkspaceDataSource(t *testing.T, e *env.Env, ws env.Workspace, typ string) {
+	t.Helper()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:            workspaceConfig(e, "root"),
-			ConfigStateChecks: expectWorkspace(root, "root:root"),
+			Config:            workspaceConfig(e, ws.Path),
+			ConfigStateChecks: expectWorkspace(ws, typ),
 		}},
 	})
+}
+
+func TestAccWorkspaceDataSourceRoot(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	root := env.Workspace{Name: "root", Path: "root", Cluster: "root", URL: e.FrontProxyURL + "/clusters/root", Shard: e.Shards[0].Name}
+	testWorkspaceDataSource(t, e, root, "root:root")
 }
 
 func TestAccWorkspaceDataSourceNested(t *testing.T) {
@@ -61,14 +68,7 @@ func TestAccWorkspaceDataSourceNested(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.DeleteWorkspace(ctx, "root:"+org) })
-
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:            workspaceConfig(e, ws.Path),
-			ConfigStateChecks: expectWorkspace(ws, "root:universal"),
-		}},
-	})
+	testWorkspaceDataSource(t, e, ws, "root:universal")
 }
 
 func TestAccWorkspaceDataSourceSecondShard(t *testing.T) {
@@ -85,24 +85,12 @@ func TestAccWorkspaceDataSourceSecondShard(t *testing.T) {
 	}
 
 	// Children of root default to kcp's organization type.
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:            workspaceConfig(e, ws.Path),
-			ConfigStateChecks: expectWorkspace(ws, "root:organization"),
-		}},
-	})
+	testWorkspaceDataSource(t, e, ws, "root:organization")
 }
 
 func TestAccWorkspaceDataSourceMissing(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
-	ctx := context.Background()
-	org, err := e.CreateWorkspace(ctx, "root", env.UniqueName("org"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.DeleteWorkspace(ctx, org.Path) })
-
+	org := testOrg(t, e)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
