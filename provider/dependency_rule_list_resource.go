@@ -126,10 +126,8 @@ func (l *dependencyRuleListResource) rulesIn(ctx context.Context, ws string) ([]
 // ruleResult is one rule as a list result.
 func ruleResult(ctx context.Context, req list.ListRequest, ws string, rule *v1alpha1.DependencyRule) list.ListResult {
 	m := &ruleModel{
-		ID:                 types.StringValue(ws + "/" + rule.Name),
-		WorkspacePath:      types.StringValue(ws),
-		Name:               types.StringValue(rule.Name),
-		WaitForEnforcement: types.BoolValue(true),
+		workspaceObjectModel: workspaceObjectModel{ID: types.StringValue(ws + "/" + rule.Name), WorkspacePath: types.StringValue(ws), Name: types.StringValue(rule.Name)},
+		WaitForEnforcement:   types.BoolValue(true),
 	}
-	return listResult(ctx, req, ws+"/"+rule.Name, workspaceObjectIdentityOf(ws, rule.Name), setModel(ctx, m, func() { m.setFrom(rule) }))
+	return listResult(ctx, req, ws+"/"+rule.Name, m.identity(), setModel(ctx, m, func() { m.setFrom(rule) }))
 }

@@ -52,9 +52,7 @@ func NewDependencyRuleResource() resource.Resource {
 type dependencyRuleResource struct{ connected }
 
 type ruleModel struct {
-	ID                 types.String          `tfsdk:"id"`
-	WorkspacePath      types.String          `tfsdk:"workspace_path"`
-	Name               types.String          `tfsdk:"name"`
+	workspaceObjectModel
 	Dependent          *ruleDependentModel   `tfsdk:"dependent"`
 	Dependencies       []ruleDependencyModel `tfsdk:"dependency"`
 	WaitForEnforcement types.Bool            `tfsdk:"wait_for_enforcement"`
@@ -64,10 +62,6 @@ type ruleModel struct {
 }
 
 func (m *ruleModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (m *ruleModel) identity() workspaceObjectIdentity {
-	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
-}
 
 type ruleDependentModel struct {
 	APIExportName types.String `tfsdk:"api_export_name"`

@@ -99,7 +99,7 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 		apply(p, grantYAML(t, rbac.WorkspaceReader(controllerOnly)))
 	}
 	binding := func(path string) {
-		m := providerBindingModel{Name: types.StringValue(defaultBindingName), ExportPath: types.StringValue(depctrl), ExportName: types.StringValue(v1alpha1.DefaultAPIExportName)}
+		m := providerBindingModel{workspaceObjectModel: workspaceObjectModel{Name: types.StringValue(defaultBindingName)}, ExportPath: types.StringValue(depctrl), ExportName: types.StringValue(v1alpha1.DefaultAPIExportName)}
 		// kcp authorizes a binding through caches that trail a new export
 		// by a moment, on another shard more so: retry a refusal for as
 		// long as depctrl_provider_binding does (bindPermissionGrace).

@@ -48,9 +48,7 @@ func NewExportResource() resource.Resource {
 type exportResource struct{ connected }
 
 type exportResourceModel struct {
-	ID                   types.String   `tfsdk:"id"`
-	WorkspacePath        types.String   `tfsdk:"workspace_path"`
-	Name                 types.String   `tfsdk:"name"`
+	workspaceObjectModel
 	RuntimeUsers         types.Set      `tfsdk:"runtime_users"`
 	RuntimeGroups        types.Set      `tfsdk:"runtime_groups"`
 	SchemaName           types.String   `tfsdk:"schema_name"`
@@ -62,10 +60,6 @@ type exportResourceModel struct {
 }
 
 func (m *exportResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (m *exportResourceModel) identity() workspaceObjectIdentity {
-	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
-}
 
 func (r *exportResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_export"

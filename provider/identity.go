@@ -55,6 +55,18 @@ type workspaceObjectIdentity struct {
 	Name          types.String `tfsdk:"name"`
 }
 
+// workspaceObjectModel is the part of the model of such a resource that
+// names its object: the import ID and what the identity holds.
+type workspaceObjectModel struct {
+	ID            types.String `tfsdk:"id"`
+	WorkspacePath types.String `tfsdk:"workspace_path"`
+	Name          types.String `tfsdk:"name"`
+}
+
+func (m *workspaceObjectModel) identity() workspaceObjectIdentity {
+	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
+}
+
 func workspaceObjectIdentityOf(ws, name string) workspaceObjectIdentity {
 	return workspaceObjectIdentity{WorkspacePath: types.StringValue(ws), Name: types.StringValue(name)}
 }

@@ -48,9 +48,7 @@ func NewProviderBindingResource() resource.Resource {
 type providerBindingResource struct{ connected }
 
 type providerBindingModel struct {
-	ID               types.String   `tfsdk:"id"`
-	WorkspacePath    types.String   `tfsdk:"workspace_path"`
-	Name             types.String   `tfsdk:"name"`
+	workspaceObjectModel
 	ExportPath       types.String   `tfsdk:"export_path"`
 	ExportName       types.String   `tfsdk:"export_name"`
 	PermissionClaims types.List     `tfsdk:"permission_claims"`
@@ -60,10 +58,6 @@ type providerBindingModel struct {
 }
 
 func (m *providerBindingModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (m *providerBindingModel) identity() workspaceObjectIdentity {
-	return workspaceObjectIdentity{WorkspacePath: m.WorkspacePath, Name: m.Name}
-}
 
 func (r *providerBindingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_provider_binding"
