@@ -63,20 +63,27 @@ type webhookModel struct {
 	CertificateRenewBefore types.String `tfsdk:"certificate_renew_before"`
 }
 
+// runtimeSettings are the top-level inputs depctrl_runtime and
+// depctrl_runtime_manifests share as they are; their component blocks
+// differ (the data source has no write-only attributes).
+type runtimeSettings struct {
+	Namespace       types.String `tfsdk:"namespace"`
+	CreateNamespace types.Bool   `tfsdk:"create_namespace"`
+	Name            types.String `tfsdk:"name"`
+	Image           types.String `tfsdk:"image"`
+	ImageTag        types.String `tfsdk:"image_tag"`
+	ImagePullPolicy types.String `tfsdk:"image_pull_policy"`
+	APIExportName   types.String `tfsdk:"api_export_name"`
+	WorkspacePath   types.String `tfsdk:"workspace_path"`
+	SettleObjects   types.Bool   `tfsdk:"settle_objects"`
+}
+
 // runtimeInputs is what depctrl_runtime and depctrl_runtime_manifests have
 // in common: everything the renderer needs except the TLS material.
 type runtimeInputs struct {
-	Namespace       types.String           `tfsdk:"namespace"`
-	CreateNamespace types.Bool             `tfsdk:"create_namespace"`
-	Name            types.String           `tfsdk:"name"`
-	Image           types.String           `tfsdk:"image"`
-	ImageTag        types.String           `tfsdk:"image_tag"`
-	ImagePullPolicy types.String           `tfsdk:"image_pull_policy"`
-	APIExportName   types.String           `tfsdk:"api_export_name"`
-	WorkspacePath   types.String           `tfsdk:"workspace_path"`
-	SettleObjects   types.Bool             `tfsdk:"settle_objects"`
-	Controller      *runtimeComponentModel `tfsdk:"controller"`
-	Webhook         *webhookModel          `tfsdk:"webhook"`
+	runtimeSettings
+	Controller *runtimeComponentModel `tfsdk:"controller"`
+	Webhook    *webhookModel          `tfsdk:"webhook"`
 	// NetworkPolicy is an object, not a model, since a configuration may
 	// make it unknown as a whole (a conditional); it is null in a state
 	// from before the attribute existed.

@@ -42,21 +42,13 @@ type manifestsWebhookModel struct {
 }
 
 type runtimeManifestsModel struct {
-	Namespace       types.String           `tfsdk:"namespace"`
-	CreateNamespace types.Bool             `tfsdk:"create_namespace"`
-	Name            types.String           `tfsdk:"name"`
-	Image           types.String           `tfsdk:"image"`
-	ImageTag        types.String           `tfsdk:"image_tag"`
-	ImagePullPolicy types.String           `tfsdk:"image_pull_policy"`
-	APIExportName   types.String           `tfsdk:"api_export_name"`
-	WorkspacePath   types.String           `tfsdk:"workspace_path"`
-	SettleObjects   types.Bool             `tfsdk:"settle_objects"`
-	Controller      *componentModel        `tfsdk:"controller"`
-	Webhook         *manifestsWebhookModel `tfsdk:"webhook"`
-	NetworkPolicy   types.Object           `tfsdk:"network_policy"`
-	WebhookURL      types.String           `tfsdk:"webhook_url"`
-	YAML            types.String           `tfsdk:"yaml"`
-	Manifests       types.Map              `tfsdk:"manifests"`
+	runtimeSettings
+	Controller    *componentModel        `tfsdk:"controller"`
+	Webhook       *manifestsWebhookModel `tfsdk:"webhook"`
+	NetworkPolicy types.Object           `tfsdk:"network_policy"`
+	WebhookURL    types.String           `tfsdk:"webhook_url"`
+	YAML          types.String           `tfsdk:"yaml"`
+	Manifests     types.Map              `tfsdk:"manifests"`
 }
 
 func (d *runtimeManifestsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -233,17 +225,19 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		createNS = types.BoolValue(true)
 	}
 	return &runtimeInputs{
-		Namespace:       str(m.Namespace, deploy.DefaultNamespace),
-		CreateNamespace: createNS,
-		Name:            str(m.Name, deploy.DefaultName),
-		Image:           str(m.Image, deploy.DefaultImage),
-		ImageTag:        str(m.ImageTag, version),
-		ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
-		APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
-		WorkspacePath:   m.WorkspacePath,
-		SettleObjects:   types.BoolValue(m.SettleObjects.ValueBool()),
-		NetworkPolicy:   m.NetworkPolicy,
-		Controller:      &runtimeComponentModel{componentModel: *defaults(m.Controller)},
+		runtimeSettings: runtimeSettings{
+			Namespace:       str(m.Namespace, deploy.DefaultNamespace),
+			CreateNamespace: createNS,
+			Name:            str(m.Name, deploy.DefaultName),
+			Image:           str(m.Image, deploy.DefaultImage),
+			ImageTag:        str(m.ImageTag, version),
+			ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
+			APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
+			WorkspacePath:   m.WorkspacePath,
+			SettleObjects:   types.BoolValue(m.SettleObjects.ValueBool()),
+		},
+		NetworkPolicy: m.NetworkPolicy,
+		Controller:    &runtimeComponentModel{componentModel: *defaults(m.Controller)},
 		Webhook: &webhookModel{
 			runtimeComponentModel: runtimeComponentModel{componentModel: *defaults(&m.Webhook.componentModel)},
 			Port:                  port,
