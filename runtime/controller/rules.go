@@ -127,7 +127,15 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, dec
 	if log := s.Log.V(1); log.Enabled() {
 		log.Info("status written", "rule", o.Cluster+"/"+o.Obj.GetName(), "changed", changedConditions(before, &rule.Status))
 	}
-	s.recordEvents(ctx, o, rule, ruleEvents(before.Conditions, rule.Status.Conditions), eventsAccepted)
+	if evs := ruleEvents(before.Conditions, rule.Status.Conditions); len(evs) > 0 {
+		// Events do not hold the run: they are a courtesy on top of the
+		// status just written, and each is a write of its own.
+		go func() {
+			s.eventWriters <- struct{}{}
+			defer func() { <-s.eventWriters }()
+			s.recordEvents(context.WithoutCancel(ctx), o, rule, evs, eventsAccepted)
+		}()
+	}
 	return nil
 }
 

@@ -57,6 +57,11 @@ type Syncer struct {
 	// them itself.
 	others []*virtualworkspace.Watched
 
+	// eventWriters bounds how many Events of status changes are written
+	// at once, behind the runs that started them, so that they leave the
+	// client's rate limit to the runs.
+	eventWriters chan struct{}
+
 	trigger chan struct{}
 	// leading: this replica runs the syncs; synced: a run since put every
 	// configuration the rules want in place (ReadyCheck).
@@ -73,7 +78,7 @@ const DefaultPropagation = 2 * time.Second
 // NewSyncer returns a Syncer; call Start to run it.
 func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
 	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
-		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1)}
+		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1), eventWriters: make(chan struct{}, 2)}
 	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
 	for _, gvr := range []schema.GroupVersionResource{virtualworkspace.APIBindingsGVR, virtualworkspace.WebhookConfigurationsGVR, virtualworkspace.MutatingWebhookConfigurationsGVR} {
 		s.others = append(s.others, &virtualworkspace.Watched{VW: vw, GVR: gvr, Changed: s.Trigger})
