@@ -85,6 +85,28 @@ func (c *Connection) Dynamic(path string) (dynamic.Interface, error) {
 	return d, nil
 }
 
+// dynamicIn is Dynamic for a resource or data source: without a client,
+// ok is false and diags says why connecting to kcp failed.
+func (c *Connection) dynamicIn(path string, diags *diagnostics) (client dynamic.Interface, ok bool) {
+	client, err := c.Dynamic(path)
+	if err != nil {
+		diags.Append(explain(c.Host(), "connecting to kcp", err))
+		return nil, false
+	}
+	return client, true
+}
+
+// kcpClient is KCP for a resource or data source: without a client, ok is
+// false and diags says why connecting to kcp failed.
+func (c *Connection) kcpClient(diags *diagnostics) (client kcpclientset.ClusterInterface, ok bool) {
+	client, err := c.KCP()
+	if err != nil {
+		diags.Append(explain(c.Host(), "connecting to kcp", err))
+		return nil, false
+	}
+	return client, true
+}
+
 // KubeHost is the Kubernetes API server of the kubernetes block, if any.
 func (c *Connection) KubeHost() string {
 	if c.kube == nil {

@@ -361,9 +361,8 @@ func (r *dependencyRuleResource) Update(ctx context.Context, req resource.Update
 // rule in state (tainted) rather than orphaned.
 func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeout time.Duration, diags *diagnostics, save func()) {
 	ws := m.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, diags)
+	if !ok {
 		return
 	}
 	rule := m.object()
@@ -400,7 +399,7 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	changed := wakeOnChange(watchCtx, client.Resource(v1alpha1.GroupVersionResource), rule.Name)
-	err = waitUntilWoken(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
+	err := waitUntilWoken(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
 		got, err := r.read(ctx, client, m)
 		if err != nil || got == nil {
 			return false, "", err
@@ -481,9 +480,8 @@ func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.Delete
 		return
 	}
 	ws := state.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := state.Name.ValueString()

@@ -89,9 +89,8 @@ func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.Rea
 		return
 	}
 	ws := m.WorkspacePath.ValueString()
-	client, err := d.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(d.conn.Host(), "connecting to kcp", err))
+	client, ok := d.conn.dynamicIn(ws, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	list, err := client.Resource(v1alpha1.GroupVersionResource).List(ctx, metav1.ListOptions{})

@@ -229,9 +229,8 @@ func (r *exportResource) apply(ctx context.Context, m *exportResourceModel, prev
 		diags.AddError("Invalid runtime subjects", err.Error())
 		return
 	}
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, diags)
+	if !ok {
 		return
 	}
 	tflog.Info(ctx, "applying the dep-ctrl export", map[string]interface{}{"workspace": ws, "export": d.export.Name, "schema": d.schema.Name})
@@ -337,9 +336,8 @@ func (r *exportResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if s := state.SchemaName.ValueString(); s != "" {
 		d.schema.Name = s
 	}
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	tflog.Info(ctx, "deleting the dep-ctrl export", map[string]interface{}{"workspace": ws, "export": d.export.Name})

@@ -169,9 +169,8 @@ func importWorkspaceObject(ctx context.Context, req resource.ImportStateRequest,
 // object for the log ("APIExport"), doing the read for an error message.
 func readWorkspaceObject(ctx context.Context, conn *Connection, resp *resource.ReadResponse, model any, id workspaceObjectIdentity, kind, doing string, read func(dynamic.Interface) (bool, error)) {
 	ws := id.WorkspacePath.ValueString()
-	client, err := conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(conn.Host(), "connecting to kcp", err))
+	client, ok := conn.dynamicIn(ws, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	found, err := read(client)

@@ -201,9 +201,8 @@ func (r *providerBindingResource) Update(ctx context.Context, req resource.Updat
 
 func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {
 	ws := m.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, diags)
+	if !ok {
 		return
 	}
 	b := m.desiredBinding()
@@ -211,7 +210,7 @@ func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingM
 	tflog.Info(ctx, "binding the dep-ctrl export", map[string]interface{}{"workspace": ws, "export": ref})
 	// A binding of the same name that is still being deleted cannot be
 	// applied to; wait until it is gone.
-	err = waitUntil(ctx, timeout, fmt.Sprintf("the previous APIBinding %q in %s to be deleted", b.Name, ws), func(ctx context.Context) (bool, string, error) {
+	err := waitUntil(ctx, timeout, fmt.Sprintf("the previous APIBinding %q in %s to be deleted", b.Name, ws), func(ctx context.Context) (bool, string, error) {
 		var existing apisv1alpha2.APIBinding
 		found, err := getObject(ctx, client, apiBindingsGVR, b.Name, &existing)
 		if err != nil {
@@ -341,9 +340,8 @@ func (r *providerBindingResource) Delete(ctx context.Context, req resource.Delet
 		return
 	}
 	ws := state.WorkspacePath.ValueString()
-	client, err := r.conn.Dynamic(ws)
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	client, ok := r.conn.dynamicIn(ws, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	tflog.Info(ctx, "removing the dep-ctrl binding", map[string]interface{}{"workspace": ws})

@@ -247,9 +247,8 @@ func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateReques
 func (r *rootRBACResource) apply(ctx context.Context, m *rootRBACModel, diags *diagnostics) {
 	g := m.grant(ctx)
 	for _, p := range m.paths(ctx) {
-		client, err := r.conn.Dynamic(p)
-		if err != nil {
-			diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		client, ok := r.conn.dynamicIn(p, diags)
+		if !ok {
 			return
 		}
 		tflog.Info(ctx, "granting workspace read access", map[string]interface{}{"workspace": p})
@@ -265,9 +264,8 @@ func (r *rootRBACResource) apply(ctx context.Context, m *rootRBACModel, diags *d
 func (r *rootRBACResource) remove(ctx context.Context, name string, paths []string, timeout time.Duration, diags *diagnostics) {
 	g := renamed(rbac.WorkspaceReader(nil), name)
 	for _, p := range paths {
-		client, err := r.conn.Dynamic(p)
-		if err != nil {
-			diags.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		client, ok := r.conn.dynamicIn(p, diags)
+		if !ok {
 			return
 		}
 		tflog.Info(ctx, "revoking workspace read access", map[string]interface{}{"workspace": p})
@@ -292,9 +290,8 @@ func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, r
 	want := ruleStrings(rbac.WorkspaceReader(nil).Role.Rules)
 	var intact []string
 	for _, p := range state.paths(ctx) {
-		client, err := r.conn.Dynamic(p)
-		if err != nil {
-			resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+		client, ok := r.conn.dynamicIn(p, &resp.Diagnostics)
+		if !ok {
 			return
 		}
 		var role rbacv1.ClusterRole

@@ -67,9 +67,8 @@ func (d *shardsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, r
 		resp.Diagnostics.AddError("Provider not configured", "the depctrl provider was not configured before reading depctrl_shards")
 		return
 	}
-	kcp, err := d.conn.KCP()
-	if err != nil {
-		resp.Diagnostics.Append(explain(d.conn.Host(), "connecting to kcp", err))
+	kcp, ok := d.conn.kcpClient(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	list, err := kcp.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().List(ctx, metav1.ListOptions{})

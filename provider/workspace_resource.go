@@ -147,9 +147,8 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 	if !ok {
 		return
 	}
-	kcp, err := r.conn.KCP()
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	kcp, ok := r.conn.kcpClient(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	parent, name := plan.ParentPath.ValueString(), plan.Name.ValueString()
@@ -176,7 +175,7 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 	// shard), and kcp answers 404 then. Retry that within the create
 	// timeout; a parent that really is missing fails at once.
 	var missingParent string
-	err = waitUntil(ctx, timeout, fmt.Sprintf("workspace %q to accept child workspaces", parent), func(ctx context.Context) (bool, string, error) {
+	err := waitUntil(ctx, timeout, fmt.Sprintf("workspace %q to accept child workspaces", parent), func(ctx context.Context) (bool, string, error) {
 		_, err := workspaces.Create(ctx, ws, metav1.CreateOptions{})
 		if !apierrors.IsNotFound(err) {
 			return true, "", permanentUnlessNil(err)
@@ -244,9 +243,8 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if !ok {
 		return
 	}
-	kcp, err := r.conn.KCP()
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	kcp, ok := r.conn.kcpClient(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	parent, name := state.ParentPath.ValueString(), state.Name.ValueString()
@@ -283,16 +281,15 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	if !ok {
 		return
 	}
-	kcp, err := r.conn.KCP()
-	if err != nil {
-		resp.Diagnostics.Append(explain(r.conn.Host(), "connecting to kcp", err))
+	kcp, ok := r.conn.kcpClient(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	parent, name := state.ParentPath.ValueString(), state.Name.ValueString()
 	p := parent + ":" + name
 	workspaces := kcp.Cluster(logicalcluster.NewPath(parent)).TenancyV1alpha1().Workspaces()
 	tflog.Info(ctx, "deleting workspace", map[string]interface{}{"path": p})
-	err = workspaces.Delete(ctx, name, metav1.DeleteOptions{})
+	err := workspaces.Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return
 	}
