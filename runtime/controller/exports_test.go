@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -17,27 +19,7 @@ import (
 // export changed since the cached read, or the entry is older than
 // exportCacheFor.
 func TestExportCache(t *testing.T) {
-	export := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
-		"metadata": map[string]interface{}{"name": "widgets", "resourceVersion": "1"},
-		"spec": map[string]interface{}{"resources": []interface{}{map[string]interface{}{
-			"name": "widgets", "group": "widgets.test.io", "schema": "v1.widgets.widgets.test.io", "storage": map[string]interface{}{"crd": map[string]interface{}{}}}}},
-	}}
-	rs := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
-		"metadata": map[string]interface{}{"name": "v1.widgets.widgets.test.io"},
-		"spec": map[string]interface{}{"group": "widgets.test.io", "scope": "Namespaced",
-			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []interface{}{map[string]interface{}{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]interface{}{"type": "object"}}}},
-	}}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		APIExportsGVR: "APIExportList", APIResourceSchemasGVR: "APIResourceSchemaList"}, export, rs)
-	gets := map[string]int{}
-	client.PrependReactor("get", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		gets[a.GetResource().Resource]++
-		return false, nil, nil
-	})
+	client, export, gets := widgetsExportClient()
 	cache := &ExportCache{}
 	read := func() {
 		t.Helper()
@@ -78,5 +60,66 @@ func TestExportCache(t *testing.T) {
 	read()
 	if gets["apiresourceschemas"] != 3 {
 		t.Errorf("the schemas of an entry older than %s were not read again (%d reads)", exportCacheFor, gets["apiresourceschemas"])
+	}
+}
+
+// widgetsExportClient serves the export "widgets" (returned, to be
+// changed) with one schema, and counts the GETs of each resource.
+func widgetsExportClient() (*dynamicfake.FakeDynamicClient, *unstructured.Unstructured, map[string]int) {
+	export := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+		"metadata": map[string]interface{}{"name": "widgets", "resourceVersion": "1"},
+		"spec": map[string]interface{}{"resources": []interface{}{map[string]interface{}{
+			"name": "widgets", "group": "widgets.test.io", "schema": "v1.widgets.widgets.test.io", "storage": map[string]interface{}{"crd": map[string]interface{}{}}}}},
+	}}
+	rs := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+		"metadata": map[string]interface{}{"name": "v1.widgets.widgets.test.io"},
+		"spec": map[string]interface{}{"group": "widgets.test.io", "scope": "Namespaced",
+			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []interface{}{map[string]interface{}{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]interface{}{"type": "object"}}}},
+	}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		APIExportsGVR: "APIExportList", APIResourceSchemasGVR: "APIResourceSchemaList"}, export, rs)
+	gets := map[string]int{}
+	client.PrependReactor("get", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		gets[a.GetResource().Resource]++
+		return false, nil, nil
+	})
+	return client, export, gets
+}
+
+// TestExportPrefetch: a run reads the exports the last one read before it
+// plans, and keeps only what it could read: an export no rule needs any
+// more must not fail the run.
+func TestExportPrefetch(t *testing.T) {
+	client, _, gets := widgetsExportClient()
+	r := &exportReader{
+		client: func(url, cluster string) (dynamic.Interface, error) {
+			if cluster == "unbound" {
+				return nil, errors.New("no binding")
+			}
+			return client, nil
+		},
+		seen: map[exportKey]exportResult{}, cache: &ExportCache{},
+	}
+	r.prefetch(context.Background(), []exportKey{{"c1", "widgets"}, {"c1", "gone"}, {"unbound", "widgets"}})
+	if len(r.errs) != 0 {
+		t.Fatalf("prefetch kept errors: %v", r.errs)
+	}
+	if _, ok := r.seen[exportKey{"unbound", "widgets"}]; ok {
+		t.Fatal("a failed prefetch was kept")
+	}
+	if _, err := r.read(context.Background(), "c1", "gone"); !errors.Is(err, ErrExportNotFound) {
+		t.Fatalf("a missing export reads as %v, want ErrExportNotFound", err)
+	}
+	types, err := r.read(context.Background(), "c1", "widgets")
+	if err != nil || len(types.Resources) != 1 || gets["apiexports"] != 2 {
+		t.Fatalf("read %+v, %v after %d GETs of exports; want the prefetched widgets and no GET more", types, err, gets["apiexports"])
+	}
+	keys := r.keys()
+	if len(keys) != 2 {
+		t.Fatalf("the next run would prefetch %v", keys)
 	}
 }

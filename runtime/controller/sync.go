@@ -47,8 +47,10 @@ type Syncer struct {
 	// resource to the cluster's configuration. It only delays readiness;
 	// the desired state itself is always recomputed from scratch.
 	written map[string]map[schema.GroupVersionResource]time.Time
-	// exports keeps what exports serve between runs.
-	exports ExportCache
+	// exports keeps what exports serve between runs; lastExports are those
+	// the last run read, which the next reads at once before planning.
+	exports     ExportCache
+	lastExports []exportKey
 	// rules is every rule, from watches; decoded keeps them decoded.
 	rules   *virtualworkspace.Watched
 	decoded decodedRules
@@ -197,7 +199,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		}
 	}
 	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}, cache: &s.exports}
+	exports.prefetch(ctx, s.lastExports)
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve, exports.read)
+	s.lastExports = exports.keys()
 	if indexListErr == nil {
 		// Without the index configurations nothing is known intact, and
 		// no resource gets a stamp.
