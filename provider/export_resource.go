@@ -120,7 +120,7 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the export", map[string]time.Duration{"create": defaultExportTimeout, "update": defaultExportTimeout, "delete": defaultExportTimeout}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the export", sameTimeouts(defaultExportTimeout)),
 		},
 	}
 	documentSchema(ctx, &resp.Schema)

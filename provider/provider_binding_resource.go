@@ -115,7 +115,7 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the binding", map[string]time.Duration{"create": defaultBindingTimeout, "update": defaultBindingTimeout, "delete": defaultBindingTimeout}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the binding", sameTimeouts(defaultBindingTimeout)),
 		},
 	}
 	documentSchema(ctx, &resp.Schema)

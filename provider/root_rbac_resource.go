@@ -102,7 +102,7 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the grants", map[string]time.Duration{"create": defaultRBACTimeout, "update": defaultRBACTimeout, "delete": defaultRBACTimeout}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the grants", sameTimeouts(defaultRBACTimeout)),
 		},
 	}
 	documentSchema(ctx, &resp.Schema)

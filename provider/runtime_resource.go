@@ -156,7 +156,7 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
 		Attributes: attrs,
 		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the runtime", map[string]time.Duration{"create": defaultRuntimeTimeout, "update": defaultRuntimeTimeout, "delete": defaultRuntimeTimeout}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the runtime", sameTimeouts(defaultRuntimeTimeout)),
 		},
 	}
 	documentSchema(ctx, &resp.Schema)

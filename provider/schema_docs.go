@@ -53,6 +53,12 @@ func timeoutsBlock(ctx context.Context, what string, defaults map[string]time.Du
 	return nb
 }
 
+// sameTimeouts are the defaults of a resource whose create, update and
+// delete each default to d.
+func sameTimeouts(d time.Duration) map[string]time.Duration {
+	return map[string]time.Duration{"create": d, "update": d, "delete": d}
+}
+
 // shortDuration writes d as Terraform users write durations: 10m, not
 // 10m0s; 1h30m, not 1h30m0s; 45s stays 45s.
 func shortDuration(d time.Duration) string {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
@@ -185,7 +184,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the grant", map[string]time.Duration{"create": defaultRBACTimeout, "update": defaultRBACTimeout, "delete": defaultRBACTimeout}),
+			"timeouts": timeoutsBlock(ctx, "the {op} of the grant", sameTimeouts(defaultRBACTimeout)),
 		},
 	}
 	documentSchema(ctx, &resp.Schema)
