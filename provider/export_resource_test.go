@@ -96,13 +96,7 @@ func TestAccExportResource(t *testing.T) {
 				Config:           exportConfig(e, ws.Path, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-			{
-				ResourceName:            addr,
-				ImportState:             true,
-				ImportStateId:           ws.Path + "/" + v1alpha1.DefaultAPIExportName,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified(addr, ws.Path+"/"+v1alpha1.DefaultAPIExportName),
 			importPlansNothing(addr, ws.Path+"/"+v1alpha1.DefaultAPIExportName),
 		}, identitySteps(t,
 			// The identity names the export by its workspace and name, and an

@@ -33,6 +33,19 @@ func importPlansNothing(addr, id string) resource.TestStep {
 	}
 }
 
+// importVerified is the step that imports addr by id, as terraform
+// import does, and checks that it reads back the state as applied
+// (timeouts aside: they are configuration only).
+func importVerified(addr, id string) resource.TestStep {
+	return resource.TestStep{
+		ResourceName:            addr,
+		ImportState:             true,
+		ImportStateId:           id,
+		ImportStateVerify:       true,
+		ImportStateVerifyIgnore: []string{"timeouts"},
+	}
+}
+
 // withConfig is step with its own configuration instead of the previous
 // step's.
 func withConfig(step resource.TestStep, config string) resource.TestStep {

@@ -98,13 +98,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 				Config:           config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-			{
-				ResourceName:            addr,
-				ImportState:             true,
-				ImportStateId:           network.Path + "/" + defaultBindingName,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified(addr, network.Path+"/"+defaultBindingName),
 			importPlansNothing(addr, network.Path+"/"+defaultBindingName),
 		}, identitySteps(t,
 			// The identity names the binding by its workspace and name, and an

@@ -120,13 +120,7 @@ func TestAccRootRBACResource(t *testing.T) {
 				Config:           rootRBACConfig(e, name, user, org.Path),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-			{
-				ResourceName:            addr,
-				ImportState:             true,
-				ImportStateId:           "root," + org.Path + "/" + name,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified(addr, "root,"+org.Path+"/"+name),
 			importPlansNothing(addr, "root,"+org.Path+"/"+name),
 		}, identitySteps(t,
 			// The identity names the grant and the workspaces besides root that

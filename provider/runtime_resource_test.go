@@ -325,16 +325,10 @@ resource "depctrl_runtime" "this" {
     skip_protection_groups   = ["platform-admins"]`, narrowed),
 				ConfigStateChecks: []statecheck.StateCheck{sameCA.AddStateValue(rt, tfjsonpath.New("ca_bundle"))},
 			},
-			{
-				// Import reads the kubeconfigs' content, not where it came
-				// from, and cannot know the certificate policy: the import
-				// ID says them.
-				ResourceName:            rt,
-				ImportState:             true,
-				ImportStateId:           importID,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			// Import reads the kubeconfigs' content, not where it came
+			// from, and cannot know the certificate policy: the import
+			// ID says them.
+			importVerified(rt, importID),
 			importPlansNothing(rt, importID),
 		}, identitySteps(t,
 			// The identity names the runtime by its namespace and name; what

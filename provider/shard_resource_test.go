@@ -123,6 +123,7 @@ func TestAccShardResource(t *testing.T) {
 		t.Fatalf("before the grant: %v", err)
 	}
 	second := shardAdmin(t, e, e.Shards[1].Name)
+	s1ID := e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig // the import ID of depctrl_shard.s1
 	reindexed := `  read_resources = ["endpoints", "configmaps"]` + "\n" + `  protected_resources = ["services"]` + "\n" + `  reindex        = true` + "\n"
 
 	resource.Test(t, resource.TestCase{
@@ -142,14 +143,8 @@ func TestAccShardResource(t *testing.T) {
 				Config:           shardConfig(e, grant, user, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
-			{
-				ResourceName:            "depctrl_shard.s1",
-				ImportState:             true,
-				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			importPlansNothing("depctrl_shard.s1", e.Shards[1].Name+"/"+grant+","+e.Shards[1].AdminKubeconfig),
+			importVerified("depctrl_shard.s1", s1ID),
+			importPlansNothing("depctrl_shard.s1", s1ID),
 			{
 				// Drift: the binding on the second shard is deleted by hand.
 				PreConfig: func() {
@@ -198,16 +193,10 @@ func TestAccShardResource(t *testing.T) {
 				},
 				Check: resource.ComposeTestCheckFunc(everyShard("patch configmaps", true), everyShard("secrets", false)),
 			},
-			{
-				// Import reads the whole grant back: the types and reindex
-				// from the live role, the subjects from its binding.
-				ResourceName:            "depctrl_shard.s1",
-				ImportState:             true,
-				ImportStateId:           e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			importPlansNothing("depctrl_shard.s1", e.Shards[1].Name+"/"+grant+","+e.Shards[1].AdminKubeconfig),
+			// Import reads the whole grant back: the types and reindex
+			// from the live role, the subjects from its binding.
+			importVerified("depctrl_shard.s1", s1ID),
+			importPlansNothing("depctrl_shard.s1", s1ID),
 		}, identitySteps(t,
 			// The identity names the grant by its shard and name; where the
 			// credentials are is not part of it.
@@ -476,13 +465,7 @@ resource "depctrl_shard" "this" {
 					return err
 				},
 			},
-			{
-				ResourceName:            "depctrl_shard.this",
-				ImportState:             true,
-				ImportStateId:           shard.Name + "/" + grant + "," + kubeconfig + ",context=system-masters",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified("depctrl_shard.this", shard.Name+"/"+grant+","+kubeconfig+",context=system-masters"),
 			importPlansNothing("depctrl_shard.this", shard.Name+"/"+grant+","+kubeconfig+",context=system-masters"),
 		}, identitySteps(t,
 			importByIdentityBlockPlansNothing("depctrl_shard.this", config(`  context = "system-masters"`+"\n"), map[string]string{
@@ -570,13 +553,7 @@ resource "depctrl_shard" "this" {
 		CheckDestroy:             grantRemoved(ctx, t, e, grant, shard),
 		Steps: slices.Concat([]resource.TestStep{
 			{Config: config},
-			{
-				ResourceName:            "depctrl_shard.this",
-				ImportState:             true,
-				ImportStateId:           id,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified("depctrl_shard.this", id),
 			importPlansNothing("depctrl_shard.this", id),
 		}, identitySteps(t,
 			importByIdentityBlockPlansNothing("depctrl_shard.this", config, map[string]string{

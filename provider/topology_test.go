@@ -255,13 +255,7 @@ data "depctrl_dependency_rules" "compute" {
 					})),
 				},
 			},
-			{
-				ResourceName:            rule,
-				ImportState:             true,
-				ImportStateId:           tp.path("compute") + "/vm-needs-vpc",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified(rule, tp.path("compute")+"/vm-needs-vpc"),
 			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
 		}, identitySteps(t,
 			// The identity names the rule by its workspace and name, and an

@@ -125,13 +125,7 @@ func TestAccWorkspaceResource(t *testing.T) {
 					plancheck.ExpectEmptyPlan(),
 				}},
 			},
-			{
-				ResourceName:            addr,
-				ImportState:             true,
-				ImportStateId:           org.Path + ":team",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
+			importVerified(addr, org.Path+":team"),
 			// The same through an import block, planned like any change.
 			importPlansNothing(addr, org.Path+":team"),
 		}, identitySteps(t,
