@@ -2,10 +2,7 @@ package provider
 
 import (
 	"fmt"
-	"regexp"
 	"testing"
-
-	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -98,11 +95,6 @@ func TestAccDependencyRuleErrors(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps:                    []resource.TestStep{{Config: tt.fields.config(e), ExpectError: regexp.MustCompile(tt.want)}},
-			})
-		})
+		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.fields.config(e), tt.want) })
 	}
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"testing"
 
@@ -208,11 +207,6 @@ resource "depctrl_provider_binding" "test" {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
-			})
-		})
+		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.config, tt.want) })
 	}
 }

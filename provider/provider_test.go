@@ -3,10 +3,12 @@ package provider
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -35,6 +37,16 @@ func accEnv(t *testing.T, topology env.Topology) *env.Env {
 		t.Setenv(v, "")
 	}
 	return env.ForTest(t, topology)
+}
+
+// testConfigFails applies config and expects an error that matches want,
+// for the tables of configurations that kcp or the provider refuses.
+func testConfigFails(t *testing.T, config, want string) {
+	t.Helper()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    []resource.TestStep{{Config: config, ExpectError: regexp.MustCompile(want)}},
+	})
 }
 
 // providerConfig is a provider block that reaches e as kcp-admin.

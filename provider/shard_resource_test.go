@@ -322,12 +322,7 @@ resource "depctrl_shard" "test" {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps:                    []resource.TestStep{{Config: tt.config, ExpectError: regexp.MustCompile(tt.want)}},
-			})
-		})
+		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.config, tt.want) })
 	}
 }
 

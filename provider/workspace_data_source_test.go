@@ -203,15 +203,7 @@ data "depctrl_workspace" "test" {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resource.Test(t, resource.TestCase{
-				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps: []resource.TestStep{{
-					Config:      tt.provider + "\n" + data,
-					ExpectError: regexp.MustCompile(tt.want),
-				}},
-			})
-		})
+		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.provider+"\n"+data, tt.want) })
 	}
 }
 
