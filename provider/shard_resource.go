@@ -86,6 +86,18 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 	str := func(desc string, sensitive bool, v ...validator.String) schema.StringAttribute {
 		return schema.StringAttribute{Optional: true, Sensitive: sensitive, MarkdownDescription: desc, Validators: v}
 	}
+	// resourceSet is a non-empty set of types as resource.group, such as example.
+	resourceSet := func(desc, example string) schema.SetAttribute {
+		return schema.SetAttribute{
+			Optional:            true,
+			ElementType:         types.StringType,
+			MarkdownDescription: desc,
+			Validators: []validator.Set{
+				setvalidator.SizeAtLeast(1),
+				setvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as "+example)),
+			},
+		}
+	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One kcp shard: the read access the webhook needs there. The webhook looks up dependents in consumer workspaces, " +
 			"and a shard authorizes that against the RBAC in its own `system:admin` logical cluster, which the front-proxy cannot reach. " +
@@ -130,31 +142,17 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"ca_certificate":          str("The PEM CA that signed the shard's serving certificate, with the client certificate attributes.", false),
 			"webhook_users":           subjectsAttribute("Users the webhook authenticates as, such as `depctrl-webhook`. At least one of `webhook_users` and `webhook_groups` is required."),
 			"webhook_groups":          subjectsAttribute("Groups of the webhook identity."),
-			"read_resources": schema.SetAttribute{
-				Optional:    true,
-				ElementType: types.StringType,
-				MarkdownDescription: "The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, " +
-					"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included. " +
-					"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds. " +
-					"Read back from the ClusterRole on the shard, so import finds it and a type added or removed there by hand shows in the plan.",
-				Validators: []validator.Set{
-					setvalidator.SizeAtLeast(1),
-					setvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as virtualmachines.compute.example.io")),
-				},
-			},
-			"protected_resources": schema.SetAttribute{
-				Optional:    true,
-				ElementType: types.StringType,
-				MarkdownDescription: "The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, " +
-					"to record on an object the intent of a create or update of a dependent that newly references it, " +
-					"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. " +
-					"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes " +
-					"every new reference to it fail closed with a permission error. Read back from the ClusterRole on the shard, like `read_resources`.",
-				Validators: []validator.Set{
-					setvalidator.SizeAtLeast(1),
-					setvalidator.ValueStringsAre(stringvalidator.RegexMatches(readResourceRE, "must be resource.group, such as vpcs.network.example.io")),
-				},
-			},
+			"read_resources": resourceSet("The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, "+
+				"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included. "+
+				"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds. "+
+				"Read back from the ClusterRole on the shard, so import finds it and a type added or removed there by hand shows in the plan.",
+				"virtualmachines.compute.example.io"),
+			"protected_resources": resourceSet("The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, "+
+				"to record on an object the intent of a create or update of a dependent that newly references it, "+
+				"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. "+
+				"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes "+
+				"every new reference to it fail closed with a permission error. Read back from the ClusterRole on the shard, like `read_resources`.",
+				"vpcs.network.example.io"),
 			"reindex": schema.BoolAttribute{
 				Optional: true,
 				Computed: true,
