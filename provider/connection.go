@@ -107,6 +107,20 @@ func (c *Connection) kcpClient(diags *diagnostics) (client kcpclientset.ClusterI
 	return client, true
 }
 
+// kubeClients are Kube and KubeDynamic for depctrl_runtime: without them,
+// ok is false and diags says why connecting to the cluster failed.
+func (c *Connection) kubeClients(diags *diagnostics) (kube kubernetes.Interface, dyn dynamic.Interface, ok bool) {
+	kube, err := c.Kube()
+	if err == nil {
+		dyn, err = c.KubeDynamic()
+	}
+	if err != nil {
+		diags.Append(explainKube(c, "connecting to the Kubernetes cluster", err))
+		return nil, nil, false
+	}
+	return kube, dyn, true
+}
+
 // KubeHost is the Kubernetes API server of the kubernetes block, if any.
 func (c *Connection) KubeHost() string {
 	if c.kube == nil {

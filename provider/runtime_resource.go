@@ -361,14 +361,8 @@ type stateSetter interface {
 func (r *runtimeResource) apply(ctx context.Context, plan *runtimeModel, config *runtimeInputs, prior *privateState, timeout time.Duration, state stateSetter, private privateSetter, diags *diag.Diagnostics) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	kube, err := r.conn.Kube()
-	if err != nil {
-		diags.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
-		return
-	}
-	dyn, err := r.conn.KubeDynamic()
-	if err != nil {
-		diags.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+	kube, dyn, ok := r.conn.kubeClients(diags)
+	if !ok {
 		return
 	}
 	inputs := plan.withWriteOnly(config)
@@ -546,14 +540,8 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	kube, err := r.conn.Kube()
-	if err != nil {
-		resp.Diagnostics.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
-		return
-	}
-	dyn, err := r.conn.KubeDynamic()
-	if err != nil {
-		resp.Diagnostics.Append(explainKube(r.conn, "connecting to the Kubernetes cluster", err))
+	kube, dyn, ok := r.conn.kubeClients(&resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if len(priv.Applied) == 0 {
