@@ -29,10 +29,7 @@ import (
 // result with the identity its resource imports by. Terraform 1.14 and
 // later only (OpenTofu has no query).
 func TestAccQuery(t *testing.T) {
-	if reason := cliUnderTest().queryUnsupported(); reason != "" {
-		t.Skip(reason)
-	}
-	e := accEnv(t, env.TwoShards)
+	e := queryEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	depctrl, compute, network := servedTopology(ctx, t, e)
@@ -106,10 +103,7 @@ list "depctrl_shard" "all" {
 // -generate-config-out writes import blocks and configuration for them,
 // and the plan of that configuration imports them and changes nothing.
 func TestAccQueryGenerateConfig(t *testing.T) {
-	if reason := cliUnderTest().queryUnsupported(); reason != "" {
-		t.Skip(reason)
-	}
-	e := accEnv(t, env.TwoShards)
+	e := queryEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	_, compute, network := servedTopology(ctx, t, e)
@@ -154,6 +148,16 @@ func TestAccQueryGenerateConfig(t *testing.T) {
 	if plan := run("plan", "-no-color", "-input=false"); !strings.Contains(plan, "Plan: 2 to import, 0 to add, 0 to change, 0 to destroy.") {
 		t.Errorf("the plan of the generated configuration is not two imports and nothing else:\n%s\ngenerated.tf:\n%s", plan, generated)
 	}
+}
+
+// queryEnv is the environment of a test of terraform query, two shards;
+// the test is skipped where the CLI under test has no query.
+func queryEnv(t *testing.T) *env.Env {
+	t.Helper()
+	if reason := cliUnderTest().queryUnsupported(); reason != "" {
+		t.Skip(reason)
+	}
+	return accEnv(t, env.TwoShards)
 }
 
 // applyHandMadeRule applies, without Terraform, the VM-needs-VPC rule
