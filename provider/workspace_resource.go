@@ -151,8 +151,7 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 	if !ok {
 		return
 	}
-	parent, name := plan.ParentPath.ValueString(), plan.Name.ValueString()
-	p := parent + ":" + name
+	parent, name, p := plan.location()
 
 	ws := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if t := plan.Type.ValueString(); t != "" {
@@ -247,8 +246,7 @@ func (r *workspaceResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if !ok {
 		return
 	}
-	parent, name := state.ParentPath.ValueString(), state.Name.ValueString()
-	p := parent + ":" + name
+	parent, name, p := state.location()
 	ws, err := kcp.Cluster(logicalcluster.NewPath(parent)).TenancyV1alpha1().Workspaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || workspaceGone(ctx, r.conn, p, err) {
 		tflog.Warn(ctx, "workspace is gone; it will be planned for creation", map[string]interface{}{"path": p})
@@ -285,8 +283,7 @@ func (r *workspaceResource) Delete(ctx context.Context, req resource.DeleteReque
 	if !ok {
 		return
 	}
-	parent, name := state.ParentPath.ValueString(), state.Name.ValueString()
-	p := parent + ":" + name
+	parent, name, p := state.location()
 	workspaces := kcp.Cluster(logicalcluster.NewPath(parent)).TenancyV1alpha1().Workspaces()
 	tflog.Info(ctx, "deleting workspace", map[string]interface{}{"path": p})
 	err := workspaces.Delete(ctx, name, metav1.DeleteOptions{})
@@ -352,6 +349,13 @@ func (r *workspaceResource) setFromWorkspace(m *workspaceResourceModel, info *wo
 	} else if m.ShardSelector.IsUnknown() {
 		m.ShardSelector = types.MapNull(types.StringType)
 	}
+}
+
+// location is where m's workspace is: the parent's path, the name, and
+// the workspace's own path.
+func (m *workspaceResourceModel) location() (parent, name, path string) {
+	parent, name = m.ParentPath.ValueString(), m.Name.ValueString()
+	return parent, name, parent + ":" + name
 }
 
 func (m *workspaceResourceModel) setUnknownComputedToNull() {
