@@ -222,7 +222,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	var removeErr, indexErr error
 	var installs sync.WaitGroup
 	installs.Go(func() { installErrs, removeErr = s.installWebhooks(ctx, plan, bindings, settings, configObjs) })
-	installs.Go(func() { indexes, indexErr = s.syncIndexes(ctx, plan, bindings, settings, indexObjs, indexListErr == nil) })
+	installs.Go(func() {
+		indexes, indexErr = s.syncIndexes(ctx, plan, bindings, settings, indexObjs, indexListErr == nil)
+	})
 	installs.Wait()
 	now := time.Now()
 	err = indexErr
