@@ -221,9 +221,14 @@ func TestBenchmark(t *testing.T) {
 			if r == 1 {
 				settled.rows = append(settled.rows, bd.settledTrials(ctx, t, n))
 			}
+			registered := metricValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_rules_registered")
 			for i := 1; i < r; i++ {
 				top.deleteRule(ctx, t, top.Compute, fmt.Sprintf("bench-%d", i))
 			}
+			// The stamp the re-index waits for is the one of the rules that
+			// remain: until the webhook has let go of every deleted rule, a
+			// write may be stamped for a set of rules on the way there.
+			waitRegistered(ctx, t, rt.WebhookMetricsURL, registered, r-1)
 			switch {
 			case r > 1 && n == benchSizes[len(benchSizes)-1]:
 				selfReindex(n)
@@ -555,4 +560,19 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	t.Logf("lookup among %d dependents: pages of %d %s, one response %s, pages of %d %s (p50)", r.dependents,
 		decision.DefaultPageSize, r.defaultPages.pct(.5), r.oneResponse.pct(.5), pagedSize, r.paged.pct(.5))
 	return r
+}
+
+// waitRegistered waits until the webhook's registry holds removed rules
+// fewer than before (the value of depctrl_webhook_rules_registered then).
+func waitRegistered(ctx context.Context, t *testing.T, metricsURL, before string, removed int) {
+	t.Helper()
+	n, err := strconv.Atoi(before)
+	check.Must(t, err)
+	want := strconv.Itoa(n - removed)
+	check.Eventually(ctx, t, time.Minute, "the webhook to hold "+want+" rules", func() error {
+		if got := metricValue(ctx, t, metricsURL, "depctrl_webhook_rules_registered"); got != want {
+			return fmt.Errorf("it holds %s", got)
+		}
+		return nil
+	})
 }
