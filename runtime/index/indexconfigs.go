@@ -34,16 +34,6 @@ type Configurations struct {
 	watched map[string]bool
 }
 
-// ListShard reads the reference index configurations of one shard, for
-// Apply.
-func (c *Configurations) ListShard(ctx context.Context, vw *virtualworkspace.VirtualWorkspaces, url string) ([]virtualworkspace.Object, error) {
-	objs, err := vw.ListShard(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
-	if err != nil {
-		return nil, fmt.Errorf("reading the reference index configurations: %w", err)
-	}
-	return objs, nil
-}
-
 // Apply records the configurations one shard's read returned, except those
 // a watch event decided meanwhile: until a shard is read, no epoch of a
 // rule there is trusted.

@@ -123,8 +123,7 @@ func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schem
 	opts := metav1.ListOptions{Limit: 500}
 	for {
 		list, err := c.Resource(gvr).List(ctx, opts)
-		if apierrors.IsNotFound(err) && (gvr == WebhookConfigurationsGVR || gvr == MutatingWebhookConfigurationsGVR) {
-			// No workspace on this shard accepted the claim yet.
+		if notServedYet(gvr, err) {
 			return out, nil
 		}
 		if err != nil {
@@ -139,4 +138,12 @@ func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schem
 		}
 		opts.Continue = list.GetContinue()
 	}
+}
+
+// notServedYet reports whether err, from a list of gvr across one virtual
+// workspace, means that the shard has no object of it: a resource the export
+// only claims is served there once some workspace on that shard accepted the
+// claim, and answers 404 until then.
+func notServedYet(gvr schema.GroupVersionResource, err error) bool {
+	return apierrors.IsNotFound(err) && (gvr == WebhookConfigurationsGVR || gvr == MutatingWebhookConfigurationsGVR)
 }

@@ -22,7 +22,10 @@ import (
 // second).
 //
 // Its view is never partial: List fails until the watch of every URL it is
-// given has delivered its initial list. It may lag the servers by the time a
+// given has delivered its initial list. A resource the export only claims,
+// on a shard where no workspace accepted the claim yet, is listed as none
+// (as ListShard does); once served, the informer's next list (within 30 s)
+// brings what is there. It may lag the servers by the time a
 // watch event takes to arrive; Changed and Each are called once an event is
 // in the view, so a run started from them sees the change. A watch that
 // cannot list yet retries on its own. Objects are kept per logical cluster
@@ -149,7 +152,14 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 	res := c.Resource(w.GVR)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return res.List(ctx, opts)
+			l, err := res.List(ctx, opts)
+			if notServedYet(w.GVR, err) {
+				// The shard has none: the view is empty, not missing. The
+				// watch that follows fails the same way, and the informer
+				// lists again (backing off up to 30 s) until it is served.
+				return &unstructured.UnstructuredList{}, nil
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return res.Watch(ctx, opts)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -111,4 +112,27 @@ func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtu
 		defer mu.Unlock()
 		return maps.Clone(counts)
 	}
+}
+
+// TestFollowerClaimNotServedYet: on a shard where no workspace accepted the
+// export's claim on index configurations, the virtual workspace answers 404
+// for them; the watch's view is then empty, not missing, so the start-up
+// read that comes from it (RuleSync.IndexShard) completes instead of
+// holding the webhook unready.
+func TestFollowerClaimNotServedYet(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeShards(t, "shard-a") // serves rules only: 404 for anything else
+	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: runtime.NewScheme(), Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
+	watch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
+		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
+		func(context.Context, client.Client, string, string) error { return nil })
+	go func() { _ = follower.Start(ctx) }()
+	check.Eventually(ctx, t, 10*time.Second, "the index configurations of a shard that does not serve them yet to read as none", func() error {
+		objs, err := watch.ListShard(ctx, f.srv.URL+"/shard-a")
+		if err == nil && len(objs) != 0 {
+			return fmt.Errorf("read %d", len(objs))
+		}
+		return err
+	})
 }

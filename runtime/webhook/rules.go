@@ -55,6 +55,12 @@ type RuleSync struct {
 	// rule deleted before the read is never registered from it; the
 	// default lists them.
 	Shard func(ctx context.Context, url string) ([]virtualworkspace.Object, error)
+	// IndexShard reads the reference index configurations of one shard, as
+	// Shard the rules: from the watch whose events reach
+	// IndexConfigs.Observe, so that one deleted before the read is never
+	// recorded from it (and trusted until its next event); the default
+	// lists them.
+	IndexShard func(ctx context.Context, url string) ([]virtualworkspace.Object, error)
 	// PartialReadyAfter is how long after Start a pod that has read the
 	// rules of some shards but not all reports ready; negative: never.
 	// Until then a pod whose peers may know every rule leaves the traffic
@@ -212,7 +218,7 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 		objs, err := s.readShard(ctx, url)
 		var configs []virtualworkspace.Object
 		if err == nil && s.IndexConfigs != nil {
-			configs, err = s.IndexConfigs.ListShard(ctx, s.VW, url)
+			configs, err = s.readIndexShard(ctx, url)
 		}
 		if err != nil {
 			s.mu.Lock()
@@ -250,6 +256,22 @@ func (s *RuleSync) readShard(ctx context.Context, url string) ([]virtualworkspac
 		return s.Shard(ctx, url)
 	}
 	return s.VW.ListShard(ctx, url, v1alpha1.GroupVersionResource)
+}
+
+// readIndexShard reads the reference index configurations of the shard at
+// url.
+func (s *RuleSync) readIndexShard(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
+	read := s.IndexShard
+	if read == nil {
+		read = func(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
+			return s.VW.ListShard(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
+		}
+	}
+	objs, err := read(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("reading the reference index configurations: %w", err)
+	}
+	return objs, nil
 }
 
 // register records the rules read from the shard at url and removes those

@@ -121,12 +121,14 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	rules.PartialReadyAfter = o.PartialReadyAfter
 	published := &settle.PublishedStamps{}
 	follower := &Follower{VW: vw, Scheme: scheme, Log: log.WithName("follow")}
-	// The rules are read, at start and after, from the same watches: a
-	// rule deleted before a watch's initial list is in neither.
+	// The rules and the index configurations are read, at start and after,
+	// from the same watches: one deleted before a watch's initial list is
+	// in neither.
 	ruleWatch := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"), rules.Observe)
 	rules.Shard = ruleWatch.ListShard
-	follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
+	indexWatch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
 		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), indexConfigs.Observe)
+	rules.IndexShard = indexWatch.ListShard
 	follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR,
 		admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), published.Observe)
 	if err := mgr.Add(follower); err != nil {
