@@ -54,10 +54,12 @@ type Syncer struct {
 	// rules is every rule, from watches; decoded keeps them decoded.
 	rules   *virtualworkspace.Watched
 	decoded decodedRules
-	// others watches what else a run reads (bindings, webhook
-	// configurations), only to start a run when it changes: a run lists
-	// them itself.
-	others []*virtualworkspace.Watched
+	// bindings, configs and indexes watch what else a run reads: the
+	// APIBindings of the export, and both kinds of webhook configuration.
+	// A run reads them from these views, as it reads the rules, and a
+	// change starts a run. A view may lag a run's own writes by an event;
+	// the writes retry against what the server holds (writeListed).
+	bindings, configs, indexes *virtualworkspace.Watched
 
 	// eventWriters bounds how many Events of status changes are written
 	// at once, behind the runs that started them, so that they leave the
@@ -82,9 +84,12 @@ func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, sett
 	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
 		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1), eventWriters: make(chan struct{}, 2)}
 	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
-	for _, gvr := range []schema.GroupVersionResource{virtualworkspace.APIBindingsGVR, virtualworkspace.WebhookConfigurationsGVR, virtualworkspace.MutatingWebhookConfigurationsGVR} {
-		s.others = append(s.others, &virtualworkspace.Watched{VW: vw, GVR: gvr, Changed: s.Trigger})
+	watch := func(gvr schema.GroupVersionResource) *virtualworkspace.Watched {
+		return &virtualworkspace.Watched{VW: vw, GVR: gvr, Changed: s.Trigger}
 	}
+	s.bindings = watch(virtualworkspace.APIBindingsGVR)
+	s.configs = watch(virtualworkspace.WebhookConfigurationsGVR)
+	s.indexes = watch(virtualworkspace.MutatingWebhookConfigurationsGVR)
 	return s
 }
 
@@ -104,8 +109,7 @@ func (s *Syncer) NeedLeaderElection() bool { return true }
 func (s *Syncer) Start(ctx context.Context) error {
 	// Start runs only on the elected replica (NeedLeaderElection).
 	s.leading.Store(true)
-	s.rules.Start(ctx)
-	for _, w := range s.others {
+	for _, w := range []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes} {
 		w.Start(ctx)
 	}
 	// A run follows the shards the endpoint slice names: a shard that gets
@@ -156,23 +160,15 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	if err != nil {
 		return phases, err
 	}
-	// These watches retry on their own until they can list (a workspace
-	// that accepts a claim later): never wait for them.
-	for _, w := range s.others {
-		if err := w.Follow(urls); err != nil {
-			return phases, err
-		}
-	}
 	s.decoded.keep(ruleObjs)
-	// The three lists do not depend on each other: read them at once.
+	// The three views do not depend on each other: read them at once (a
+	// new shard's initial lists are waited for together).
 	var bindingObjs, configObjs, indexObjs []virtualworkspace.Object
 	var bindingErr, configErr, indexListErr error
 	var reads sync.WaitGroup
-	reads.Go(func() { bindingObjs, bindingErr = s.VW.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR) })
-	reads.Go(func() { configObjs, configErr = s.VW.ListAll(ctx, urls, virtualworkspace.WebhookConfigurationsGVR) })
-	reads.Go(func() {
-		indexObjs, indexListErr = s.VW.ListAll(ctx, urls, virtualworkspace.MutatingWebhookConfigurationsGVR)
-	})
+	reads.Go(func() { bindingObjs, bindingErr = s.bindings.List(ctx, urls) })
+	reads.Go(func() { configObjs, configErr = s.configs.List(ctx, urls) })
+	reads.Go(func() { indexObjs, indexListErr = s.indexes.List(ctx, urls) })
 	reads.Wait()
 	if err := errors.Join(bindingErr, configErr); err != nil {
 		return phases, err
