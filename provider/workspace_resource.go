@@ -207,7 +207,13 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 	}
 
 	var got *tenancyv1alpha1.Workspace
-	err = waitUntil(ctx, timeout, fmt.Sprintf("workspace %q to become Ready", p), func(ctx context.Context) (bool, string, error) {
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var changed <-chan struct{}
+	if dyn, err := r.conn.Dynamic(parent); err == nil {
+		changed = wakeOnChange(watchCtx, dyn.Resource(tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")), name)
+	}
+	err = waitUntilWoken(ctx, timeout, fmt.Sprintf("workspace %q to become Ready", p), changed, func(ctx context.Context) (bool, string, error) {
 		w, err := workspaces.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
