@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// updateGolden rewrites the golden files instead of comparing with them;
+// so does DEPCTRL_UPDATE_GOLDEN=1.
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const benchmarkPageGolden = "testdata/benchmarks.golden.md"
+
+// spread is n latencies from base, step apart, in reverse order so that
+// pct has to sort them.
+func spread(base, step time.Duration, n int) latencies {
+	l := make(latencies, n)
+	for i := range l {
+		l[i] = base + time.Duration(n-1-i)*step
+	}
+	return l
+}
+
+// syntheticBenchResults fills every field of benchResults with plausible,
+// distinct values, shaped as TestBenchmark fills them.
+func syntheticBenchResults() benchResults {
+	us := time.Microsecond
+	var rows []admissionRow
+	var settled []settledRow
+	var memByN []string
+	for i, n := range benchSizes {
+		for _, r := range benchRules {
+			d := time.Duration(n) * us
+			k := time.Duration(i*10+r) * 10 * us
+			rows = append(rows, admissionRow{
+				n: n, rules: r,
+				floor:             spread(4100*us+d/20+k, 37*us, benchTrials),
+				allowed:           spread(6300*us+d/3+k, 53*us, benchTrials),
+				allowedBackToBack: spread(52*time.Millisecond+d/3+k, 211*us, benchTrials),
+				denied:            spread(7900*us+d+k, 61*us, benchTrials),
+				listed:            spread(5*time.Millisecond+8*d+k, 97*us, benchTrials),
+				inWebhook:         2700*us + d/7 + k,
+				examined:          float64(r-1) * 0.4,
+			})
+		}
+		d := time.Duration(n) * us
+		settled = append(settled, settledRow{
+			n:            n,
+			floor:        spread(4200*us+d/50, 31*us, benchTrials),
+			floorAgain:   spread(3900*us+d/50, 29*us, benchTrials),
+			settled:      spread(4300*us+d/40, 33*us, benchTrials),
+			settledAgain: spread(4100*us+d/40, 27*us, benchTrials),
+			young:        spread(6800*us+d/3, 47*us, benchTrials),
+			youngAgain:   spread(51*time.Millisecond+d/3, 190*us, benchTrials),
+			oldest:       2300*time.Millisecond + time.Duration(i)*170*time.Millisecond,
+		})
+		memByN = append(memByN, []string{"31 MiB", "33 MiB", "38 MiB", "47 MiB"}[i])
+	}
+	return benchResults{
+		rows: rows,
+		settled: settleResults{
+			rows: settled,
+			teardown: teardownResult{
+				floor: 4310 * time.Millisecond, settled: 4780 * time.Millisecond, young: 9120 * time.Millisecond,
+				floorNamespace: 6400 * time.Millisecond, namespace: 6150 * time.Millisecond,
+			},
+			writes: writeResult{
+				noRule:   spread(4400*us, 41*us, writeTrials),
+				recorded: spread(9700*us, 83*us, writeTrials),
+				first:    spread(11200*us, 97*us, writeTrials),
+				later:    spread(5600*us, 44*us, writeTrials),
+			},
+		},
+		fresh: freshnessResult{
+			afterWrite:        spread(101*time.Millisecond, 430*us, benchTrials),
+			afterWriteSettled: spread(3600*us, 71*us, benchTrials),
+			quiet:             spread(2100*us, 23*us, benchTrials),
+			cached:            spread(1700*us, 19*us, benchTrials),
+			shardSettled:      spread(2500*us, 59*us, benchTrials),
+			shardCached:       spread(900*us, 13*us, benchTrials),
+		},
+		paging: pagingResult{
+			dependents:   10001,
+			defaultPages: spread(412*time.Millisecond, 3100*us, 10),
+			oneResponse:  spread(365*time.Millisecond, 2900*us, 10),
+			paged:        spread(398*time.Millisecond, 3300*us, 10),
+		},
+		idx: indexingResult{
+			created: 10000, createTook: 41730 * time.Millisecond,
+			sum: 13.7, count: 11250,
+			reindexed: 1000, reindexTook: 4600 * time.Millisecond,
+			selfReindexed: 10000, selfReindexTook: 37400 * time.Millisecond,
+		},
+		conv: convergenceResult{
+			create: spread(820*time.Millisecond, 17*time.Millisecond, 10),
+			edit:   spread(310*time.Millisecond, 9*time.Millisecond, 10),
+			remove: spread(290*time.Millisecond, 11*time.Millisecond, 10),
+		},
+		convMany: convergenceResult{
+			create: spread(1900*time.Millisecond, 43*time.Millisecond, 10),
+			edit:   spread(330*time.Millisecond, 12*time.Millisecond, 10),
+			remove: spread(305*time.Millisecond, 14*time.Millisecond, 10),
+		},
+		many: manyRulesResult{
+			dependents: 10001, first: 2870 * time.Millisecond, firstRead: 10001, reindexTook: 38200 * time.Millisecond,
+			floor:     spread(4500*us, 39*us, benchTrials),
+			allowed:   spread(11900*us, 87*us, benchTrials),
+			denied:    spread(9300*us, 73*us, benchTrials),
+			inWebhook: 6100 * us, examined: 0.2,
+		},
+		ready:      3270 * time.Millisecond,
+		allReady:   113400 * time.Millisecond,
+		registered: "1001",
+		mem:        map[string]string{"controller": "96 MiB", "webhook": "52 MiB", "webhook-restarted": "58 MiB", "webhook-many": "121 MiB"},
+		memByN:     memByN,
+		tf: terraformScale{
+			applyBase: 24300 * time.Millisecond, applyRules: 48700 * time.Millisecond,
+			plan: 7900 * time.Millisecond, destroy: 31200 * time.Millisecond,
+			baseResources: 47, ruleResources: 100, shards: 2,
+		},
+	}
+}
+
+// TestBenchmarkPage renders the benchmarks page from synthetic results and
+// compares it with its golden file, so that changes to how the page is
+// written show in review. It needs no environment. Update the golden with
+// go test -run TestBenchmarkPage ./test/e2e/ -update.
+func TestBenchmarkPage(t *testing.T) {
+	run := benchRun{cpus: 16, goos: "linux", goarch: "amd64", date: time.Date(2026, 3, 14, 23, 30, 0, 0, time.FixedZone("UTC-2", -2*60*60))}
+	got := renderBenchmarkPage(syntheticBenchResults(), run)
+	if *updateGolden || os.Getenv("DEPCTRL_UPDATE_GOLDEN") == "1" {
+		if err := os.MkdirAll(filepath.Dir(benchmarkPageGolden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(benchmarkPageGolden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", benchmarkPageGolden)
+		return
+	}
+	want, err := os.ReadFile(benchmarkPageGolden)
+	if err != nil {
+		t.Fatalf("%v (write it with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("the page differs from %s (rewrite it with -update if the change is intended):\n%s", benchmarkPageGolden, firstDifference(string(want), got))
+	}
+}
+
+// firstDifference shows the first line where got differs from want.
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("line %d:\nwant: %s\ngot:  %s", i+1, w[i], g[i])
+		}
+	}
+	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
+}
