@@ -1,6 +1,12 @@
 package controller
 
-import "sync"
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
 
 // writers is how many writes a run has in flight at once. Writes to
 // different logical clusters (webhook configurations, index
@@ -26,4 +32,29 @@ func concurrently(n int, fn func(i int)) {
 	}
 	close(work)
 	wg.Wait()
+}
+
+// configJob is what a run does about one kind of webhook configuration in
+// one logical cluster: ensure it covers gvrs, or, when stale is set, remove
+// stale, ours as the run read it.
+type configJob struct {
+	cluster string
+	gvrs    []schema.GroupVersionResource
+	stale   *virtualworkspace.Object
+}
+
+// configJobs returns the jobs of one kind of configuration: one for each
+// cluster in want, and one for each configuration called name in existing
+// whose cluster want leaves out.
+func configJobs(want map[string][]schema.GroupVersionResource, existing []virtualworkspace.Object, name string) []configJob {
+	jobs := make([]configJob, 0, len(want))
+	for cluster, gvrs := range want {
+		jobs = append(jobs, configJob{cluster: cluster, gvrs: gvrs})
+	}
+	for i, o := range existing {
+		if _, wanted := want[o.Cluster]; !wanted && o.Obj.GetName() == name {
+			jobs = append(jobs, configJob{cluster: o.Cluster, stale: &existing[i]})
+		}
+	}
+	return jobs
 }

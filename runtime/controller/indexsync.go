@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -56,21 +55,7 @@ func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[strin
 	if listed {
 		current = byCluster(existing, settings.ConfigurationName)
 	}
-	// One job per configuration to ensure (stale nil) or remove.
-	type job struct {
-		cluster string
-		gvrs    []schema.GroupVersionResource
-		stale   *virtualworkspace.Object
-	}
-	var jobs []job
-	for cluster, gvrs := range plan.Indexes {
-		jobs = append(jobs, job{cluster: cluster, gvrs: gvrs})
-	}
-	for i, o := range existing {
-		if _, wanted := plan.Indexes[o.Cluster]; !wanted && o.Obj.GetName() == settings.ConfigurationName {
-			jobs = append(jobs, job{cluster: o.Cluster, stale: &existing[i]})
-		}
-	}
+	jobs := configJobs(plan.Indexes, existing, settings.ConfigurationName)
 	uids := make([]string, len(jobs))
 	errs := make([]error, len(jobs))
 	concurrently(len(jobs), func(i int) {

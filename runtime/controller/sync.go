@@ -265,20 +265,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 // those to remove.
 func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, configObjs []virtualworkspace.Object) (map[string]error, error) {
 	configs := byCluster(configObjs, settings.ConfigurationName)
-	type job struct {
-		cluster string
-		gvrs    []schema.GroupVersionResource
-		stale   *virtualworkspace.Object
-	}
-	var jobs []job
-	for cluster, gvrs := range plan.Webhooks {
-		jobs = append(jobs, job{cluster: cluster, gvrs: gvrs})
-	}
-	for i, o := range configObjs {
-		if _, wanted := plan.Webhooks[o.Cluster]; !wanted && o.Obj.GetName() == settings.ConfigurationName {
-			jobs = append(jobs, job{cluster: o.Cluster, stale: &configObjs[i]})
-		}
-	}
+	jobs := configJobs(plan.Webhooks, configObjs, settings.ConfigurationName)
 	errs := make([]error, len(jobs))
 	var mu sync.Mutex
 	concurrently(len(jobs), func(i int) {
