@@ -145,7 +145,7 @@ func changedConditions(before, after *v1alpha1.DependencyRuleStatus) []string {
 	var out []string
 	for _, c := range after.Conditions {
 		b := meta.FindStatusCondition(before.Conditions, c.Type)
-		if b == nil || b.Status != c.Status || b.Reason != c.Reason || b.Message != c.Message || b.ObservedGeneration != c.ObservedGeneration {
+		if b == nil || !conditionEqual(*b, c) {
 			out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
 		}
 	}
@@ -208,11 +208,17 @@ func statusEqual(a, b *v1alpha1.DependencyRuleStatus) bool {
 	}
 	for _, ca := range a.Conditions {
 		cb := meta.FindStatusCondition(b.Conditions, ca.Type)
-		if cb == nil || cb.Status != ca.Status || cb.Reason != ca.Reason || cb.Message != ca.Message || cb.ObservedGeneration != ca.ObservedGeneration {
+		if cb == nil || !conditionEqual(*cb, ca) {
 			return false
 		}
 	}
 	return true
+}
+
+// conditionEqual reports whether two conditions say the same: their
+// transition times aside, which a rewrite of an unchanged condition keeps.
+func conditionEqual(a, b metav1.Condition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
 }
 
 func ptrUID(u *unstructured.Unstructured) *types.UID {
