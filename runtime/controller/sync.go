@@ -223,10 +223,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	})
 	installs.Wait()
 	now := time.Now()
-	err = indexErr
-	errs := []error{removeErr, err, indexListErr}
+	errs := []error{removeErr, indexErr, indexListErr}
 	phases.done(phaseInstall)
-	if len(installErrs) == 0 && err == nil {
+	if len(installErrs) == 0 && indexErr == nil {
 		// Every configuration the rules want is in place: what readiness
 		// means (ReadyCheck). Failures to read exports or write statuses
 		// do not change that.
