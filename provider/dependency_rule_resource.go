@@ -396,9 +396,8 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 	var last *v1alpha1.DependencyRule
 	// The controller and the webhook report through the rule's status:
 	// check it on each change, not only at each poll.
-	watchCtx, stopWatch := context.WithCancel(ctx)
+	changed, stopWatch := wakeOnChange(ctx, client.Resource(v1alpha1.GroupVersionResource), rule.Name)
 	defer stopWatch()
-	changed := wakeOnChange(watchCtx, client.Resource(v1alpha1.GroupVersionResource), rule.Name)
 	err := waitUntilWoken(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
 		got, err := r.read(ctx, client, m)
 		if err != nil || got == nil {

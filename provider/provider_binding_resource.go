@@ -234,9 +234,8 @@ func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingM
 		diags.Append(explainIn(ctx, r.conn, ws, fmt.Sprintf("binding %s in %s", ref, ws), err))
 		return
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
+	changed, stopWatch := wakeOnChange(ctx, client.Resource(apiBindingsGVR), b.Name)
 	defer stopWatch()
-	changed := wakeOnChange(watchCtx, client.Resource(apiBindingsGVR), b.Name)
 	err = waitUntilWoken(ctx, timeout, fmt.Sprintf("APIBinding %q in %s to be Bound", b.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
 		found, state, err := r.read(ctx, client, m)
 		if err != nil || !found {

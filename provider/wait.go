@@ -71,14 +71,16 @@ func waitUntilWoken(ctx context.Context, timeout time.Duration, what string, wak
 }
 
 // wakeOnChange watches the object called name through res and delivers on
-// the returned channel after each change to it, until ctx ends. A watch
-// that cannot start or ends early only leaves the waiter to its polls, so
-// it returns nil (never delivers) rather than an error.
-func wakeOnChange(ctx context.Context, res dynamic.ResourceInterface, name string) <-chan struct{} {
+// the returned channel after each change to it, until stop is called (the
+// waiter defers it) or ctx ends. A watch that cannot start or ends early
+// only leaves the waiter to its polls, so it returns a nil channel (never
+// delivers) rather than an error.
+func wakeOnChange(ctx context.Context, res dynamic.ResourceInterface, name string) (changed <-chan struct{}, stop func()) {
+	ctx, stop = context.WithCancel(ctx)
 	w, err := res.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
 		tflog.Debug(ctx, "not watching while waiting; polling only", map[string]interface{}{"name": name, "error": err.Error()})
-		return nil
+		return nil, stop
 	}
 	wake := make(chan struct{}, 1)
 	go func() {
@@ -98,7 +100,7 @@ func wakeOnChange(ctx context.Context, res dynamic.ResourceInterface, name strin
 			}
 		}
 	}()
-	return wake
+	return wake, stop
 }
 
 // permanentError stops waitUntil at once.

@@ -71,7 +71,8 @@ func TestWakeOnChange(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wake := wakeOnChange(ctx, client.Resource(gvr), "a")
+	wake, stop := wakeOnChange(ctx, client.Resource(gvr), "a")
+	defer stop()
 	if wake == nil {
 		t.Fatal("no watch")
 	}

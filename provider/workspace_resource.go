@@ -207,11 +207,11 @@ func (r *workspaceResource) Create(ctx context.Context, req resource.CreateReque
 	}
 
 	var got *tenancyv1alpha1.Workspace
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	var changed <-chan struct{}
 	if dyn, err := r.conn.Dynamic(parent); err == nil {
-		changed = wakeOnChange(watchCtx, dyn.Resource(tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")), name)
+		var stopWatch func()
+		changed, stopWatch = wakeOnChange(ctx, dyn.Resource(tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")), name)
+		defer stopWatch()
 	}
 	err = waitUntilWoken(ctx, timeout, fmt.Sprintf("workspace %q to become Ready", p), changed, func(ctx context.Context) (bool, string, error) {
 		w, err := workspaces.Get(ctx, name, metav1.GetOptions{})
