@@ -36,6 +36,9 @@ type Connection struct {
 	// many rules names the same few exports, and each read of an export
 	// reads every schema it serves.
 	exports controller.ExportCache
+
+	// shards are the provider block's shard_credentials, by Shard name.
+	shards map[string]shardCredentials
 }
 
 // errConfigUnknown is returned while the provider configuration depends on

@@ -117,7 +117,12 @@ func TestImportByIdentity(t *testing.T) {
 			identity:  map[string]any{"name": "shard-1", "grant_name": "g", "client_certificate_path": "c.crt", "client_key_path": "c.key"},
 			wantState: map[string]string{"grant_name": "g", "client_certificate_path": "c.crt", "client_key_path": "c.key", "kubeconfig_path": "-"},
 		},
-		{name: "shard without credentials", resource: NewShardResource(), identity: map[string]any{"name": "shard-1"}, err: "exactly one of kubeconfig_path and client_certificate_path"},
+		{
+			// The credentials come from the provider block's shard_credentials.
+			name: "shard without credentials", resource: NewShardResource(), identity: map[string]any{"name": "shard-1"},
+			wantState: map[string]string{"name": "shard-1", "grant_name": rbac.ShardReaderName, "kubeconfig_path": "-", "client_certificate_path": "-"},
+		},
+		{name: "shard with two kinds of credentials", resource: NewShardResource(), identity: map[string]any{"name": "s", "kubeconfig_path": "k", "client_certificate_path": "c", "client_key_path": "c.key"}, err: "at most one of kubeconfig_path and client_certificate_path"},
 		{name: "shard key without certificate", resource: NewShardResource(), identity: map[string]any{"name": "s", "kubeconfig_path": "k", "client_key_path": "c.key"}, err: "go together"},
 		{name: "shard context without kubeconfig", resource: NewShardResource(), identity: map[string]any{"name": "s", "client_certificate_path": "c", "client_key_path": "k", "context": "x"}, err: "context needs kubeconfig_path"},
 		{

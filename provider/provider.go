@@ -30,7 +30,8 @@ type depctrlProvider struct {
 
 type providerModel struct {
 	connectionModel
-	Kubernetes *connectionModel `tfsdk:"kubernetes"`
+	ShardCredentials types.Map        `tfsdk:"shard_credentials"`
+	Kubernetes       *connectionModel `tfsdk:"kubernetes"`
 }
 
 // connectionModel is the set of attributes that say how to reach a cluster:
@@ -58,7 +59,7 @@ func (p *depctrlProvider) Schema(_ context.Context, _ provider.SchemaRequest, re
 		MarkdownDescription: "The depctrl provider stands up a kcp topology that protects objects from being deleted while other objects still reference them. " +
 			"It connects to kcp through the front-proxy, with a kubeconfig or with `host` and credentials. " +
 			"It never falls back to `KUBECONFIG`, in-cluster configuration or localhost: when nothing points at kcp, it fails and says what to set.",
-		Attributes: connectionAttributes(kcpTarget, "the kcp front-proxy", "https://kcp.example.com:6443"),
+		Attributes: withShardCredentials(connectionAttributes(kcpTarget, "the kcp front-proxy", "https://kcp.example.com:6443")),
 		Blocks: map[string]schema.Block{
 			"kubernetes": schema.SingleNestedBlock{
 				MarkdownDescription: "The Kubernetes cluster `depctrl_runtime` deploys the runtime into (in a real installation, the cluster that hosts kcp). " +
@@ -134,7 +135,11 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 	if kube == nil {
 		kube = &connectionModel{}
 	}
-	if m.unknown() || kube.unknown() {
+	shards, shardsUnknown := m.shardCredentials(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.unknown() || kube.unknown() || shardsUnknown {
 		if req.ClientCapabilities.DeferralAllowed {
 			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
 			return
@@ -143,7 +148,7 @@ func (p *depctrlProvider) Configure(ctx context.Context, req provider.ConfigureR
 		resp.DataSourceData, resp.ResourceData, resp.ListResourceData = conn, conn, conn
 		return
 	}
-	conn := &Connection{version: p.version}
+	conn := &Connection{version: p.version, shards: shards}
 	conn.base, conn.err = m.restConfig(kcpTarget, p.version, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return

@@ -29,7 +29,8 @@ func NewShardListResource() list.ListResource { return &shardListResource{} }
 // shardListResource lists the shards, for `terraform query`: one
 // depctrl_shard per shard. What a result cannot know are the credentials
 // that reach the shard directly: the generated configuration needs them
-// filled in (kubeconfig_path or client_*_path) before the import.
+// filled in (kubeconfig_path or client_*_path) before the import, unless
+// the provider block's shard_credentials has them.
 type shardListResource struct{ connected }
 
 func (l *shardListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -41,7 +42,8 @@ func (l *shardListResource) ListResourceConfigSchema(_ context.Context, _ list.L
 		MarkdownDescription: "The shards of the kcp installation, from the Shard objects in `root`, sorted by name, each with its name " +
 			"(the identity, with the default `grant_name`) and `url`, the URL at which the shard itself serves. The credentials that reach a " +
 			"shard directly are not kcp's to list: add `kubeconfig_path` (or `client_*_path`) to each generated resource, and to its import " +
-			"identity, before importing.",
+			"identity, before importing, or give each shard's credentials in the provider block's `shard_credentials`, and the generated " +
+			"configuration imports as it is.",
 		Attributes: map[string]schema.Attribute{},
 	}
 }

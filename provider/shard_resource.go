@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -113,7 +114,10 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"(it records the reference on that object before the write is stored), each with a permission error. " +
 			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
-			"`client_certificate` and `client_key` put the key into state (marked sensitive); prefer the paths.",
+			"`client_certificate` and `client_key` put the key into state (marked sensitive); for an inline key, set none of these and give " +
+			"the key in the provider block's `shard_credentials` for this shard instead: the provider configuration is never stored in state " +
+			"and may come from ephemeral values. (A write-only attribute cannot serve here: the grant is read and destroyed with the same " +
+			"credentials, and Terraform passes write-only values to create and update only.)",
 		Attributes: map[string]schema.Attribute{
 			"id": importIDAttribute("The shard name, the import ID."),
 			"name": schema.StringAttribute{
@@ -222,7 +226,7 @@ func (r *shardResource) IdentitySchema(_ context.Context, _ resource.IdentitySch
 				OptionalForImport: true,
 				Description:       "The name of the ClusterRole and ClusterRoleBinding on the shard, `" + rbac.ShardReaderName + "` when not given.",
 			},
-			"kubeconfig_path":         importOnly("A kubeconfig with credentials for the shard, as `kubeconfig_path` in the configuration. Give it or `client_certificate_path`."),
+			"kubeconfig_path":         importOnly("A kubeconfig with credentials for the shard, as `kubeconfig_path` in the configuration. Give it or `client_certificate_path`, or neither to use the provider block's `shard_credentials`."),
 			"context":                 importOnly("The context of `kubeconfig_path` to use."),
 			"client_certificate_path": importOnly("A PEM client certificate file for the shard, with `client_key_path`, instead of `kubeconfig_path`."),
 			"client_key_path":         importOnly("The PEM private key file of `client_certificate_path`."),
@@ -234,7 +238,8 @@ func (r *shardResource) IdentitySchema(_ context.Context, _ resource.IdentitySch
 
 func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("kubeconfig_path"), path.MatchRoot("client_certificate_path"), path.MatchRoot("client_certificate")),
+		// None: the provider block's shard_credentials (checked at plan).
+		resourcevalidator.Conflicting(path.MatchRoot("kubeconfig_path"), path.MatchRoot("client_certificate_path"), path.MatchRoot("client_certificate")),
 		resourcevalidator.RequiredTogether(path.MatchRoot("client_certificate_path"), path.MatchRoot("client_key_path")),
 		resourcevalidator.Conflicting(path.MatchRoot("context"), path.MatchRoot("client_certificate_path")),
 		resourcevalidator.Conflicting(path.MatchRoot("context"), path.MatchRoot("client_certificate")),
@@ -293,49 +298,56 @@ func parseReadResources(ctx context.Context, l types.Set) ([]rbac.ReadResource, 
 	return out, nil
 }
 
+// credentials are the resource's own credential attributes, else the
+// provider block's shard_credentials entry for the shard.
+func (m *shardModel) credentials(conn *Connection) (shardCredentials, error) {
+	own := shardCredentials{
+		KubeconfigPath: m.KubeconfigPath.ValueString(), Context: m.Context.ValueString(),
+		CertPath: m.ClientCertificatePath.ValueString(), KeyPath: m.ClientKeyPath.ValueString(),
+		Cert: m.ClientCertificate.ValueString(), Key: m.ClientKey.ValueString(), CA: m.CACertificate.ValueString(),
+		from: "this depctrl_shard",
+	}
+	if !own.none() {
+		return own, nil
+	}
+	name := m.Name.ValueString()
+	if c, ok := conn.shards[name]; ok {
+		return c, nil
+	}
+	return shardCredentials{}, fmt.Errorf("no credentials for shard %q: set kubeconfig_path, client_certificate_path or client_certificate, "+
+		"or give the provider block shard_credentials = { %q = { ... } }", name, name)
+}
+
 // shardConfig builds a client configuration that talks to the shard itself,
 // scoped to system:admin. The URL comes from the url attribute, then the
 // kubeconfig's server.
-func (m *shardModel) shardConfig(ua string) (*rest.Config, error) {
-	var cfg *rest.Config
-	switch {
-	case m.KubeconfigPath.ValueString() != "":
-		p, err := expandHome(m.KubeconfigPath.ValueString())
-		if err != nil {
-			return nil, err
-		}
-		loaded, err := (ConnectionSettings{KubeconfigPath: p, Context: m.Context.ValueString()}).fromKubeconfig()
-		if err != nil {
-			return nil, fmt.Errorf("shard kubeconfig: %w", err)
-		}
-		cfg = loaded
-	default:
-		cert, key := []byte(m.ClientCertificate.ValueString()), []byte(m.ClientKey.ValueString())
-		if p := m.ClientCertificatePath.ValueString(); p != "" {
-			var err error
-			if cert, err = readFile(p); err != nil {
-				return nil, err
-			}
-			if key, err = readFile(m.ClientKeyPath.ValueString()); err != nil {
-				return nil, err
-			}
-		}
-		cfg = &rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: cert, KeyData: key, CAData: []byte(m.CACertificate.ValueString())}}
+func (m *shardModel) shardConfig(conn *Connection) (*rest.Config, error) {
+	creds, err := m.credentials(conn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := creds.restConfig()
+	if err != nil {
+		return nil, err
 	}
 	if u := m.URL.ValueString(); u != "" {
 		cfg.Host = u
 	}
 	if cfg.Host == "" {
-		return nil, fmt.Errorf("no shard URL: set url")
+		return nil, errNoShardURL
 	}
 	base, err := stripClustersPath(cfg.Host)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Host = base + "/clusters/" + systemAdminCluster
-	cfg.UserAgent = ua
+	cfg.UserAgent = conn.userAgent()
 	return cfg, nil
 }
+
+// errNoShardURL: neither url nor a kubeconfig's server says where the shard
+// is; create and import fall back to the Shard object's base URL.
+var errNoShardURL = errors.New("no shard URL: set url")
 
 func readFile(p string) ([]byte, error) {
 	p, err := expandHome(p)
@@ -356,6 +368,13 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	plan, ok := getModel[shardModel](ctx, req.Plan, &resp.Diagnostics)
 	if !ok {
 		return
+	}
+	ownUnknown := anyUnknown(plan.Name, plan.KubeconfigPath, plan.ClientCertificatePath, plan.ClientCertificate)
+	if r.conn != nil && r.conn.err == nil && !ownUnknown {
+		if _, err := plan.credentials(r.conn); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "No shard credentials", err.Error())
+			return
+		}
 	}
 	for _, e := range append(plan.ReadResources.Elements(), plan.ProtectedResources.Elements()...) {
 		if e.IsUnknown() {
@@ -401,7 +420,7 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client, _, err := plan.client(r.conn.userAgent())
+	client, _, err := plan.client(r.conn)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
@@ -414,8 +433,8 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	setIdentity(ctx, resp.Identity, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
 }
 
-func (m *shardModel) client(ua string) (dynamic.Interface, *rest.Config, error) {
-	cfg, err := m.shardConfig(ua)
+func (m *shardModel) client(conn *Connection) (dynamic.Interface, *rest.Config, error) {
+	cfg, err := m.shardConfig(conn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -458,11 +477,11 @@ func (r *shardResource) verify(ctx context.Context, m *shardModel, diags *diagno
 	if m.URL.IsUnknown() || m.URL.ValueString() == "" {
 		m.URL = types.StringNull()
 	}
-	client, cfg, err := m.client(r.conn.userAgent())
-	if err != nil && m.URL.IsNull() {
+	client, cfg, err := m.client(r.conn)
+	if errors.Is(err, errNoShardURL) && m.URL.IsNull() {
 		// Neither url nor a kubeconfig server: use what kcp records.
 		m.URL = types.StringValue(baseURL)
-		client, cfg, err = m.client(r.conn.userAgent())
+		client, cfg, err = m.client(r.conn)
 	}
 	if err != nil {
 		diags.AddError("Invalid shard credentials", err.Error())
@@ -514,13 +533,13 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if state.URL.IsNull() {
 		// Imported: the kubeconfig's server, else what kcp records, as
 		// create does.
-		if cfg, err := state.shardConfig(r.conn.userAgent()); err == nil {
+		if cfg, err := state.shardConfig(r.conn); err == nil {
 			state.URL = types.StringValue(stripSystemAdmin(cfg.Host))
 		} else if state.BaseURL.ValueString() != "" {
 			state.URL = state.BaseURL
 		}
 	}
-	client, _, err := state.client(r.conn.userAgent())
+	client, _, err := state.client(r.conn)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
@@ -629,7 +648,7 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if !ok {
 		return
 	}
-	client, _, err := state.client(r.conn.userAgent())
+	client, _, err := state.client(r.conn)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid shard credentials", err.Error())
 		return
@@ -644,10 +663,12 @@ func (r *shardResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 // ImportState takes the shard name and where its credentials are, since
 // import cannot see the resource's configuration:
 // <name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>] or
-// <name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>].
+// <name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>],
+// or only <name>[/<grant name>][,url=<url>] when the provider block's
+// shard_credentials has the shard.
 // The identity says the same in its attributes (shardIdentity). Read then
 // finds the grant's subjects and types on the shard. Inline credentials
-// cannot be imported; apply adopts an existing grant instead.
+// are not in an ID (the provider block's shard_credentials serve instead); apply adopts an existing grant too.
 func (r *shardResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	var id shardImportID
 	var err error
@@ -694,29 +715,30 @@ type shardImportID struct {
 }
 
 func parseShardImportID(s string) (shardImportID, error) {
-	bad := fmt.Errorf("%q is not <shard name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>] or "+
-		"<shard name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>]", s)
+	bad := fmt.Errorf("%q is not <shard name>[/<grant name>],<kubeconfig path>[,context=<context>][,url=<url>], "+
+		"<shard name>[/<grant name>],<client certificate path>,<client key path>[,ca=<CA file>][,url=<url>], "+
+		"or <shard name>[/<grant name>][,url=<url>] with the shard's credentials in the provider block's shard_credentials", s)
 	parts := strings.Split(s, ",")
-	if len(parts) < 2 {
-		return shardImportID{}, bad
-	}
 	var id shardImportID
 	var named bool
 	id.name, id.grant, named = strings.Cut(parts[0], "/")
-	if !validObjectName(id.name) || (named && id.grant == "") || parts[1] == "" {
+	if !validObjectName(id.name) || (named && id.grant == "") || (len(parts) > 1 && parts[1] == "") {
 		return shardImportID{}, bad
 	}
 	if !named {
 		id.grant = rbac.ShardReaderName
 	}
-	rest := parts[2:]
 	option := func(p string) bool {
 		return strings.HasPrefix(p, "context=") || strings.HasPrefix(p, "ca=") || strings.HasPrefix(p, "url=")
 	}
-	if len(rest) > 0 && !option(rest[0]) {
-		id.cert, id.key, rest = parts[1], rest[0], rest[1:]
-	} else {
-		id.kubeconfig = parts[1]
+	rest := parts[1:]
+	switch {
+	case len(rest) == 0 || option(rest[0]):
+		// The provider block's shard_credentials.
+	case len(rest) > 1 && !option(rest[1]):
+		id.cert, id.key, rest = rest[0], rest[1], rest[2:]
+	default:
+		id.kubeconfig, rest = rest[0], rest[1:]
 	}
 	for _, p := range rest {
 		key, value, _ := strings.Cut(p, "=")
@@ -752,9 +774,10 @@ func shardImportIDFromIdentity(ident shardIdentity) (shardImportID, error) {
 	switch {
 	case !validObjectName(id.name):
 		return id, fmt.Errorf("name %q is not a Shard name such as shard-1", id.name)
-	case (id.kubeconfig == "") == (id.cert == ""):
-		return id, fmt.Errorf("give exactly one of kubeconfig_path and client_certificate_path: importing shard %q reads its grant on the shard, "+
-			"with the credentials they name (an identity cannot carry inline credentials)", id.name)
+	case id.kubeconfig != "" && id.cert != "":
+		return id, fmt.Errorf("give at most one of kubeconfig_path and client_certificate_path: importing shard %q reads its grant on the shard, "+
+			"with the credentials they name, or with the provider block's shard_credentials for the shard when neither is given "+
+			"(an identity cannot carry inline credentials)", id.name)
 	case (id.cert == "") != (id.key == ""):
 		return id, fmt.Errorf("client_certificate_path and client_key_path go together")
 	case id.context != "" && id.kubeconfig == "":

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	fwtypes "github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -295,7 +296,32 @@ resource "depctrl_shard" "test" {
   webhook_users = ["w"]
 }
 `,
-			want: `Missing Attribute Configuration[\s\S]*kubeconfig_path,client_certificate_path,client_certificate`,
+			want: `No shard credentials[\s\S]*no credentials for shard "shard-1"[\s\S]*shard_credentials`,
+		},
+		{
+			name: "provider credentials for another shard only",
+			config: providerWithShardCredentials(e, `    root = { kubeconfig_path = "/tmp/root.kubeconfig" }`) + `
+resource "depctrl_shard" "test" {
+  name          = "shard-1"
+  webhook_users = ["w"]
+}
+`,
+			want: `No shard credentials[\s\S]*no credentials for shard "shard-1"`,
+		},
+		{
+			name:   "provider credentials that authenticate nothing",
+			config: providerWithShardCredentials(e, `    shard-1 = { cluster_ca_certificate = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
+			want:   `No shard credentials[\s\S]*shard_credentials\["shard-1"\] sets nothing that authenticates`,
+		},
+		{
+			name:   "provider credentials with a certificate but no key",
+			config: providerWithShardCredentials(e, `    shard-1 = { client_certificate = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
+			want:   `(?s)shard_credentials\["shard-1"\].client_key.*must be specified`,
+		},
+		{
+			name:   "provider credentials under a name no shard can have",
+			config: providerWithShardCredentials(e, `    Shard_1 = { token = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
+			want:   `(?s)shard_credentials.*must be a Shard object name`,
 		},
 		{
 			name: "certificate without key",
@@ -389,7 +415,12 @@ func TestParseShardImportID(t *testing.T) {
 		{id: "shard-1,a.kubeconfig,context=admin,url=https://s:6443", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName, kubeconfig: "a.kubeconfig", context: "admin", url: "https://s:6443"}},
 		{id: "shard-1,a.kubeconfig,url=a,url=b"},
 		{id: "shard-1,a.crt,a.key,context=x"},
-		{id: "shard-1"},
+		// The provider block's shard_credentials.
+		{id: "shard-1", ok: true, want: shardImportID{name: "shard-1", grant: rbac.ShardReaderName}},
+		{id: "shard-1/g:r,url=https://s:6443", ok: true, want: shardImportID{name: "shard-1", grant: "g:r", url: "https://s:6443"}},
+		{id: "shard-1,context=x"},
+		{id: "shard-1,ca=x"},
+		{id: "shard-1,"},
 		{id: "shard-1/,a.kubeconfig"},
 		{id: "Shard,a.kubeconfig"},
 		{id: "shard-1,a.kubeconfig,context="},
@@ -402,6 +433,35 @@ func TestParseShardImportID(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("parseShardImportID(%q) = %+v, %v; want %+v, ok %v", tt.id, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestShardImportIDFromIdentity: an import block's identity is checked as
+// an import ID is; naming no credentials leaves them to the provider block.
+func TestShardImportIDFromIdentity(t *testing.T) {
+	str := fwtypes.StringValue
+	null := fwtypes.StringNull()
+	for _, tt := range []struct {
+		name  string
+		ident shardIdentity
+		want  shardImportID
+		ok    bool
+	}{
+		{"kubeconfig", shardIdentity{Name: str("root"), GrantName: null, KubeconfigPath: str("a"), Context: str("c"), ClientCertificatePath: null, ClientKeyPath: null, CACertificatePath: null, URL: null},
+			shardImportID{name: "root", grant: rbac.ShardReaderName, kubeconfig: "a", context: "c"}, true},
+		{"provider credentials", shardIdentity{Name: str("shard-1"), GrantName: str("g"), KubeconfigPath: null, Context: null, ClientCertificatePath: null, ClientKeyPath: null, CACertificatePath: null, URL: str("https://s:6443")},
+			shardImportID{name: "shard-1", grant: "g", url: "https://s:6443"}, true},
+		{"both", shardIdentity{Name: str("root"), GrantName: null, KubeconfigPath: str("a"), Context: null, ClientCertificatePath: str("c"), ClientKeyPath: str("k"), CACertificatePath: null, URL: null}, shardImportID{}, false},
+		{"context without kubeconfig", shardIdentity{Name: str("root"), GrantName: null, KubeconfigPath: null, Context: str("c"), ClientCertificatePath: null, ClientKeyPath: null, CACertificatePath: null, URL: null}, shardImportID{}, false},
+		{"certificate without key", shardIdentity{Name: str("root"), GrantName: null, KubeconfigPath: null, Context: null, ClientCertificatePath: str("c"), ClientKeyPath: null, CACertificatePath: null, URL: null}, shardImportID{}, false},
+		{"bad name", shardIdentity{Name: str("Root"), GrantName: null, KubeconfigPath: null, Context: null, ClientCertificatePath: null, ClientKeyPath: null, CACertificatePath: null, URL: null}, shardImportID{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := shardImportIDFromIdentity(tt.ident)
+			if (err == nil) != tt.ok || (tt.ok && got != tt.want) {
+				t.Errorf("shardImportIDFromIdentity = %+v, %v; want %+v, ok %v", got, err, tt.want, tt.ok)
+			}
+		})
 	}
 }
 
@@ -466,6 +526,101 @@ resource "depctrl_shard" "this" {
 			importByIdentityBlockPlansNothing("depctrl_shard.this", config(`  context = "system-masters"`+"\n"), map[string]string{
 				"name": shard.Name, "grant_name": grant, "kubeconfig_path": kubeconfig, "context": "system-masters",
 			}),
+		)),
+	})
+}
+
+// providerWithShardCredentials is providerConfig with the given entries of
+// shard_credentials.
+func providerWithShardCredentials(e *env.Env, entries string) string {
+	return fmt.Sprintf("provider \"depctrl\" {\n  kubeconfig_path = %q\n  shard_credentials = {\n%s\n  }\n}\n", e.AdminKubeconfig, entries)
+}
+
+// TestAccShardResourceProviderCredentials: depctrl_shard resources that
+// set no credentials use the provider block's shard_credentials, one with an
+// inline client certificate and key, one with an inline kubeconfig and a
+// context. No key reaches the state, and both import, by ID and by
+// identity, with nothing but the shard and grant names.
+func TestAccShardResourceProviderCredentials(t *testing.T) {
+	e := accEnv(t, env.TwoShards)
+	ctx := context.Background()
+	tfDir := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", tfDir)
+	s0, s1 := e.Shards[0], e.Shards[1]
+	grant := env.UniqueName("depctrl-test") + ":reader"
+	user := env.UniqueName("webhook")
+	dir := t.TempDir()
+
+	// Shard 0: the client certificate, key and CA of its admin kubeconfig.
+	cfg, err := e.ShardAdminConfig(s0.Name, systemAdminCluster)
+	check.Must(t, err)
+	check.Must(t, rest.LoadTLSFiles(cfg))
+	for name, data := range map[string][]byte{"admin.crt": cfg.CertData, "admin.key": cfg.KeyData, "ca.crt": cfg.CAData} {
+		check.Must(t, os.WriteFile(filepath.Join(dir, name), data, 0o600))
+	}
+	// Shard 1: its admin kubeconfig with everything inline, and a current
+	// context that points nowhere.
+	kc, err := clientcmd.LoadFromFile(s1.AdminKubeconfig)
+	check.Must(t, err)
+	check.Must(t, clientcmdapi.FlattenConfig(kc))
+	admin := kc.Contexts[kc.CurrentContext]
+	kc.Contexts = map[string]*clientcmdapi.Context{"system-masters": admin, "elsewhere": {Cluster: "nowhere", AuthInfo: admin.AuthInfo}}
+	kc.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.CurrentContext = "elsewhere"
+	check.Must(t, clientcmd.WriteToFile(*kc, filepath.Join(dir, "shard1.kubeconfig")))
+
+	config := providerWithShardCredentials(e, fmt.Sprintf(`    %q = {
+      client_certificate     = file(%q)
+      client_key             = file(%q)
+      cluster_ca_certificate = file(%q)
+    }
+    %q = {
+      kubeconfig_raw = file(%q)
+      context        = "system-masters"
+    }`, s0.Name, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"),
+		s1.Name, filepath.Join(dir, "shard1.kubeconfig"))) + fmt.Sprintf(`
+resource "depctrl_shard" "s0" {
+  name           = %q
+  url            = %q
+  webhook_groups = [%q]
+  grant_name     = %q
+}
+
+resource "depctrl_shard" "s1" {
+  name           = %q
+  webhook_groups = [%q]
+  grant_name     = %q
+}
+`, s0.Name, s0.URL, user, grant, s1.Name, user, grant)
+	granted := func(*terraform.State) error {
+		for _, s := range []env.Shard{s0, s1} {
+			if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, grant, metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("the grant on shard %s: %w", s.Name, err)
+			}
+		}
+		return nil
+	}
+	var noCredentials []statecheck.StateCheck
+	for _, addr := range []string{"depctrl_shard.s0", "depctrl_shard.s1"} {
+		for _, attr := range []string{"kubeconfig_path", "client_certificate_path", "client_certificate", "client_key", "context"} {
+			noCredentials = append(noCredentials, statecheck.ExpectKnownValue(addr, tfjsonpath.New(attr), knownvalue.Null()))
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             grantRemoved(ctx, t, e, grant, s0, s1),
+		Steps: slices.Concat([]resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: append(noCredentials,
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("url"), knownvalue.StringExact(s1.URL))),
+				Check: resource.ComposeTestCheckFunc(granted, noSecretsInState(tfDir)),
+			},
+			importVerified("depctrl_shard.s0", s0.Name+"/"+grant+",url="+s0.URL),
+			importVerified("depctrl_shard.s1", s1.Name+"/"+grant),
+			importPlansNothing("depctrl_shard.s1", s1.Name+"/"+grant),
+		}, identitySteps(t,
+			importByIdentityBlockPlansNothing("depctrl_shard.s0", config, map[string]string{"name": s0.Name, "grant_name": grant, "url": s0.URL}),
 		)),
 	})
 }

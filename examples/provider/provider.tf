@@ -29,3 +29,26 @@ provider "depctrl" {
     context         = "kcp-hosting-cluster"
   }
 }
+
+# Keys for shards, for depctrl_shard resources that set no credentials of
+# their own. The provider block is never stored in state; an ephemeral
+# variable (or a secrets manager's ephemeral resource) keeps the key out of
+# the plan too.
+provider "depctrl" {
+  alias           = "shard_keys"
+  kubeconfig_path = "~/.kube/kcp-admin.kubeconfig"
+
+  shard_credentials = {
+    "shard-2" = {
+      client_certificate     = file("secrets/shard-2-admin.crt")
+      client_key             = var.shard_2_key
+      cluster_ca_certificate = file("secrets/kcp-ca.crt")
+    }
+  }
+}
+
+variable "shard_2_key" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}

@@ -22,3 +22,13 @@ import {
     url                     = "https://shard-1.kcp.example.com:6443"
   }
 }
+
+# With the credentials in the provider block's shard_credentials, the
+# identity needs no more than the shard.
+import {
+  to = depctrl_shard.shard_2
+  identity = {
+    name = "shard-2"
+    url  = "https://shard-2.kcp.example.com:6443"
+  }
+}

@@ -26,3 +26,11 @@ resource "depctrl_shard" "shard_1" {
   # empty patch each) instead of reading them in full at every deletion.
   reindex = true
 }
+
+# No credentials here: the provider block's shard_credentials["shard-2"]
+# holds them, so no key is stored in state (see the provider's example).
+resource "depctrl_shard" "shard_2" {
+  name          = "shard-2"
+  url           = "https://shard-2.kcp.example.com:6443"
+  webhook_users = ["depctrl-webhook"]
+}
