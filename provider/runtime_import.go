@@ -102,6 +102,8 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		}
 		m.Webhook.SkipProtectionGroups = types.ListValueMust(types.StringType, groups)
 	}
+	// Rendered either way since settling became the default; a deployment
+	// without the flag was rendered with settling off.
 	m.SettleObjects = types.BoolValue(hookArgs["settle-objects"] == "true")
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)

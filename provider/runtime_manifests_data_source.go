@@ -234,7 +234,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 			ImagePullPolicy: str(m.ImagePullPolicy, deploy.DefaultPullPolicy),
 			APIExportName:   str(m.APIExportName, v1alpha1.DefaultAPIExportName),
 			WorkspacePath:   m.WorkspacePath,
-			SettleObjects:   types.BoolValue(m.SettleObjects.ValueBool()),
+			SettleObjects:   types.BoolValue(m.SettleObjects.IsNull() || m.SettleObjects.ValueBool()),
 		},
 		NetworkPolicy: m.NetworkPolicy,
 		Controller:    &runtimeComponentModel{componentModel: *defaults(m.Controller)},

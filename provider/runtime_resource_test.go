@@ -103,8 +103,8 @@ resource "depctrl_runtime" "this" {
 	}
 	// narrowed admits kcp's shards by address and namespace, and metrics
 	// from the monitoring namespace only.
-	// (and settling on, read back by the import below).
-	narrowed := `  settle_objects = true
+	// (and settling off, not the default, read back by the import below).
+	narrowed := `  settle_objects = false
   network_policy = {
     webhook_cidrs      = ["127.0.0.0/8"]
     webhook_namespaces = ["kcp"]

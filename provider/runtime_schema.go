@@ -65,8 +65,9 @@ var runtimeDocs = map[string]string{
 	"tls_secret_name": "An existing `kubernetes.io/tls` Secret in the namespace to serve with instead of a generated certificate (for cert-manager and the like). " +
 		"It must also hold `ca.crt`, which the controller hands to kcp. Unset (default): the provider generates a CA and a serving certificate. Updates in place.",
 	"settle_objects": "Whether protected objects the webhook finds unreferenced are settled (`--settle-objects` on both binaries): their deletions then skip the webhook " +
-		"and cost what an unprotected deletion does. Off by default: it relies on the reference index configurations in the dependent types' " +
-		"export workspaces staying as the controller wrote them (see the architecture guide, \"Settled objects\").",
+		"and cost what an unprotected deletion does. Default `true`. It relies on the reference index configurations in the dependent types' " +
+		"export workspaces staying as the controller wrote them, which whoever may write there could undo as well as delete the rules " +
+		"(see the architecture guide, \"Settled objects\"); `false` sends every deletion of a protected object to the webhook. Updates in place: the webhook rolls out first, then the controller.",
 	"skip_protection_groups": "Groups whose members may delete a protected object with the `dependencies.opendefense.cloud/skip-protection: \"true\"` annotation. " +
 		"For anyone else the annotation is ignored, and the denial says so. Unset (default): anyone who may annotate the object may use it.",
 	"certificate_validity": "How long a generated serving certificate is valid, as a Go duration. Default `" + defaultCertificateValidity + "` (a year). " +
@@ -203,7 +204,7 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 			Validators:          []validator.String{objectNameValidator("must be an APIExport name")},
 		},
 		"settle_objects": schema.BoolAttribute{
-			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+			Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 			MarkdownDescription: runtimeDocs["settle_objects"],
 		},
 		"network_policy": networkPolicySchema(),

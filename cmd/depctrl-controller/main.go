@@ -39,7 +39,7 @@ func main() {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "default", "namespace in the dep-ctrl workspace that holds the leader election lease")
 	fs.DurationVar(&o.ResolverTTL, "workspace-cache-ttl", 30*time.Second, "how long a resolved workspace path is trusted before it is read again")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", time.Minute, "how often everything is recomputed without a change being announced")
-	fs.BoolVar(&o.Settle, "settle-objects", false, "publish the stamps of the rules in the deletion webhooks, so that objects the webhook settles (its own --settle-objects) skip it on deletion; off: every deletion of a protected object goes to the webhook")
+	fs.BoolVar(&o.Settle, "settle-objects", true, "publish the stamps of the rules in the deletion webhooks, so that objects the webhook settles (its own --settle-objects) skip it on deletion; off: every deletion of a protected object goes to the webhook")
 	o.RateLimit.BindFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}

@@ -123,8 +123,9 @@ type Config struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone may use it.
 	SkipProtectionGroups []string
-	// SettleObjects turns on the webhook's settling (--settle-objects):
-	// protected objects found unreferenced skip the webhook on deletion.
+	// SettleObjects is the webhook's and the controller's settling
+	// (--settle-objects): protected objects found unreferenced skip the
+	// webhook on deletion. The provider defaults it to true.
 	SettleObjects bool
 	// NetworkPolicy says who may connect to the pods; nil means
 	// DefaultNetworkPolicy.

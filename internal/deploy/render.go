@@ -190,9 +190,8 @@ func (c Config) controllerDeployment(hash string) *appsv1.Deployment {
 		"--metrics-bind-address=:" + strconv.Itoa(ControllerMetricsPort),
 		"--health-probe-bind-address=:" + strconv.Itoa(ControllerProbePort),
 	}
-	if c.SettleObjects {
-		args = append(args, "--settle-objects=true")
-	}
+	// Written either way: the binaries' default is not the configuration's.
+	args = append(args, "--settle-objects="+strconv.FormatBool(c.SettleObjects))
 	args = append(args, c.Controller.ExtraArgs...)
 	container := c.container("controller", ControllerBinary, args, c.Controller.Resources, ControllerMetricsPort, ControllerProbePort)
 	container.VolumeMounts = []corev1.VolumeMount{
@@ -217,9 +216,8 @@ func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
 		"--metrics-bind-address=:" + strconv.Itoa(WebhookMetricsPort),
 		"--health-probe-bind-address=:" + strconv.Itoa(WebhookProbePort),
 	}
-	if c.SettleObjects {
-		args = append(args, "--settle-objects=true")
-	}
+	// Written either way: the binaries' default is not the configuration's.
+	args = append(args, "--settle-objects="+strconv.FormatBool(c.SettleObjects))
 	if len(c.SkipProtectionGroups) > 0 {
 		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
 	}

@@ -200,13 +200,14 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 	t.Helper()
 	u := top.webhookConfiguration(ctx, t, top.Network)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	if len(hooks) != 3 {
-		t.Fatalf("want three webhooks (deletions, updates that would drop an intent, writes that would set the settled label; settling is off), got %d", len(hooks))
+	if len(hooks) != 4 {
+		t.Fatalf("want four webhooks (deletions, updates that would drop an intent, writes that would set the settled label, and creates, "+
+			"candidates for settling, which is on by default), got %d", len(hooks))
 	}
 	for i, want := range []struct {
 		ops     []string
 		failure string
-	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}} {
+	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}, {[]string{"CREATE"}, "Ignore"}} {
 		h := hooks[i].(map[string]interface{})
 		for field, value := range map[string]string{"failurePolicy": want.failure, "sideEffects": "None", "matchPolicy": "Equivalent"} {
 			if got, _, _ := unstructured.NestedString(h, field); got != value {

@@ -35,6 +35,8 @@ func TestSettlingUpgrade(t *testing.T) {
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	// An installation from before settling was the default.
+	rt.SetSettling(ctx, t, false)
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 

@@ -230,8 +230,9 @@ func (r *Runtime) StartController(t *testing.T) {
 	r.controller = p
 }
 
-// EnableSettling restarts both binaries with --settle-objects, the webhook
-// also with webhookExtra, and waits until the webhook is ready; later
+// EnableSettling restarts both binaries with --settle-objects (their
+// default, explicit here), the webhook also with webhookExtra (such as a
+// shorter --settle-after), and waits until the webhook is ready; later
 // restarts keep the flags.
 func (r *Runtime) EnableSettling(ctx context.Context, t *testing.T, webhookExtra ...string) {
 	t.Helper()
