@@ -44,6 +44,7 @@ func TestAccRuntimeManifests(t *testing.T) {
 			Resources: deploy.Resources{CPURequest: defaultCPURequest, MemoryRequest: defaultMemoryRequest, MemoryLimit: defaultMemoryLimit}},
 		TLS: deploy.TLS{CACert: bundle.CACert, Cert: bundle.ServerCert, Key: bundle.ServerKey},
 		// What is not set in the configuration has the resource's default.
+		SettleObjects: true,
 		NetworkPolicy: &deploy.NetworkPolicy{Enabled: true, WebhookCIDRs: deploy.DefaultNetworkPolicy().WebhookCIDRs, WebhookNamespaces: []string{"kcp"},
 			MetricsCIDRs: []string{"192.0.2.0/24"}, MetricsNamespaces: []string{deploy.AllNamespaces}},
 	}.WithDefaults())

@@ -124,7 +124,6 @@ func shardCredentialsAttribute() schema.MapNestedAttribute {
 			"context": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "The context of the kubeconfig to use, such as the `system:masters` one of a shard's admin kubeconfig; default its current context.",
-				Validators:          []validator.String{stringvalidator.AtLeastOneOf(sibling("kubeconfig_path"), sibling("kubeconfig_raw"))},
 			},
 			"token": schema.StringAttribute{
 				Optional:            true,
@@ -175,6 +174,11 @@ func (m *providerModel) shardCredentials(ctx context.Context, diags *diag.Diagno
 			continue
 		}
 		c := e.credentials(name)
+		if c.Context != "" && c.KubeconfigPath == "" && c.KubeconfigRaw == "" {
+			diags.AddAttributeError(path.Root("shard_credentials").AtMapKey(name).AtName("context"), "Context without a kubeconfig",
+				fmt.Sprintf("shard_credentials[%q].context names a context of a kubeconfig: set kubeconfig_path or kubeconfig_raw too", name))
+			continue
+		}
 		if c.none() {
 			diags.AddAttributeError(path.Root("shard_credentials").AtMapKey(name), "No shard credentials",
 				fmt.Sprintf("shard_credentials[%q] sets nothing that authenticates: set kubeconfig_path or kubeconfig_raw, client_certificate and client_key, or token", name))

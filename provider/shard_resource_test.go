@@ -311,17 +311,22 @@ resource "depctrl_shard" "test" {
 		{
 			name:   "provider credentials that authenticate nothing",
 			config: providerWithShardCredentials(e, `    shard-1 = { cluster_ca_certificate = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
-			want:   `No shard credentials[\s\S]*shard_credentials\["shard-1"\] sets nothing that authenticates`,
+			want:   `No shard credentials[\s\S]*shard-1[\s\S]*sets\s+nothing\s+that\s+authenticates`,
 		},
 		{
 			name:   "provider credentials with a certificate but no key",
 			config: providerWithShardCredentials(e, `    shard-1 = { client_certificate = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
-			want:   `(?s)shard_credentials\["shard-1"\].client_key.*must be specified`,
+			want:   `(?s)client_key.*must\s+be\s+specified\s+when`,
 		},
 		{
 			name:   "provider credentials under a name no shard can have",
 			config: providerWithShardCredentials(e, `    Shard_1 = { token = "x" }`) + "data \"depctrl_shards\" \"all\" {}\n",
-			want:   `(?s)shard_credentials.*must be a Shard object name`,
+			want:   `(?s)shard_credentials.*must\s+be\s+a\s+Shard\s+object\s+name`,
+		},
+		{
+			name:   "provider credentials with a context but no kubeconfig",
+			config: providerWithShardCredentials(e, `    shard-1 = { token = "x", context = "admin" }`) + "data \"depctrl_shards\" \"all\" {}\n",
+			want:   `Context without a kubeconfig[\s\S]*set\s+kubeconfig_path\s+or\s+kubeconfig_raw`,
 		},
 		{
 			name: "certificate without key",

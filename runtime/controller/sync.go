@@ -127,6 +127,7 @@ func (s *Syncer) Start(ctx context.Context) error {
 			return nil
 		case <-s.trigger:
 		case <-ticker.C:
+			s.verifyWatches(ctx)
 		}
 		// Let a burst of events (a rule applied with others) settle.
 		time.Sleep(50 * time.Millisecond)
@@ -140,6 +141,20 @@ func (s *Syncer) Start(ctx context.Context) error {
 		}
 		backoff = time.Second
 		s.Log.V(1).Info("synced", append([]any{"duration", time.Since(start)}, phases.spent...)...)
+	}
+}
+
+// verifyWatches compares each watch's view with a list (Watched.Verify),
+// so that an event a watch missed is made up for within a period.
+func (s *Syncer) verifyWatches(ctx context.Context) {
+	for _, w := range []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes} {
+		n, err := w.Verify(ctx)
+		if err != nil {
+			s.Log.Error(err, "verifying a watch against a list", "resource", w.GVR.GroupResource().String())
+		}
+		if n > 0 {
+			s.Log.Info("a watch had missed changes: corrected from a list", "resource", w.GVR.GroupResource().String(), "objects", n)
+		}
 	}
 }
 

@@ -30,13 +30,17 @@ type ObserveFunc func(ctx context.Context, c client.Client, cluster, name string
 // not serve yet when the webhook starts (the export has no binding yet) or
 // a shard that joins later is followed as soon as it answers. It reads the
 // shards' URLs again whenever the endpoint slice changes, and every
-// URLPeriod in case a change of the slice was missed.
+// URLPeriod in case a change of the slice was missed; and every
+// VerifyPeriod it compares each watch with a list, in case a watch missed
+// an event (Watched.Verify).
 type Follower struct {
 	VW     *virtualworkspace.VirtualWorkspaces
 	Scheme *runtime.Scheme
 	Log    logr.Logger
 	// URLPeriod is how often the shards' URLs are read again.
 	URLPeriod time.Duration
+	// VerifyPeriod is how often each watch is compared with a list.
+	VerifyPeriod time.Duration
 
 	followed []*followed
 	mapper   meta.RESTMapper
@@ -56,8 +60,11 @@ type followedKey struct{ url, cluster, name string }
 
 type clientKey struct{ url, cluster string }
 
-// DefaultURLPeriod is Follower.URLPeriod's default.
-const DefaultURLPeriod = 5 * time.Second
+// Defaults of Follower.URLPeriod and Follower.VerifyPeriod.
+const (
+	DefaultURLPeriod    = 5 * time.Second
+	DefaultVerifyPeriod = time.Minute
+)
 
 // Follow adds a resource of kind gvk (cluster-scoped, served as gvr) to
 // follow; name names it in logs. It returns the watch, whose ListShard
@@ -92,6 +99,7 @@ func (f *Follower) Start(ctx context.Context) error {
 		fw.watched.Start(ctx)
 		workers.Go(func() { f.work(ctx, fw) })
 	}
+	workers.Go(func() { f.verify(ctx) })
 	defer func() {
 		for _, fw := range f.followed {
 			fw.queue.ShutDown()
@@ -127,6 +135,33 @@ func (f *Follower) Start(ctx context.Context) error {
 			return nil
 		case <-urlsChanged:
 		case <-time.After(period):
+		}
+	}
+}
+
+// verify compares every watch with a list each VerifyPeriod until ctx
+// ends.
+func (f *Follower) verify(ctx context.Context) {
+	period := f.VerifyPeriod
+	if period <= 0 {
+		period = DefaultVerifyPeriod
+	}
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		for _, fw := range f.followed {
+			n, err := fw.watched.Verify(ctx)
+			if err != nil && ctx.Err() == nil {
+				f.Log.Error(err, "verifying a watch against a list", "watch", fw.name)
+			}
+			if n > 0 {
+				f.Log.Info("a watch had missed changes: corrected from a list", "watch", fw.name, "objects", n)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -134,5 +135,63 @@ func TestFollowerClaimNotServedYet(t *testing.T) {
 			return fmt.Errorf("read %d", len(objs))
 		}
 		return err
+	})
+}
+
+// TestFollowerVerifiesWatches: a watch that stays open but misses a
+// rule's deletion keeps the rule in its view until the follower compares
+// the view with a list; then the view drops it and the rule is observed
+// again, and found gone.
+func TestFollowerVerifiesWatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeShards(t, "shard-a")
+	f.stuck = true
+	f.addRule(t, "shard-a", "c1", "kept")
+	f.addRule(t, "shard-a", "c1", "deleted")
+	var mu sync.Mutex
+	observed := map[string]int{}
+	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: runtime.NewScheme(), Log: logr.Discard(), URLPeriod: 50 * time.Millisecond, VerifyPeriod: 200 * time.Millisecond}
+	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+		func(_ context.Context, _ client.Client, _, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			observed[name]++
+			return nil
+		})
+	names := func() ([]string, error) {
+		objs, err := watch.ListShard(ctx, f.srv.URL+"/shard-a")
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.Obj.GetName())
+		}
+		slices.Sort(out)
+		return out, err
+	}
+	go func() { _ = follower.Start(ctx) }()
+	check.Eventually(ctx, t, 10*time.Second, "both rules in the view", func() error {
+		got, err := names()
+		if err == nil && !slices.Equal(got, []string{"deleted", "kept"}) {
+			return fmt.Errorf("view %v", got)
+		}
+		return err
+	})
+	f.set(func() { f.rules["shard-a"] = f.rules["shard-a"][:1] })
+	mu.Lock()
+	before := observed["deleted"]
+	mu.Unlock()
+	check.Eventually(ctx, t, 20*time.Second, "the deleted rule dropped from the view", func() error {
+		if got, err := names(); err != nil || !slices.Equal(got, []string{"kept"}) {
+			return fmt.Errorf("view %v (%v)", got, err)
+		}
+		return nil
+	})
+	check.Eventually(ctx, t, 10*time.Second, "the deleted rule observed again", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if observed["deleted"] == before {
+			return fmt.Errorf("not observed since it was deleted")
+		}
+		return nil
 	})
 }

@@ -32,6 +32,9 @@ type fakeShards struct {
 	rules map[string][]map[string]interface{} // by shard
 	down  map[string]bool
 	lists map[string]int
+	// stuck watches stay open and deliver nothing, as a watch that
+	// missed an event would.
+	stuck bool
 }
 
 func newFakeShards(t *testing.T, shards ...string) *fakeShards {
@@ -66,10 +69,18 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Query().Get("watch") == "true" {
 		// An empty watch that ends soon: a watching client lists again.
+		// A stuck one stays open, unless it is asked for the initial
+		// list as events, which the fake does not serve.
+		end := time.After(100 * time.Millisecond)
+		if f.stuck && r.URL.Query().Get("sendInitialEvents") != "true" {
+			end = nil
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		}
 		f.mu.Unlock()
 		select {
 		case <-r.Context().Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-end:
 		}
 		f.mu.Lock()
 		return

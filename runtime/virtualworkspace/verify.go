@@ -1,0 +1,133 @@
+package virtualworkspace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// verifyRecheck is how long Verify lets the watch catch up with a list it
+// disagrees with before it corrects the view: an event on its way explains
+// a difference for that long.
+const verifyRecheck = 2 * time.Second
+
+// Verify lists every followed URL and compares the list with the view. A
+// watch can miss an event and never know it: after a kcp restart, a
+// virtual workspace's watch was seen resuming at its resource version and
+// delivering later events but not a delete, so the object stayed in the
+// view for good. Where the view still disagrees with a fresh list after
+// verifyRecheck, Verify corrects it from the list and reports every
+// object that differed to Changed and Each (a deleted one with its last
+// known state), as the watch would have. It returns how many objects it
+// corrected.
+func (w *Watched) Verify(ctx context.Context) (int, error) {
+	w.mu.Lock()
+	watches := make(map[string]*shardWatch, len(w.byURL))
+	for url, sw := range w.byURL {
+		watches[url] = sw
+	}
+	w.mu.Unlock()
+	corrected := 0
+	for url, sw := range watches {
+		if !sw.informer.HasSynced() {
+			// Its initial list is still to come, and will be complete.
+			continue
+		}
+		first, err := w.differences(ctx, url, sw)
+		if err != nil {
+			return corrected, err
+		}
+		if len(first) == 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return corrected, ctx.Err()
+		case <-time.After(verifyRecheck):
+		}
+		again, err := w.differences(ctx, url, sw)
+		if err != nil {
+			return corrected, err
+		}
+		store := sw.informer.GetStore()
+		for k, d := range again {
+			if before, ok := first[k]; !ok || resourceVersion(before.viewed) != resourceVersion(d.viewed) {
+				// The watch delivered something for it meanwhile: it is
+				// not stuck on this object.
+				continue
+			}
+			var err error
+			switch {
+			case d.listed == nil:
+				err = store.Delete(d.viewed)
+			case d.viewed == nil:
+				err = store.Add(d.listed)
+			default:
+				err = store.Update(d.listed)
+			}
+			if err != nil {
+				return corrected, fmt.Errorf("correcting the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
+			}
+			obj := d.listed
+			if obj == nil {
+				obj = d.viewed
+			}
+			w.changed(url, obj)
+			corrected++
+		}
+	}
+	return corrected, nil
+}
+
+// difference is one object on which the view and a list disagree; nil
+// where one of them does not have it.
+type difference struct{ viewed, listed *unstructured.Unstructured }
+
+func resourceVersion(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
+	return u.GetResourceVersion()
+}
+
+// differences lists url and compares it with sw's view, by logical
+// cluster, namespace and name (the key), and resource version.
+func (w *Watched) differences(ctx context.Context, url string, sw *shardWatch) (map[string]difference, error) {
+	c, err := w.VW.Client(url, "*")
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.Resource(w.GVR).List(ctx, metav1.ListOptions{})
+	if notServedYet(w.GVR, err) {
+		l, err = &unstructured.UnstructuredList{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verifying the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
+	}
+	key := func(u *unstructured.Unstructured) string {
+		return u.GetAnnotations()[clusterAnnotation] + "|" + u.GetNamespace() + "|" + u.GetName()
+	}
+	viewed := map[string]*unstructured.Unstructured{}
+	for _, item := range sw.informer.GetStore().List() {
+		if u, ok := item.(*unstructured.Unstructured); ok {
+			viewed[key(u)] = u
+		}
+	}
+	out := map[string]difference{}
+	for i := range l.Items {
+		listed := &l.Items[i]
+		k := key(listed)
+		v := viewed[k]
+		delete(viewed, k)
+		if v == nil || v.GetResourceVersion() != listed.GetResourceVersion() {
+			out[k] = difference{viewed: v, listed: listed}
+		}
+	}
+	for k, v := range viewed {
+		out[k] = difference{viewed: v}
+	}
+	return out, nil
+}
