@@ -51,6 +51,9 @@ type Syncer struct {
 	// the last run read, which the next reads at once before planning.
 	exports     ExportCache
 	lastExports []exportKey
+	// stampsSeen is when each type's current stamp was first computed:
+	// a new stamp is published once it has stood for stampHold.
+	stampsSeen map[schema.GroupResource]stampSeen
 	// rules is every rule, from watches; decoded keeps them decoded.
 	rules   *virtualworkspace.Watched
 	decoded decodedRules
@@ -219,6 +222,14 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		plan.Stamps = PlanStamps(rules, liveIndexEpochs(indexObjs))
 	}
 	settings := s.Settings()
+	if settings.Settle {
+		if s.stampsSeen == nil {
+			s.stampsSeen = map[schema.GroupResource]stampSeen{}
+		}
+		if wait := holdStamps(plan.Stamps, publishedStamps(configObjs, settings.ConfigurationName), s.stampsSeen, time.Now()); wait > 0 {
+			time.AfterFunc(wait, s.Trigger)
+		}
+	}
 	phases.done(phasePlan)
 
 	for cluster := range s.written {

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+)
+
+// stampHold is how long a new stamp must stand before it is published. A
+// burst of rule changes (an apply of many rules over a few types) changes
+// a type's stamp at nearly every run; publishing each would rewrite every
+// deletion webhook of the type each time. Held back, the old stamp is
+// withdrawn at once (the entry selects every object: always safe) and the
+// new one is published once, when the burst is over. The webhook settles
+// nothing under a stamp before it has been published for --settle-after,
+// so holding it back only delays settling by as much.
+const stampHold = 10 * time.Second
+
+// stampSeen is when the controller first computed a type's current stamp.
+type stampSeen struct {
+	stamp string
+	since time.Time
+}
+
+// holdStamps removes from stamps each one that is neither published
+// already (in published) nor has stood for stampHold, remembering in seen
+// when each was first computed. It returns how long until the next held
+// stamp may be published, 0 when none is held.
+func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]stampSeen, now time.Time) time.Duration {
+	for gr := range seen {
+		if _, ok := stamps[gr]; !ok {
+			delete(seen, gr)
+		}
+	}
+	var next time.Duration
+	for gr, stamp := range stamps {
+		if published[gr] == stamp {
+			continue
+		}
+		s, ok := seen[gr]
+		if !ok || s.stamp != stamp {
+			s = stampSeen{stamp: stamp, since: now}
+			seen[gr] = s
+		}
+		if wait := s.since.Add(stampHold).Sub(now); wait > 0 {
+			delete(stamps, gr)
+			if next == 0 || wait < next {
+				next = wait
+			}
+		}
+	}
+	return next
+}
+
+// publishedStamps reads the stamps the installed configurations publish:
+// the object selector of each deletion webhook, by the resources it
+// covers.
+func publishedStamps(configObjs []virtualworkspace.Object, name string) Stamps {
+	out := Stamps{}
+	for _, u := range byCluster(configObjs, name) {
+		var c admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+			continue
+		}
+		for _, h := range c.Webhooks {
+			stamp := settle.StampOf(h.ObjectSelector)
+			if stamp == "" {
+				continue
+			}
+			for _, r := range h.Rules {
+				if !deletes(r) {
+					continue
+				}
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						out[schema.GroupResource{Group: g, Resource: res}] = stamp
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func deletes(r admissionregistrationv1.RuleWithOperations) bool {
+	for _, op := range r.Operations {
+		if op == admissionregistrationv1.Delete {
+			return true
+		}
+	}
+	return false
+}
