@@ -68,30 +68,12 @@ func publishedStamps(configObjs []virtualworkspace.Object, name string) Stamps {
 			continue
 		}
 		for _, h := range c.Webhooks {
-			stamp := settle.StampOf(h.ObjectSelector)
-			if stamp == "" {
-				continue
-			}
-			for _, r := range h.Rules {
-				if !deletes(r) {
-					continue
-				}
-				for _, g := range r.APIGroups {
-					for _, res := range r.Resources {
-						out[schema.GroupResource{Group: g, Resource: res}] = stamp
-					}
+			if stamp := settle.StampOf(h.ObjectSelector); stamp != "" {
+				for _, gvr := range deletedResources(h) {
+					out[gvr.GroupResource()] = stamp
 				}
 			}
 		}
 	}
 	return out
-}
-
-func deletes(r admissionregistrationv1.RuleWithOperations) bool {
-	for _, op := range r.Operations {
-		if op == admissionregistrationv1.Delete {
-			return true
-		}
-	}
-	return false
 }

@@ -244,15 +244,25 @@ func gvrString(gvr schema.GroupVersionResource) string {
 func coveredResources(c *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
 	for _, w := range c.Webhooks {
-		for _, r := range w.Rules {
-			if !slices.Contains(r.Operations, admissionregistrationv1.Delete) {
-				continue
-			}
-			for _, g := range r.APIGroups {
-				for _, v := range r.APIVersions {
-					for _, res := range r.Resources {
-						out[schema.GroupVersionResource{Group: g, Version: v, Resource: res}] = true
-					}
+		for _, gvr := range deletedResources(w) {
+			out[gvr] = true
+		}
+	}
+	return out
+}
+
+// deletedResources lists the resources whose DELETEs w sends to the
+// webhook.
+func deletedResources(w admissionregistrationv1.ValidatingWebhook) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, r := range w.Rules {
+		if !slices.Contains(r.Operations, admissionregistrationv1.Delete) {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, v := range r.APIVersions {
+				for _, res := range r.Resources {
+					out = append(out, schema.GroupVersionResource{Group: g, Version: v, Resource: res})
 				}
 			}
 		}
