@@ -112,7 +112,8 @@ func (s *Syncer) NeedLeaderElection() bool { return true }
 func (s *Syncer) Start(ctx context.Context) error {
 	// Start runs only on the elected replica (NeedLeaderElection).
 	s.leading.Store(true)
-	for _, w := range []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes} {
+	watches := []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes}
+	for _, w := range watches {
 		w.Start(ctx)
 	}
 	// A run follows the shards the endpoint slice names: a shard that gets
@@ -120,6 +121,9 @@ func (s *Syncer) Start(ctx context.Context) error {
 	if err := s.VW.WatchURLs(ctx, s.Trigger); err != nil {
 		return err
 	}
+	// An event a watch missed is made up for within a period: a
+	// correction triggers a run (Changed).
+	go virtualworkspace.KeepVerified(ctx, s.Period, s.Log, watches...)
 	ticker := time.NewTicker(s.Period)
 	defer ticker.Stop()
 	s.Trigger()
@@ -130,7 +134,6 @@ func (s *Syncer) Start(ctx context.Context) error {
 			return nil
 		case <-s.trigger:
 		case <-ticker.C:
-			s.verifyWatches(ctx)
 		}
 		// Let a burst of events (a rule applied with others) settle.
 		time.Sleep(50 * time.Millisecond)
@@ -144,20 +147,6 @@ func (s *Syncer) Start(ctx context.Context) error {
 		}
 		backoff = time.Second
 		s.Log.V(1).Info("synced", append([]any{"duration", time.Since(start)}, phases.spent...)...)
-	}
-}
-
-// verifyWatches compares each watch's view with a list (Watched.Verify),
-// so that an event a watch missed is made up for within a period.
-func (s *Syncer) verifyWatches(ctx context.Context) {
-	for _, w := range []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes} {
-		n, err := w.Verify(ctx)
-		if err != nil {
-			s.Log.Error(err, "verifying a watch against a list", "resource", w.GVR.GroupResource().String())
-		}
-		if n > 0 {
-			s.Log.Info("a watch had missed changes: corrected from a list", "resource", w.GVR.GroupResource().String(), "objects", n)
-		}
 	}
 }
 

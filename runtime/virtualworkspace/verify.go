@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -80,6 +81,30 @@ func (w *Watched) Verify(ctx context.Context) (int, error) {
 		}
 	}
 	return corrected, nil
+}
+
+// KeepVerified verifies each of watches every period until ctx ends,
+// logging what it corrected and what it could not list.
+func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, watches ...*Watched) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		for _, w := range watches {
+			resource := w.GVR.GroupResource().String()
+			n, err := w.Verify(ctx)
+			if err != nil && ctx.Err() == nil {
+				log.Error(err, "verifying a watch against a list", "resource", resource)
+			}
+			if n > 0 {
+				log.Info("a watch had missed changes: corrected from a list", "resource", resource, "objects", n)
+			}
+		}
+	}
 }
 
 // difference is one object on which the view and a list disagree; nil

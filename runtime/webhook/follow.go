@@ -99,7 +99,15 @@ func (f *Follower) Start(ctx context.Context) error {
 		fw.watched.Start(ctx)
 		workers.Go(func() { f.work(ctx, fw) })
 	}
-	workers.Go(func() { f.verify(ctx) })
+	verifyPeriod := f.VerifyPeriod
+	if verifyPeriod <= 0 {
+		verifyPeriod = DefaultVerifyPeriod
+	}
+	watches := make([]*virtualworkspace.Watched, len(f.followed))
+	for i, fw := range f.followed {
+		watches[i] = fw.watched
+	}
+	workers.Go(func() { virtualworkspace.KeepVerified(ctx, verifyPeriod, f.Log, watches...) })
 	defer func() {
 		for _, fw := range f.followed {
 			fw.queue.ShutDown()
@@ -135,33 +143,6 @@ func (f *Follower) Start(ctx context.Context) error {
 			return nil
 		case <-urlsChanged:
 		case <-time.After(period):
-		}
-	}
-}
-
-// verify compares every watch with a list each VerifyPeriod until ctx
-// ends.
-func (f *Follower) verify(ctx context.Context) {
-	period := f.VerifyPeriod
-	if period <= 0 {
-		period = DefaultVerifyPeriod
-	}
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		for _, fw := range f.followed {
-			n, err := fw.watched.Verify(ctx)
-			if err != nil && ctx.Err() == nil {
-				f.Log.Error(err, "verifying a watch against a list", "watch", fw.name)
-			}
-			if n > 0 {
-				f.Log.Info("a watch had missed changes: corrected from a list", "watch", fw.name, "objects", n)
-			}
 		}
 	}
 }
