@@ -41,15 +41,8 @@ func (c shardCredentials) none() bool {
 // Host is the kubeconfig's server, or empty.
 func (c shardCredentials) restConfig() (*rest.Config, error) {
 	if c.KubeconfigPath != "" || c.KubeconfigRaw != "" {
-		settings := ConnectionSettings{Context: c.Context, KubeconfigRaw: c.KubeconfigRaw}
-		if c.KubeconfigPath != "" {
-			p, err := expandHome(c.KubeconfigPath)
-			if err != nil {
-				return nil, err
-			}
-			settings.KubeconfigPath = p
-		}
-		cfg, err := settings.fromKubeconfig()
+		// fromKubeconfig expands a leading ~/ itself.
+		cfg, err := ConnectionSettings{KubeconfigPath: c.KubeconfigPath, KubeconfigRaw: c.KubeconfigRaw, Context: c.Context}.fromKubeconfig()
 		if err != nil {
 			return nil, fmt.Errorf("the kubeconfig of %s: %w", c.from, err)
 		}
