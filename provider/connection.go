@@ -134,31 +134,29 @@ func (c *Connection) KubeHost() string {
 
 // Kube returns a client for the cluster the runtime is deployed into.
 func (c *Connection) Kube() (kubernetes.Interface, error) {
-	if c.kubeErr != nil {
-		return nil, c.kubeErr
-	}
-	if c.kube == nil {
-		return nil, errors.New(kubeTarget.nothing)
-	}
-	k, err := kubernetes.NewForConfig(rest.CopyConfig(c.kube))
-	if err != nil {
-		return nil, fmt.Errorf("building a client for %s: %w", c.kube.Host, err)
-	}
-	return k, nil
+	return kubeClient(c, func(cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) })
 }
 
 // KubeDynamic returns a dynamic client for the cluster the runtime is
 // deployed into, for server-side apply of rendered objects.
 func (c *Connection) KubeDynamic() (dynamic.Interface, error) {
+	return kubeClient(c, func(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) })
+}
+
+// kubeClient builds a client of the kubernetes block's cluster with build,
+// or says why there is none. T is an interface, so that a failure returns
+// a nil one.
+func kubeClient[T any](c *Connection, build func(*rest.Config) (T, error)) (T, error) {
+	var none T
 	if c.kubeErr != nil {
-		return nil, c.kubeErr
+		return none, c.kubeErr
 	}
 	if c.kube == nil {
-		return nil, errors.New(kubeTarget.nothing)
+		return none, errors.New(kubeTarget.nothing)
 	}
-	d, err := dynamic.NewForConfig(rest.CopyConfig(c.kube))
+	client, err := build(rest.CopyConfig(c.kube))
 	if err != nil {
-		return nil, fmt.Errorf("building a client for %s: %w", c.kube.Host, err)
+		return none, fmt.Errorf("building a client for %s: %w", c.kube.Host, err)
 	}
-	return d, nil
+	return client, nil
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/list/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	tenancyv1alpha1 "github.com/kcp-dev/sdk/apis/tenancy/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,27 +16,17 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-var (
-	_ list.ListResource              = &dependencyRuleListResource{}
-	_ list.ListResourceWithConfigure = &dependencyRuleListResource{}
-)
+var _ list.ListResourceWithConfigure = &dependencyRuleListResource{}
 
 // NewDependencyRuleListResource returns the depctrl_dependency_rule list
 // resource.
-func NewDependencyRuleListResource() list.ListResource { return &dependencyRuleListResource{} }
+func NewDependencyRuleListResource() list.ListResource {
+	return &dependencyRuleListResource{resourceType{name: "dependency_rule"}}
+}
 
 // dependencyRuleListResource lists the DependencyRules of a workspace or of
 // a tree of workspaces, for `terraform query`.
-type dependencyRuleListResource struct{ connected }
-
-type dependencyRuleListConfig struct {
-	WorkspacePath types.String `tfsdk:"workspace_path"`
-	Recursive     types.Bool   `tfsdk:"recursive"`
-}
-
-func (l *dependencyRuleListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_dependency_rule"
-}
+type dependencyRuleListResource struct{ resourceType }
 
 func (l *dependencyRuleListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -53,19 +41,8 @@ func (l *dependencyRuleListResource) ListResourceConfigSchema(_ context.Context,
 }
 
 func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
-	var cfg dependencyRuleListConfig
-	if diags := req.Config.Get(ctx, &cfg); diags.HasError() {
-		stream.Results = list.ListResultsStreamDiagnostics(diags)
-		return
-	}
-	top := cfg.WorkspacePath.ValueString()
-	if !validWorkspacePath(top) {
-		stream.Results = listError(diag.NewErrorDiagnostic("Invalid workspace_path", fmt.Sprintf("workspace_path: %q is not a workspace path, such as root:org:compute", top)))
-		return
-	}
-	kcp, err := l.conn.KCP()
-	if err != nil {
-		stream.Results = listError(explain(l.conn.Host(), "connecting to kcp", err))
+	tree, ok := l.workspaceTree(ctx, req, stream, "workspace_path", "root:org:compute")
+	if !ok {
 		return
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
@@ -90,13 +67,11 @@ func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequ
 			}
 			return true
 		}
-		if !rules(top, cfg.Recursive.ValueBool()) || !cfg.Recursive.ValueBool() {
+		if !rules(tree.top, tree.recursive) || !tree.recursive {
 			return
 		}
-		walkTree(ctx, kcp, top, true, func(p string, ws *tenancyv1alpha1.Workspace) bool {
+		tree.walk(ctx, req, push, true, func(p string, ws *tenancyv1alpha1.Workspace) bool {
 			return ws.Status.Phase != "Ready" || rules(p, true)
-		}, func(parent string, err error) bool {
-			return pushError(ctx, req, push, explain(l.conn.Host(), "listing the workspaces in "+parent, err))
 		})
 	}
 }

@@ -32,10 +32,7 @@ import (
 )
 
 var (
-	_ resource.Resource                   = &dependencyRuleResource{}
-	_ resource.ResourceWithConfigure      = &dependencyRuleResource{}
-	_ resource.ResourceWithImportState    = &dependencyRuleResource{}
-	_ resource.ResourceWithIdentity       = &dependencyRuleResource{}
+	_ identifiedResource                  = &dependencyRuleResource{}
 	_ resource.ResourceWithValidateConfig = &dependencyRuleResource{}
 )
 
@@ -46,10 +43,10 @@ const (
 
 // NewDependencyRuleResource returns the depctrl_dependency_rule resource.
 func NewDependencyRuleResource() resource.Resource {
-	return &dependencyRuleResource{}
+	return &dependencyRuleResource{resourceType{name: "dependency_rule"}}
 }
 
-type dependencyRuleResource struct{ connected }
+type dependencyRuleResource struct{ resourceType }
 
 type ruleModel struct {
 	workspaceObjectModel
@@ -86,10 +83,6 @@ type ruleExportRefModel struct {
 
 type ruleFieldRefModel struct {
 	Path types.String `tfsdk:"path"`
-}
-
-func (r *dependencyRuleResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_dependency_rule"
 }
 
 func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -340,8 +333,7 @@ func (r *dependencyRuleResource) Create(ctx context.Context, req resource.Create
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+		saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 	})
 }
 
@@ -351,8 +343,7 @@ func (r *dependencyRuleResource) Update(ctx context.Context, req resource.Update
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+		saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 	})
 }
 

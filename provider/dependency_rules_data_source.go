@@ -17,18 +17,15 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-var (
-	_ datasource.DataSource              = &dependencyRulesDataSource{}
-	_ datasource.DataSourceWithConfigure = &dependencyRulesDataSource{}
-)
+var _ datasource.DataSourceWithConfigure = &dependencyRulesDataSource{}
 
 // NewDependencyRulesDataSource returns the depctrl_dependency_rules data
 // source.
 func NewDependencyRulesDataSource() datasource.DataSource {
-	return &dependencyRulesDataSource{}
+	return &dependencyRulesDataSource{dataSourceType{name: "dependency_rules"}}
 }
 
-type dependencyRulesDataSource struct{ connectedDataSource }
+type dependencyRulesDataSource struct{ dataSourceType }
 
 var ruleSummaryType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"name":         types.StringType,
@@ -42,10 +39,6 @@ type dependencyRulesModel struct {
 	ID            types.String `tfsdk:"id"`
 	WorkspacePath types.String `tfsdk:"workspace_path"`
 	Rules         types.List   `tfsdk:"rules"`
-}
-
-func (d *dependencyRulesDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_dependency_rules"
 }
 
 func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
@@ -80,26 +73,23 @@ func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.Schem
 }
 
 func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := getModel[dependencyRulesModel](ctx, req.Config, &resp.Diagnostics)
+	m, _ := getModel[dependencyRulesModel](ctx, req.Config, &resp.Diagnostics)
+	conn, ok := d.connection(&resp.Diagnostics)
 	if !ok {
 		return
 	}
-	if d.conn == nil {
-		resp.Diagnostics.AddError("Provider not configured", "the depctrl provider was not configured before reading depctrl_dependency_rules")
-		return
-	}
 	ws := m.WorkspacePath.ValueString()
-	client, ok := d.conn.dynamicIn(ws, &resp.Diagnostics)
+	client, ok := conn.dynamicIn(ws, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	list, err := client.Resource(v1alpha1.GroupVersionResource).List(ctx, metav1.ListOptions{})
 	var items []v1alpha1.DependencyRule
 	switch {
-	case apierrors.IsNotFound(err) && firstMissing(ctx, d.conn, ws) == "":
+	case apierrors.IsNotFound(err) && firstMissing(ctx, conn, ws) == "":
 		// The workspace exists but does not serve rules: none there.
 	case err != nil:
-		resp.Diagnostics.Append(explainIn(ctx, d.conn, ws, "listing DependencyRules in "+ws, err))
+		resp.Diagnostics.Append(explainIn(ctx, conn, ws, "listing DependencyRules in "+ws, err))
 		return
 	default:
 		for _, u := range list.Items {

@@ -30,10 +30,7 @@ import (
 )
 
 var (
-	_ resource.Resource                     = &exportResource{}
-	_ resource.ResourceWithConfigure        = &exportResource{}
-	_ resource.ResourceWithImportState      = &exportResource{}
-	_ resource.ResourceWithIdentity         = &exportResource{}
+	_ identifiedResource                    = &exportResource{}
 	_ resource.ResourceWithModifyPlan       = &exportResource{}
 	_ resource.ResourceWithConfigValidators = &exportResource{}
 )
@@ -41,11 +38,9 @@ var (
 const defaultExportTimeout = 2 * time.Minute
 
 // NewExportResource returns the depctrl_export resource.
-func NewExportResource() resource.Resource {
-	return &exportResource{}
-}
+func NewExportResource() resource.Resource { return &exportResource{resourceType{name: "export"}} }
 
-type exportResource struct{ connected }
+type exportResource struct{ resourceType }
 
 type exportResourceModel struct {
 	workspaceObjectModel
@@ -60,10 +55,6 @@ type exportResourceModel struct {
 }
 
 func (m *exportResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (r *exportResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_export"
-}
 
 func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -98,30 +89,16 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Computed:            true,
 				MarkdownDescription: "The name of the APIResourceSchema the export serves. It changes when a provider upgrade bundles a new schema.",
 			},
-			"permission_claims": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The export's permission claims, as `group/resource: verbs`.",
-			},
-			"access_rules": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The rules of the `" + rbac.ExportAccessName + "` ClusterRole given to the runtime identities, one per line.",
-			},
+			"permission_claims": computedList("The export's permission claims, as `group/resource: verbs`."),
+			"access_rules":      computedList("The rules of the `" + rbac.ExportAccessName + "` ClusterRole given to the runtime identities, one per line."),
 			"identity_hash": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "The export's identity hash, which kcp assigns.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-			"virtual_workspace_urls": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The virtual workspace URLs of the export, one per shard that hosts a binding; empty until a workspace binds the export.",
-			},
+			"virtual_workspace_urls": computedList("The virtual workspace URLs of the export, one per shard that hosts a binding; empty until a workspace binds the export."),
 		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the export", sameTimeouts(defaultExportTimeout)),
-		},
+		Blocks: timeoutsOnly(ctx, "the {op} of the export", sameTimeouts(defaultExportTimeout)),
 	}
 	documentSchema(ctx, &resp.Schema)
 }
@@ -198,11 +175,7 @@ func (r *exportResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	r.apply(ctx, &plan, "", timeout, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -212,11 +185,7 @@ func (r *exportResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	r.apply(ctx, &plan, state.SchemaName.ValueString(), timeout, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 }
 
 // apply makes kcp match the plan. The new schema goes in before the export

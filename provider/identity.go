@@ -47,6 +47,17 @@ func setIdentity(ctx context.Context, into *tfsdk.ResourceIdentity, identity any
 	diags.Append(into.Set(ctx, identity)...)
 }
 
+// saveState records the outcome of a create or update, the model m and its
+// identity, unless diags holds an error: a failed apply leaves the state
+// as it was.
+func saveState(ctx context.Context, state *tfsdk.State, into *tfsdk.ResourceIdentity, m, identity any, diags *diagnostics) {
+	if diags.HasError() {
+		return
+	}
+	diags.Append(state.Set(ctx, m)...)
+	setIdentity(ctx, into, identity, diags)
+}
+
 // workspaceObjectIdentity is the identity of a resource that manages one
 // named object in one workspace: a depctrl_export, depctrl_provider_binding
 // or depctrl_dependency_rule. Its import ID is <workspace_path>/<name>.

@@ -225,35 +225,3 @@ func anyUnknown(vals ...unknowable) bool {
 	}
 	return false
 }
-
-// connected is the Configure of every resource and list resource (both
-// take resource.ConfigureRequest): it keeps the provider's Connection, nil
-// until the provider is configured.
-type connected struct{ conn *Connection }
-
-func (c *connected) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	c.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
-}
-
-// connectedDataSource is connected for data sources, whose Configure takes
-// the datasource package's types.
-type connectedDataSource struct{ conn *Connection }
-
-func (c *connectedDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	c.conn = connectionFrom(req.ProviderData, &resp.Diagnostics)
-}
-
-// connectionFrom extracts the Connection that the provider's Configure
-// stored, for a resource's or data source's Configure; nil before the
-// provider is configured.
-func connectionFrom(data any, diags *diag.Diagnostics) *Connection {
-	if data == nil {
-		return nil
-	}
-	c, ok := data.(*Connection)
-	if !ok {
-		diags.AddError("Unexpected provider data", fmt.Sprintf("expected *provider.Connection, got %T", data))
-		return nil
-	}
-	return c
-}

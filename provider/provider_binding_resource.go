@@ -28,11 +28,8 @@ import (
 )
 
 var (
-	_ resource.Resource                = &providerBindingResource{}
-	_ resource.ResourceWithConfigure   = &providerBindingResource{}
-	_ resource.ResourceWithImportState = &providerBindingResource{}
-	_ resource.ResourceWithIdentity    = &providerBindingResource{}
-	_ resource.ResourceWithModifyPlan  = &providerBindingResource{}
+	_ identifiedResource              = &providerBindingResource{}
+	_ resource.ResourceWithModifyPlan = &providerBindingResource{}
 )
 
 const (
@@ -42,10 +39,10 @@ const (
 
 // NewProviderBindingResource returns the depctrl_provider_binding resource.
 func NewProviderBindingResource() resource.Resource {
-	return &providerBindingResource{}
+	return &providerBindingResource{resourceType{name: "provider_binding"}}
 }
 
-type providerBindingResource struct{ connected }
+type providerBindingResource struct{ resourceType }
 
 type providerBindingModel struct {
 	workspaceObjectModel
@@ -58,10 +55,6 @@ type providerBindingModel struct {
 }
 
 func (m *providerBindingModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (r *providerBindingResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_provider_binding"
-}
 
 func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -99,24 +92,14 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain")},
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"permission_claims": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The claims the binding decides, as `group/resource: verbs = state`. The dep-ctrl claim is always `Accepted`; a claim rejected or removed outside Terraform is restored by the next apply.",
-			},
+			"permission_claims": computedList("The claims the binding decides, as `group/resource: verbs = state`. The dep-ctrl claim is always `Accepted`; a claim rejected or removed outside Terraform is restored by the next apply."),
 			"phase": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "The binding phase; `Bound` after apply.",
 			},
-			"bound_resources": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The resources the binding makes available, as `resource.group`.",
-			},
+			"bound_resources": computedList("The resources the binding makes available, as `resource.group`."),
 		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the binding", sameTimeouts(defaultBindingTimeout)),
-		},
+		Blocks: timeoutsOnly(ctx, "the {op} of the binding", sameTimeouts(defaultBindingTimeout)),
 	}
 	documentSchema(ctx, &resp.Schema)
 }
@@ -179,11 +162,7 @@ func (r *providerBindingResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -192,11 +171,7 @@ func (r *providerBindingResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {

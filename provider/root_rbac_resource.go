@@ -28,10 +28,7 @@ import (
 )
 
 var (
-	_ resource.Resource                     = &rootRBACResource{}
-	_ resource.ResourceWithConfigure        = &rootRBACResource{}
-	_ resource.ResourceWithImportState      = &rootRBACResource{}
-	_ resource.ResourceWithIdentity         = &rootRBACResource{}
+	_ identifiedResource                    = &rootRBACResource{}
 	_ resource.ResourceWithModifyPlan       = &rootRBACResource{}
 	_ resource.ResourceWithConfigValidators = &rootRBACResource{}
 )
@@ -40,10 +37,12 @@ const defaultRBACTimeout = time.Minute
 
 // NewRootRBACResource returns the depctrl_root_rbac resource.
 func NewRootRBACResource() resource.Resource {
-	return &rootRBACResource{}
+	// The identity names the workspaces that hold the grant, and
+	// parent_paths changes in place.
+	return &rootRBACResource{resourceType{name: "root_rbac", mutableIdentity: true}}
 }
 
-type rootRBACResource struct{ connected }
+type rootRBACResource struct{ resourceType }
 
 type rootRBACModel struct {
 	ID               types.String   `tfsdk:"id"`
@@ -56,13 +55,6 @@ type rootRBACModel struct {
 }
 
 func (m *rootRBACModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (r *rootRBACResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_root_rbac"
-	// The identity names the workspaces that hold the grant, and
-	// parent_paths changes in place.
-	resp.ResourceBehavior.MutableIdentity = true
-}
 
 func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -95,15 +87,9 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 					"`WorkspacesResolved=False` with a permission error.",
 				Validators: []validator.Set{setvalidator.ValueStringsAre(workspacePathValidator())},
 			},
-			"rules": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The rules of the granted ClusterRole, one per line.",
-			},
+			"rules": computedList("The rules of the granted ClusterRole, one per line."),
 		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the grants", sameTimeouts(defaultRBACTimeout)),
-		},
+		Blocks: timeoutsOnly(ctx, "the {op} of the grants", sameTimeouts(defaultRBACTimeout)),
 	}
 	documentSchema(ctx, &resp.Schema)
 }
@@ -206,11 +192,7 @@ func (r *rootRBACResource) Create(ctx context.Context, req resource.CreateReques
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r.apply(ctx, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(ctx), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(ctx), &resp.Diagnostics)
 }
 
 func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -237,11 +219,7 @@ func (r *rootRBACResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	r.remove(ctx, state.Name.ValueString(), dropped, timeout, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, plan.identity(ctx), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(ctx), &resp.Diagnostics)
 }
 
 func (r *rootRBACResource) apply(ctx context.Context, m *rootRBACModel, diags *diagnostics) {

@@ -52,13 +52,21 @@ type runtimeComponentModel struct {
 	KubeconfigWOVersion types.Int64  `tfsdk:"kubeconfig_wo_version"`
 }
 
+// webhookSettings are the webhook block's inputs that depctrl_runtime and
+// depctrl_runtime_manifests share as they are.
+type webhookSettings struct {
+	Port                 types.Int64  `tfsdk:"port"`
+	URL                  types.String `tfsdk:"url"`
+	TLSSecretName        types.String `tfsdk:"tls_secret_name"`
+	SkipProtectionGroups types.List   `tfsdk:"skip_protection_groups"`
+}
+
+// webhookModel is depctrl_runtime's webhook block: it generates the
+// serving certificate, for the names extra_sans adds, and renews it.
 type webhookModel struct {
 	runtimeComponentModel
-	Port                   types.Int64  `tfsdk:"port"`
-	URL                    types.String `tfsdk:"url"`
+	webhookSettings
 	ExtraSANs              types.List   `tfsdk:"extra_sans"`
-	TLSSecretName          types.String `tfsdk:"tls_secret_name"`
-	SkipProtectionGroups   types.List   `tfsdk:"skip_protection_groups"`
 	CertificateValidity    types.String `tfsdk:"certificate_validity"`
 	CertificateRenewBefore types.String `tfsdk:"certificate_renew_before"`
 }

@@ -18,24 +18,22 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-var (
-	_ datasource.DataSource              = &runtimeManifestsDataSource{}
-	_ datasource.DataSourceWithConfigure = &runtimeManifestsDataSource{}
-)
+var _ datasource.DataSourceWithConfigure = &runtimeManifestsDataSource{}
 
 // NewRuntimeManifestsDataSource returns the depctrl_runtime_manifests data source.
-func NewRuntimeManifestsDataSource() datasource.DataSource { return &runtimeManifestsDataSource{} }
+func NewRuntimeManifestsDataSource() datasource.DataSource {
+	return &runtimeManifestsDataSource{dataSourceType{name: "runtime_manifests"}}
+}
 
 // runtimeManifestsDataSource only learns the provider version, the default
 // image tag, from the connection: it renders without connecting anywhere.
-type runtimeManifestsDataSource struct{ connectedDataSource }
+type runtimeManifestsDataSource struct{ dataSourceType }
 
+// manifestsWebhookModel is depctrl_runtime_manifests' webhook block: the
+// TLS material is given, not generated.
 type manifestsWebhookModel struct {
 	componentModel
-	Port           types.Int64  `tfsdk:"port"`
-	URL            types.String `tfsdk:"url"`
-	TLSSecretName  types.String `tfsdk:"tls_secret_name"`
-	SkipGroups     types.List   `tfsdk:"skip_protection_groups"`
+	webhookSettings
 	CACertificate  types.String `tfsdk:"ca_certificate"`
 	TLSCertificate types.String `tfsdk:"tls_certificate"`
 	TLSPrivateKey  types.String `tfsdk:"tls_private_key"`
@@ -49,10 +47,6 @@ type runtimeManifestsModel struct {
 	WebhookURL    types.String           `tfsdk:"webhook_url"`
 	YAML          types.String           `tfsdk:"yaml"`
 	Manifests     types.Map              `tfsdk:"manifests"`
-}
-
-func (d *runtimeManifestsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_runtime_manifests"
 }
 
 // manifestsKubeconfigPathDoc is kubeconfig_path's description without the
@@ -216,9 +210,9 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		out.MemoryLimit = str(out.MemoryLimit, defaultMemoryLimit)
 		return &out
 	}
-	port := m.Webhook.Port
-	if port.IsNull() {
-		port = types.Int64Value(deploy.DefaultWebhookPort)
+	hook := m.Webhook.webhookSettings
+	if hook.Port.IsNull() {
+		hook.Port = types.Int64Value(deploy.DefaultWebhookPort)
 	}
 	createNS := m.CreateNamespace
 	if createNS.IsNull() {
@@ -240,10 +234,7 @@ func (m *runtimeManifestsModel) inputs(version string) *runtimeInputs {
 		Controller:    &runtimeComponentModel{componentModel: *defaults(m.Controller)},
 		Webhook: &webhookModel{
 			runtimeComponentModel: runtimeComponentModel{componentModel: *defaults(&m.Webhook.componentModel)},
-			Port:                  port,
-			URL:                   m.Webhook.URL,
-			TLSSecretName:         m.Webhook.TLSSecretName,
-			SkipProtectionGroups:  m.Webhook.SkipGroups,
+			webhookSettings:       hook,
 		},
 	}
 }

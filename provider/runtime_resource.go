@@ -33,12 +33,9 @@ import (
 )
 
 var (
-	_ resource.Resource                   = &runtimeResource{}
-	_ resource.ResourceWithConfigure      = &runtimeResource{}
-	_ resource.ResourceWithImportState    = &runtimeResource{}
+	_ identifiedResource                  = &runtimeResource{}
 	_ resource.ResourceWithModifyPlan     = &runtimeResource{}
 	_ resource.ResourceWithValidateConfig = &runtimeResource{}
-	_ resource.ResourceWithIdentity       = &runtimeResource{}
 )
 
 const (
@@ -49,9 +46,9 @@ const (
 )
 
 // NewRuntimeResource returns the depctrl_runtime resource.
-func NewRuntimeResource() resource.Resource { return &runtimeResource{} }
+func NewRuntimeResource() resource.Resource { return &runtimeResource{resourceType{name: "runtime"}} }
 
-type runtimeResource struct{ connected }
+type runtimeResource struct{ resourceType }
 
 type runtimeModel struct {
 	runtimeInputs
@@ -112,10 +109,6 @@ func savePrivate(ctx context.Context, p privateSetter, ps *privateState) diag.Di
 	return p.SetKey(ctx, privateKey, data)
 }
 
-func (r *runtimeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_runtime"
-}
-
 func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	attrs := runtimeSchemaAttributes()
 	attrs["id"] = schema.StringAttribute{
@@ -155,9 +148,7 @@ func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, 
 			"The generated CA and keys never enter plans, outputs or state: they live in the cluster (the `<name>-webhook-tls` Secret, and the CA key in `<name>-webhook-issuer`, which no pod mounts), and the provider reads them back to renew; the resource's private state keeps only digests of the Secrets it applied. " +
 			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
 		Attributes: attrs,
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the runtime", sameTimeouts(defaultRuntimeTimeout)),
-		},
+		Blocks:     timeoutsOnly(ctx, "the {op} of the runtime", sameTimeouts(defaultRuntimeTimeout)),
 	}
 	documentSchema(ctx, &resp.Schema)
 }

@@ -49,3 +49,9 @@ func subjectsAttribute(desc string) schema.SetAttribute {
 		Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 	}
 }
+
+// computedList is a list of strings that only the provider sets, such as
+// the rules or claims it reads back from kcp.
+func computedList(desc string) schema.ListAttribute {
+	return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
+}

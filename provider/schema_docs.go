@@ -53,6 +53,12 @@ func timeoutsBlock(ctx context.Context, what string, defaults map[string]time.Du
 	return nb
 }
 
+// timeoutsOnly is the Blocks of a resource whose only block is its
+// timeouts block (timeoutsBlock).
+func timeoutsOnly(ctx context.Context, what string, defaults map[string]time.Duration) map[string]schema.Block {
+	return map[string]schema.Block{"timeouts": timeoutsBlock(ctx, what, defaults)}
+}
+
 // sameTimeouts are the defaults of a resource whose create, update and
 // delete each default to d.
 func sameTimeouts(d time.Duration) map[string]time.Duration {

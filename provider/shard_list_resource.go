@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/list/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/kcp-dev/logicalcluster/v3"
@@ -18,24 +17,17 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 )
 
-var (
-	_ list.ListResource              = &shardListResource{}
-	_ list.ListResourceWithConfigure = &shardListResource{}
-)
+var _ list.ListResourceWithConfigure = &shardListResource{}
 
 // NewShardListResource returns the depctrl_shard list resource.
-func NewShardListResource() list.ListResource { return &shardListResource{} }
+func NewShardListResource() list.ListResource { return &shardListResource{resourceType{name: "shard"}} }
 
 // shardListResource lists the shards, for `terraform query`: one
 // depctrl_shard per shard. What a result cannot know are the credentials
 // that reach the shard directly: the generated configuration needs them
 // filled in (kubeconfig_path or client_*_path) before the import, unless
 // the provider block's shard_credentials has them.
-type shardListResource struct{ connected }
-
-func (l *shardListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_shard"
-}
+type shardListResource struct{ resourceType }
 
 func (l *shardListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = schema.Schema{

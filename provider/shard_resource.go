@@ -35,13 +35,10 @@ import (
 )
 
 var (
-	_ resource.Resource                     = &shardResource{}
-	_ resource.ResourceWithConfigure        = &shardResource{}
-	_ resource.ResourceWithImportState      = &shardResource{}
+	_ identifiedResource                    = &shardResource{}
 	_ resource.ResourceWithModifyPlan       = &shardResource{}
 	_ resource.ResourceWithConfigValidators = &shardResource{}
 	_ resource.ResourceWithValidateConfig   = &shardResource{}
-	_ resource.ResourceWithIdentity         = &shardResource{}
 )
 
 // systemAdminCluster is the logical cluster whose RBAC a shard consults for
@@ -49,11 +46,9 @@ var (
 const systemAdminCluster = "system:admin"
 
 // NewShardResource returns the depctrl_shard resource.
-func NewShardResource() resource.Resource {
-	return &shardResource{}
-}
+func NewShardResource() resource.Resource { return &shardResource{resourceType{name: "shard"}} }
 
-type shardResource struct{ connected }
+type shardResource struct{ resourceType }
 
 type shardModel struct {
 	ID                    types.String   `tfsdk:"id"`
@@ -78,10 +73,6 @@ type shardModel struct {
 }
 
 func (m *shardModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (r *shardResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_shard"
-}
 
 func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := func(desc string, sensitive bool, v ...validator.String) schema.StringAttribute {
@@ -179,15 +170,9 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				MarkdownDescription: "The base URL kcp records for the shard in its Shard object.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-			"rules": schema.ListAttribute{
-				Computed:            true,
-				ElementType:         types.StringType,
-				MarkdownDescription: "The rules of the granted ClusterRole on the shard, one per line.",
-			},
+			"rules": computedList("The rules of the granted ClusterRole on the shard, one per line."),
 		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the grant", sameTimeouts(defaultRBACTimeout)),
-		},
+		Blocks: timeoutsOnly(ctx, "the {op} of the grant", sameTimeouts(defaultRBACTimeout)),
 	}
 	documentSchema(ctx, &resp.Schema)
 }
@@ -406,11 +391,7 @@ func (r *shardResource) Create(ctx context.Context, req resource.CreateRequest, 
 	}
 	plan.URL = types.StringValue(stripSystemAdmin(cfg.Host))
 	r.apply(ctx, client, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
 }
 
 func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -426,11 +407,7 @@ func (r *shardResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	r.apply(ctx, client, &plan, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	setIdentity(ctx, resp.Identity, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
+	saveState(ctx, &resp.State, resp.Identity, &plan, shardIdentityOf(plan.Name, plan.GrantName), &resp.Diagnostics)
 }
 
 func (m *shardModel) client(conn *Connection) (dynamic.Interface, *rest.Config, error) {

@@ -12,17 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-var (
-	_ datasource.DataSource              = &shardsDataSource{}
-	_ datasource.DataSourceWithConfigure = &shardsDataSource{}
-)
+var _ datasource.DataSourceWithConfigure = &shardsDataSource{}
 
 // NewShardsDataSource returns the depctrl_shards data source.
 func NewShardsDataSource() datasource.DataSource {
-	return &shardsDataSource{}
+	return &shardsDataSource{dataSourceType{name: "shards"}}
 }
 
-type shardsDataSource struct{ connectedDataSource }
+type shardsDataSource struct{ dataSourceType }
 
 var shardObjectType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"name":         types.StringType,
@@ -34,10 +31,6 @@ var shardObjectType = types.ObjectType{AttrTypes: map[string]attr.Type{
 type shardsDataSourceModel struct {
 	ID     types.String `tfsdk:"id"`
 	Shards types.List   `tfsdk:"shards"`
-}
-
-func (d *shardsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_shards"
 }
 
 func (d *shardsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
@@ -63,17 +56,17 @@ func (d *shardsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 }
 
 func (d *shardsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, resp *datasource.ReadResponse) {
-	if d.conn == nil {
-		resp.Diagnostics.AddError("Provider not configured", "the depctrl provider was not configured before reading depctrl_shards")
+	conn, ok := d.connection(&resp.Diagnostics)
+	if !ok {
 		return
 	}
-	kcp, ok := d.conn.kcpClient(&resp.Diagnostics)
+	kcp, ok := conn.kcpClient(&resp.Diagnostics)
 	if !ok {
 		return
 	}
 	list, err := kcp.Cluster(logicalcluster.NewPath("root")).CoreV1alpha1().Shards().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		resp.Diagnostics.Append(explain(d.conn.Host(), "listing the shards in root", err))
+		resp.Diagnostics.Append(explain(conn.Host(), "listing the shards in root", err))
 		return
 	}
 	items := list.Items

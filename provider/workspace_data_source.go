@@ -13,17 +13,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
-var (
-	_ datasource.DataSource              = &workspaceDataSource{}
-	_ datasource.DataSourceWithConfigure = &workspaceDataSource{}
-)
+var _ datasource.DataSourceWithConfigure = &workspaceDataSource{}
 
 // NewWorkspaceDataSource returns the depctrl_workspace data source.
 func NewWorkspaceDataSource() datasource.DataSource {
-	return &workspaceDataSource{}
+	return &workspaceDataSource{dataSourceType{name: "workspace"}}
 }
 
-type workspaceDataSource struct{ connectedDataSource }
+type workspaceDataSource struct{ dataSourceType }
 
 type workspaceDataSourceModel struct {
 	ID      types.String `tfsdk:"id"`
@@ -34,10 +31,6 @@ type workspaceDataSourceModel struct {
 	URL     types.String `tfsdk:"url"`
 	Type    types.String `tfsdk:"type"`
 	Shard   types.String `tfsdk:"shard"`
-}
-
-func (d *workspaceDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_workspace"
 }
 
 func (d *workspaceDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
@@ -83,24 +76,21 @@ func (d *workspaceDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 }
 
 func (d *workspaceDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := getModel[workspaceDataSourceModel](ctx, req.Config, &resp.Diagnostics)
+	m, _ := getModel[workspaceDataSourceModel](ctx, req.Config, &resp.Diagnostics)
+	conn, ok := d.connection(&resp.Diagnostics)
 	if !ok {
-		return
-	}
-	if d.conn == nil {
-		resp.Diagnostics.AddError("Provider not configured", "the depctrl provider was not configured before reading depctrl_workspace")
 		return
 	}
 	p := m.Path.ValueString()
 	tflog.Debug(ctx, "reading workspace", map[string]interface{}{"path": p})
-	info, err := readWorkspace(ctx, d.conn, p)
+	info, err := readWorkspace(ctx, conn, p)
 	var notFound *workspaceNotFoundError
 	if errors.As(err, &notFound) {
 		resp.Diagnostics.AddAttributeError(path.Root("path"), "Workspace not found", notFound.Error()+".")
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.Append(explain(d.conn.Host(), fmt.Sprintf("reading workspace %q", p), err))
+		resp.Diagnostics.Append(explain(conn.Host(), fmt.Sprintf("reading workspace %q", p), err))
 		return
 	}
 	m.ID = types.StringValue(info.Path)

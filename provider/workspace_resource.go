@@ -26,12 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-var (
-	_ resource.Resource                = &workspaceResource{}
-	_ resource.ResourceWithConfigure   = &workspaceResource{}
-	_ resource.ResourceWithImportState = &workspaceResource{}
-	_ resource.ResourceWithIdentity    = &workspaceResource{}
-)
+var _ identifiedResource = &workspaceResource{}
 
 const (
 	defaultWorkspaceCreateTimeout = 5 * time.Minute
@@ -45,10 +40,10 @@ var (
 
 // NewWorkspaceResource returns the depctrl_workspace resource.
 func NewWorkspaceResource() resource.Resource {
-	return &workspaceResource{}
+	return &workspaceResource{resourceType{name: "workspace"}}
 }
 
-type workspaceResource struct{ connected }
+type workspaceResource struct{ resourceType }
 
 type workspaceResourceModel struct {
 	ID            types.String   `tfsdk:"id"`
@@ -65,10 +60,6 @@ type workspaceResourceModel struct {
 }
 
 func (m *workspaceResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
-
-func (r *workspaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_workspace"
-}
 
 func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	computed := func(desc string) schema.StringAttribute {
@@ -119,9 +110,7 @@ func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest
 				MarkdownDescription: "The workspace phase; `Ready` after apply.",
 			},
 		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeoutsBlock(ctx, "the {op} of the workspace", map[string]time.Duration{"create": defaultWorkspaceCreateTimeout, "delete": defaultWorkspaceDeleteTimeout}),
-		},
+		Blocks: timeoutsOnly(ctx, "the {op} of the workspace", map[string]time.Duration{"create": defaultWorkspaceCreateTimeout, "delete": defaultWorkspaceDeleteTimeout}),
 	}
 	documentSchema(ctx, &resp.Schema)
 }

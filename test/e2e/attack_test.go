@@ -17,7 +17,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestAttacks tries, on the real two-shard kcp, every way kcp lets a client
@@ -26,13 +25,9 @@ import (
 // the security guide; a referenced object must survive every one of them.
 func TestAttacks(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	ctx := testContext(t, 20*time.Minute)
+	top, _ := install(ctx, t, env.ForTest(t, env.TwoShards))
+	top.protectVPCs(ctx, t)
 
 	for _, c := range top.Consumers {
 		a := &attack{top: top, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()), vms: top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR())}

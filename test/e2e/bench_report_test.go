@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"image/color"
 	"math"
@@ -96,13 +96,15 @@ func thisRun() benchRun {
 // benchmarkPage renders the page for a run on this machine, today.
 func benchmarkPage(res benchResults) string { return renderBenchmarkPage(res, thisRun()) }
 
-// benchmarkPageText is the page's prose and layout; Go only computes the
-// figures it shows (benchmarkView).
+// benchmarkTemplates are the page's prose and layout, and its settled
+// section's (the "settled" template); Go only computes the figures they
+// show (benchmarkView, settleResults.view).
 //
-//go:embed benchmarks.md.gotmpl
-var benchmarkPageText string
+//go:embed benchmarks.md.gotmpl settled.md.gotmpl
+var benchmarkTemplates embed.FS
 
-var benchmarkPageTemplate = template.Must(template.New("benchmarks.md.gotmpl").Parse(benchmarkPageText))
+// benchmarkPageTemplate is the page; it holds "settled" too.
+var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl"))
 
 // renderBenchmarkPage renders the page; run is a parameter so that a test
 // can fix it. The template is checked by TestBenchmarkPage, so an error
@@ -130,9 +132,9 @@ type pageView struct {
 	Targets     []targetView
 	Decided     decidedView
 	Many        manyView
-	// Settled is the settled-objects section, rendered whole by
-	// settleResults.section (make bench-settled logs it too).
-	Settled      string
+	// Settled is the settled-objects section's (make bench-settled
+	// logs it alone).
+	Settled      settledView
 	Convergence  []convergenceView
 	ReadyMs      string
 	ReadyVerdict string
@@ -247,7 +249,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		CPUs: run.cpus, OS: run.goos, Arch: run.goarch, Date: run.date.UTC().Format("2006-01-02"),
 		Pause: pause.String(), Trials: benchTrials, Registered: res.registered,
 		Propagation: controller.DefaultPropagation.String(),
-		Settled:     res.settled.section(),
+		Settled:     res.settled.view(),
 	}
 	for _, r := range res.rows {
 		v.Admission = append(v.Admission, admissionView{

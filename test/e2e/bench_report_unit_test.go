@@ -152,6 +152,62 @@ func TestBenchmarkPage(t *testing.T) {
 	}
 }
 
+// TestSettledSection renders the settled-objects section alone, as make
+// bench-settled logs it: it is the page's section to the letter, and its
+// write-path paragraph says whether the target can be met at all, by the
+// bound that recording a reference costs with no rule.
+func TestSettledSection(t *testing.T) {
+	us := time.Microsecond
+	for _, tc := range []struct {
+		name     string
+		recorded latencies // against the synthetic noRule, 6.4 ms at p50
+		want     []string
+		notWant  string
+	}{
+		{
+			name:     "bound beyond the target",
+			recorded: spread(9700*us, 83*us, writeTrials),
+			want:     []string{"**The write-path target (1.30) is blocked on this machine.**", "is 2.15× the create alone", "admitted: 13.8 / 17.8 (2.15).\n"},
+			notWant:  "is within the target",
+		},
+		{
+			name:     "bound within the target",
+			recorded: spread(5300*us, 41*us, writeTrials),
+			want:     []string{"\n\nThe bound (1.14) is within the target (1.30): what the webhook adds beyond its patch is the lever", "admitted: 7.3 / 9.3 (1.14).\n"},
+			notWant:  "blocked",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := syntheticBenchResults().settled
+			res.writes.recorded = tc.recorded
+			got := res.section()
+			if !strings.HasPrefix(got, "## Settled objects\n\nDeletes among N dependents, p50 / p99 in milliseconds over 25 trials:") || !strings.HasSuffix(got, ".\n") {
+				t.Errorf("the section does not start with its heading and end with one newline:\n%s", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the section lacks %q:\n%s", w, got)
+				}
+			}
+			if strings.Contains(got, tc.notWant) {
+				t.Errorf("the section says %q:\n%s", tc.notWant, got)
+			}
+			for _, row := range []string{"| 0 | 4.6 / 4.9 |", "| 10000 | 4.8 / 5.1 |", "| 2.24 | 12.73 |\n\nTearing down 1000 objects"} {
+				if !strings.Contains(got, row) {
+					t.Errorf("the section lacks %q:\n%s", row, got)
+				}
+			}
+		})
+	}
+	t.Run("as on the page", func(t *testing.T) {
+		page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
+		section := syntheticBenchResults().settled.section()
+		if !strings.Contains(page, "\n"+section+"\n## Convergence\n") {
+			t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", section)
+		}
+	})
+}
+
 // firstDifference shows the first line where got differs from want.
 func firstDifference(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Targets of settling (the issue "Protection at the floor's cost").
@@ -80,23 +78,13 @@ type settleResults struct {
 // objects, and what the write path costs a dependent. It writes its table
 // to the test log. Run it with make bench-settled.
 func TestBenchmarkSettled(t *testing.T) {
-	if os.Getenv("DEPCTRL_BENCH_SETTLED") == "" {
-		t.Skip("a benchmark, not a test: run it with make bench-settled")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	benchOnly(t, "DEPCTRL_BENCH_SETTLED", "run it with make bench-settled")
+	ctx := testContext(t, 60*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	rt.EnableSettling(ctx, t)
-	consumer := top.Consumers[0]
-	unthrottled := top.admin(t, consumer.Path)
-	unthrottled.QPS, unthrottled.Burst, unthrottled.RateLimiter = -1, 0, nil
-	d, err := dynamic.NewForConfig(unthrottled)
-	check.Must(t, err)
-	bd := newDeletes(top, consumer, d, rt.WebhookMetricsURL)
+	bd, d := unthrottledDeletes(t, top, rt)
 	// The VPC that warm reads.
-	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-target", map[string]interface{}{}, nil)
+	top.object(ctx, t, bd.consumer, fixtures.VPCs, "vpc-target", map[string]interface{}{}, nil)
 	res := measureSettling(ctx, t, bd, d, func() {
 		top.createRule(ctx, t, top.Compute, ruleObject("bench-0", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, benchPaths[0]))
 		top.waitReady(ctx, t, top.Compute, "bench-0")
@@ -358,55 +346,82 @@ func oldestSettled(rows []settledRow) time.Duration {
 	return d
 }
 
+// settledView is what the settled-objects section (settled.md.gotmpl)
+// shows: latencies as "p50 / p99" in milliseconds, ratios of p50s.
+type settledView struct {
+	Trials        int
+	Oldest, Pause string
+	Rows          []settledRowView
+	Teardown      teardownView
+	Writes        writesView
+}
+
+// settledRowView is one N of the settled deletes.
+type settledRowView struct {
+	N                                   int
+	Floor, FloorAgain, Settled          string
+	SettledAgain, Young, YoungAgain     string
+	SettledVsFloor, SettledAgainVsFloor string
+	YoungVsFloor, YoungAgainVsFloor     string
+}
+
+// teardownView is the teardown of Objects objects, in seconds.
+type teardownView struct {
+	Objects                                     int
+	Floor, Settled, SettledVsFloor              string
+	Young, YoungVsFloor                         string
+	FloorNamespace, Namespace, NamespaceVsFloor string
+}
+
+// writesView is the write path. Bound is what recording a reference on
+// its target costs with no rule, the least any design pays: WithinBound
+// says whether the target can be met at all.
+type writesView struct {
+	Trials                         int
+	NoRule, First, FirstVsNoRule   string
+	Later, LaterVsNoRule, Recorded string
+	Bound, Target                  string
+	WithinBound                    bool
+}
+
+// view computes every figure of the section.
+func (res settleResults) view() settledView {
+	p := func(l latencies) string { return ms(l.pct(.5)) + " / " + ms(l.pct(.99)) }
+	vsP50 := func(a, b latencies) float64 { return ratio(a.pct(.5), b.pct(.5)) }
+	v := settledView{Trials: benchTrials, Oldest: oldestSettled(res.rows).Round(time.Second).String(), Pause: pause.String()}
+	for _, r := range res.rows {
+		v.Rows = append(v.Rows, settledRowView{
+			N: r.n, Floor: p(r.floor), FloorAgain: p(r.floorAgain), Settled: p(r.settled),
+			SettledAgain: p(r.settledAgain), Young: p(r.young), YoungAgain: p(r.youngAgain),
+			SettledVsFloor:      verdict(vsP50(r.settled, r.floor), targetSettledVsFloor, true),
+			SettledAgainVsFloor: verdict(vsP50(r.settledAgain, r.floorAgain), targetSettledVsFloor, true),
+			YoungVsFloor:        f2(vsP50(r.young, r.floor)), YoungAgainVsFloor: f2(vsP50(r.youngAgain, r.floorAgain)),
+		})
+	}
+	td := res.teardown
+	v.Teardown = teardownView{
+		Objects: teardownSize, Floor: secs(td.floor), Settled: secs(td.settled),
+		SettledVsFloor: verdict(ratio(td.settled, td.floor), targetTeardownVsFloor, true),
+		Young:          secs(td.young), YoungVsFloor: f2(ratio(td.young, td.floor)),
+		FloorNamespace: secs(td.floorNamespace), Namespace: secs(td.namespace),
+		NamespaceVsFloor: verdict(ratio(td.namespace, td.floorNamespace), targetTeardownVsFloor, true),
+	}
+	w := res.writes
+	bound := vsP50(w.recorded, w.noRule)
+	v.Writes = writesView{
+		Trials: writeTrials, NoRule: p(w.noRule),
+		First: p(w.first), FirstVsNoRule: verdict(vsP50(w.first, w.noRule), targetWriteVsNoRule, true),
+		Later: p(w.later), LaterVsNoRule: verdict(vsP50(w.later, w.noRule), targetWriteVsNoRule, true),
+		Recorded: p(w.recorded), Bound: f2(bound), Target: f2(targetWriteVsNoRule), WithinBound: bound <= targetWriteVsNoRule,
+	}
+	return v
+}
+
 // section renders the results as the benchmark page's section.
 func (res settleResults) section() string {
 	var b strings.Builder
-	p := func(l latencies) string { return ms(l.pct(.5)) + " / " + ms(l.pct(.99)) }
-	fmt.Fprintf(&b, "## Settled objects\n\nDeletes among N dependents, p50 / p99 in milliseconds over %d trials: (a) an unprotected FirewallRule, "+
-		"(e) a VPC the webhook settled, created in the same trial (at most %s before its deletion), (b) a VPC created just before, which the webhook decides; "+
-		"each isolated (%s after the last read) and back to back (right after the same delete of another object).\n\n", benchTrials, oldestSettled(res.rows).Round(time.Second), pause)
-	b.WriteString("| N | (a) floor | (a) back to back | (e) settled | (e) back to back | (b) young | (b) back to back | (e)/(a) | (e)/(a) back to back | (b)/(a) | (b)/(a) back to back |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, r := range res.rows {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n", r.n, p(r.floor), p(r.floorAgain), p(r.settled), p(r.settledAgain),
-			p(r.young), p(r.youngAgain),
-			verdict(ratio(r.settled.pct(.5), r.floor.pct(.5)), targetSettledVsFloor, true),
-			verdict(ratio(r.settledAgain.pct(.5), r.floorAgain.pct(.5)), targetSettledVsFloor, true),
-			ratio(r.young.pct(.5), r.floor.pct(.5)), ratio(r.youngAgain.pct(.5), r.floorAgain.pct(.5)))
+	if err := benchmarkPageTemplate.ExecuteTemplate(&b, "settled", res.view()); err != nil {
+		panic(fmt.Sprintf("rendering the settled-objects section: %v", err))
 	}
-	td := res.teardown
-	fmt.Fprintf(&b, "\nTearing down %d objects: one by one, unprotected %s, settled VPCs %s (%s), VPCs younger than `--settle-after` %s (%.2f); "+
-		"by deleting their namespace, unprotected %s, settled VPCs %s (%s).\n", teardownSize, secs(td.floor), secs(td.settled),
-		verdict(ratio(td.settled, td.floor), targetTeardownVsFloor, true), secs(td.young), ratio(td.young, td.floor),
-		secs(td.floorNamespace), secs(td.namespace), verdict(ratio(td.namespace, td.floorNamespace), targetTeardownVsFloor, true))
-	w := res.writes
-	fmt.Fprintf(&b, "\nCreating a VM that references an existing VPC, %d back to back, p50 / p99: with no rule %s; under the rule, "+
-		"the VPC's first reference %s (%s), a VPC already referenced %s (%s). "+
-		"With no rule, a PATCH of the VPC followed by the create, the least a write pays when its reference is recorded on the VPC before it is admitted: %s (%.2f).\n",
-		writeTrials, p(w.noRule), p(w.first),
-		verdict(ratio(w.first.pct(.5), w.noRule.pct(.5)), targetWriteVsNoRule, true), p(w.later),
-		verdict(ratio(w.later.pct(.5), w.noRule.pct(.5)), targetWriteVsNoRule, true),
-		p(w.recorded), ratio(w.recorded.pct(.5), w.noRule.pct(.5)))
-	b.WriteString(writePathVerdict(w))
 	return b.String()
-}
-
-// writePathVerdict says whether the write path's target can be met: a write
-// that references an object must be recorded on that object before it is
-// admitted (the architecture guide says why), so no design pays less than
-// the recorded row.
-func writePathVerdict(w writeResult) string {
-	bound := ratio(w.recorded.pct(.5), w.noRule.pct(.5))
-	if bound <= targetWriteVsNoRule {
-		return fmt.Sprintf("\nThe bound (%.2f) is within the target (%.2f): what the webhook adds beyond its patch is the lever, "+
-			"its call on the create and the index labels it computes.\n", bound, targetWriteVsNoRule)
-	}
-	return fmt.Sprintf("\n**The write-path target (%.2f) is blocked on this machine.** A reference must be recorded on the object it "+
-		"names before the write is admitted: that record changes the object's revision, and the API server stores a deletion "+
-		"only against the revision it was decided on, so no deletion decided without the record can be stored after it "+
-		"(the [architecture guide](architecture.md#intents-references-on-their-way) has the argument). Without it a deletion "+
-		"decided while the write is on its way misses the write, the race protection exists for. That record is one more "+
-		"write, and one write costs about the floor: measured above with no rule at all, a PATCH of the VPC followed by "+
-		"the create is %.2f× the create alone, before any webhook is called. The rows under the rule pay that and the "+
-		"webhook's call on the create (the index labels and the intent patch are one call).\n", targetWriteVsNoRule, bound)
 }

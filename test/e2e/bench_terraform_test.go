@@ -209,11 +209,8 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 // TestBenchmarkTerraform runs only the Terraform part of the benchmark,
 // printing its figures: DEPCTRL_BENCH_TERRAFORM=1 go test -run TestBenchmarkTerraform ./test/e2e/
 func TestBenchmarkTerraform(t *testing.T) {
-	if os.Getenv("DEPCTRL_BENCH_TERRAFORM") == "" {
-		t.Skip("a benchmark, not a test: make bench runs it as part of TestBenchmark")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
+	benchOnly(t, "DEPCTRL_BENCH_TERRAFORM", "make bench runs it as part of TestBenchmark")
+	ctx := testContext(t, 30*time.Minute)
 	s := terraformAtScale(ctx, t, env.ForTest(t, env.TwoShards))
 	t.Logf("%+v", s)
 }

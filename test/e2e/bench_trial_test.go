@@ -14,6 +14,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // deletes measures the admission benchmark's deletes in one consumer
@@ -34,6 +35,20 @@ func newDeletes(top *Topology, consumer env.Workspace, d dynamic.Interface, metr
 		vpcs: d.Resource(fixtures.VPCs.GVR()).Namespace("apps"),
 		fws:  d.Resource(fixtures.FirewallRules.GVR()).Namespace("apps"),
 	}
+}
+
+// unthrottledDeletes measures deletes in top's first consumer through a
+// client without client-go's rate limit, which it also returns: the
+// benchmarks' bulk writes (creating and rewriting thousands of VMs) must
+// measure the servers, not client-go's token bucket.
+func unthrottledDeletes(t *testing.T, top *Topology, rt *runtimetest.Runtime) (deletes, dynamic.Interface) {
+	t.Helper()
+	consumer := top.Consumers[0]
+	cfg := top.admin(t, consumer.Path)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	d, err := dynamic.NewForConfig(cfg)
+	check.Must(t, err)
+	return newDeletes(top, consumer, d, rt.WebhookMetricsURL), d
 }
 
 // trialResult is what one trial measured.

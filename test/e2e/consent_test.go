@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestConsent: a provider workspace consents to protection by binding the
@@ -19,11 +17,9 @@ import (
 // and says why; accepting the claim later lets it in.
 func TestConsent(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top, _ := install(ctx, t, e)
 
 	unbound, err := e.CreateWorkspace(ctx, top.Org.Path, "unbound")
 	check.Must(t, err)

@@ -26,7 +26,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Bounds the faults test holds the runtime to. They are generous for a
@@ -41,16 +40,11 @@ const (
 // everything converges within a stated bound, which it measures.
 func TestFaults(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	ctx := testContext(t, 15*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	top.protectVPCs(ctx, t)
 	consumer := top.Consumers[len(top.Consumers)-1]
-	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.vpcInUse(ctx, t, consumer)
 
 	// enforced waits until the referenced VPC is refused with the
 	// webhook's own message and an unreferenced one can be deleted, and

@@ -56,6 +56,15 @@ func (top *Topology) createRule(ctx context.Context, t *testing.T, ws env.Worksp
 	check.Must(t, err)
 }
 
+// protectVPCs creates the rule most tests protect with, vm-needs-vpc in the
+// compute workspace: a VirtualMachine needs the VPC its .spec.vpcRef.name
+// names. It returns once the rule is Ready.
+func (top *Topology) protectVPCs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+}
+
 func (top *Topology) getRule(ctx context.Context, t *testing.T, ws env.Workspace, name string) *unstructured.Unstructured {
 	t.Helper()
 	r, err := top.dynamicFor(t, ws.Path).Resource(rulesGVR).Get(ctx, name, metav1.GetOptions{})
@@ -252,6 +261,13 @@ func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Wor
 	if err := top.remove(ctx, t, ws, a, name); err != nil {
 		t.Fatalf("deleting %s/%s in %s: %v", a.Kind, name, ws.Path, err)
 	}
+}
+
+// vpcInUse creates, in ws, vpc-1 and vm-1 referencing it.
+func (top *Topology) vpcInUse(ctx context.Context, t *testing.T, ws env.Workspace) {
+	t.Helper()
+	top.object(ctx, t, ws, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
+	top.object(ctx, t, ws, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
 }
 
 func ref(name string) map[string]interface{} {

@@ -23,7 +23,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestReferenceIndex checks the reference index against a real kcp: the
@@ -33,11 +32,8 @@ import (
 // indexed dependents and from the fields for the others.
 func TestReferenceIndex(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 10*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	// The consumer on the other shard than the rule: the configuration
 	// reaches it through the cache server.
 	consumer := top.Consumers[len(top.Consumers)-1]
@@ -48,8 +44,7 @@ func TestReferenceIndex(t *testing.T) {
 	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-pre", map[string]interface{}{}, nil)
 	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-pre", ref("vpc-pre"), nil)
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
 	if epoch, _, _ := unstructured.NestedString(top.getRule(ctx, t, top.Compute, "vm-needs-vpc").Object, "status", "indexEpoch"); epoch == "" {
 		t.Fatal("the rule is Indexed but has no status.indexEpoch")
@@ -299,11 +294,8 @@ func rewrite(ctx context.Context, res dynamic.ResourceInterface, name string, ed
 // (TestNarrowedReadAccess).
 func TestReindex(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 10*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	granted := top.Consumers[len(top.Consumers)-1]
 	counter := counter(ctx, t, rt.WebhookMetricsURL)
 	const (
@@ -323,8 +315,7 @@ func TestReindex(t *testing.T) {
 		}
 	}
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
 	top.object(ctx, t, granted, fixtures.VirtualMachines, "vm-probe", ref("nothing"), nil)
 	stamp := waitStamp(ctx, t, top.dynamicFor(t, granted.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps"), "vm-probe", "")

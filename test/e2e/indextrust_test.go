@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
@@ -30,16 +28,12 @@ var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.
 // back.
 func TestIndexTrustWithoutController(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 10*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	consumer := top.Consumers[len(top.Consumers)-1]
 	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
 	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-a", map[string]interface{}{}, nil)
 	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-b", map[string]interface{}{}, nil)

@@ -23,7 +23,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // Knobs of the invariant test; `make soak` raises them.
@@ -132,11 +131,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 		phases = n
 	}
 	t.Logf("seed %d (replay with %s=%d), %d phases of %d workers x %d steps", seed, seedVariable, seed, phases, workers, stepsPerPhase)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 30*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// The webhook may re-index: every rule change leaves the VMs
 	// unindexed, and it then rewrites them while the workers create and

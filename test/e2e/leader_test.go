@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -19,8 +18,7 @@ import (
 // becoming Ready.
 func TestLeaderElection(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	// The lease lives in the dep-ctrl workspace's default namespace.
@@ -42,8 +40,7 @@ func TestLeaderElection(t *testing.T) {
 	stopA, leadsA := replica("controller-a")
 	stopB, leadsB := replica("controller-b")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	// Give a second replica every chance to grab the lease too.
 	time.Sleep(5 * time.Second)
 	if leadsA() == leadsB() {

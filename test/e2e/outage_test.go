@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -30,8 +29,7 @@ func TestShardOutage(t *testing.T) {
 	if os.Getenv(env.AttachVariable) != "" {
 		t.Skip("pauses a shard, which would disturb the other packages' tests sharing this kcp: make testacc runs it afterwards on a kcp of its own (make test-outage)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
 	if len(e.Shards) < 2 {
 		t.Skip("needs two shards")

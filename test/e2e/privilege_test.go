@@ -29,13 +29,11 @@ import (
 // provider's resources create).
 func TestLeastPrivilege(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	consumer := top.Consumers[0]
-	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.vpcInUse(ctx, t, consumer)
 
 	as := func(user, path string) dynamic.Interface {
 		t.Helper()
@@ -142,8 +140,7 @@ func TestLeastPrivilege(t *testing.T) {
 // refused until that type is named too; everything else stays unreadable.
 func TestNarrowedReadAccess(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	// A kcp of its own: RBAC is additive, and tests in other packages grant
 	// the same webhook identity read on everything in the shared one (the
 	// provider's topology test does, under its own grant name), which would
@@ -160,11 +157,9 @@ func TestNarrowedReadAccess(t *testing.T) {
 	}
 
 	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	for _, c := range top.Consumers {
-		top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+		top.vpcInUse(ctx, t, c)
 	}
 	// A consumer that will be deleted while the webhook cannot read its
 	// dependents.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +24,7 @@ import (
 // <org> to resolve root:<org>:network, as in every topology.
 func TestProcessesGuide(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 8*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e, nestedDepCtrl())
 	root, err := env.RepoRoot()
@@ -88,11 +86,9 @@ func TestProcessesGuide(t *testing.T) {
 	})
 	start("controller")
 
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	c := top.Consumers[0]
-	top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.vpcInUse(ctx, t, c)
 	top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 	top.expectDeleted(ctx, t, c, fixtures.VirtualMachines, "vm-1")
 	check.Eventually(ctx, t, 30*time.Second, "vpc-1 to be deletable once vm-1 is gone", func() error {

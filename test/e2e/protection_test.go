@@ -14,7 +14,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestProtection runs the specification's scenarios against a real kcp
@@ -24,26 +23,22 @@ import (
 func TestProtection(t *testing.T) {
 	requireIntegration(t)
 	t.Run("two shards", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
+		ctx := testContext(t, 15*time.Minute)
 		protectionScenarios(ctx, t, env.ForTest(t, env.TwoShards))
 	})
 	t.Run("single shard", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-		defer cancel()
+		ctx := testContext(t, 15*time.Minute)
 		protectionScenarios(ctx, t, ownSingleShard(ctx, t))
 	})
 }
 
 func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
-	top := setupTopology(ctx, t, e)
-	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	top, _ := install(ctx, t, e)
 
 	// The rule lives in the compute provider's workspace; the VPCs it
 	// protects are exported from a nested workspace.
 	created := time.Now()
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 	t.Logf("rule creation to enforcement (Ready=True): %s", time.Since(created).Round(time.Millisecond))
 
 	if got := top.protectedResources(ctx, t, top.Network); !slices.Equal(got, []string{"vpcs"}) {
@@ -53,8 +48,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 
 	for _, consumer := range top.Consumers {
 		t.Run("blocked while referenced on shard "+consumer.Shard, func(t *testing.T) {
-			top.object(ctx, t, consumer, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+			top.vpcInUse(ctx, t, consumer)
 			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-2", ref("vpc-1"), nil)
 			top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-2")
 			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-1")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // restartBound is how long after a restarted kcp is ready again the
@@ -26,16 +24,12 @@ const restartBound = time.Minute
 // no other test.
 func TestKCPRestart(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := ownSingleShard(ctx, t)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top, rt := install(ctx, t, e)
+	top.protectVPCs(ctx, t)
 	c := top.Consumers[0]
-	top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-	top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+	top.vpcInUse(ctx, t, c)
 	top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 
 	start := time.Now()

@@ -29,8 +29,7 @@ import (
 // that withdraws them leaves its rules not Ready, but still protected.
 func TestTypesServed(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.SingleShard)
 	top := setupTopology(ctx, t, e)
 	// Volumes have a structural schema, exported next to the VMs.

@@ -35,14 +35,10 @@ const settleAfter = 3 * time.Second
 // is admitted, and a rule change unsettles every VPC at once.
 func TestSettled(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 15*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 
 	for _, c := range top.Consumers {
 		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}

@@ -16,7 +16,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestSettlingUpgrade: an installation protecting with the reference index
@@ -30,15 +29,11 @@ import (
 // settling comes back under the same stamp.
 func TestSettlingUpgrade(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	rt := runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
+	ctx := testContext(t, 15*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	// An installation from before settling was the default.
 	rt.SetSettling(ctx, t, false)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.protectVPCs(ctx, t)
 
 	var clients []*upgradeClient
 	for _, c := range top.Consumers {

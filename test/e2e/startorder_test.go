@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,8 +21,7 @@ import (
 // workspaces did not serve yet, would never deliver a rule.
 func TestRuntimeBeforeBindings(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 10*time.Minute)
 	e := env.ForTest(t, env.TwoShards)
 	top := setupTopology(ctx, t, e, beforeBindings(func(top *Topology) {
 		start := time.Now()
@@ -37,8 +35,7 @@ func TestRuntimeBeforeBindings(t *testing.T) {
 	t.Logf("rules Ready after %s and %s", top.waitReady(ctx, t, top.Compute, "needs-vpc").Round(time.Millisecond),
 		top.waitReady(ctx, t, top.Network, "needs-vpc").Round(time.Millisecond))
 	for _, c := range top.Consumers {
-		top.object(ctx, t, c, fixtures.VPCs, "vpc-1", map[string]interface{}{}, nil)
-		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-1", ref("vpc-1"), nil)
+		top.vpcInUse(ctx, t, c)
 		top.object(ctx, t, c, fixtures.VPCs, "vpc-2", map[string]interface{}{}, nil)
 		top.object(ctx, t, c, fixtures.Regions, "region-2", map[string]interface{}{"vpc": "vpc-2"}, nil)
 		top.expectDenied(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")

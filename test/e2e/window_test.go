@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -21,7 +20,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestReadCommitWindow attacks the window between a dependent's admission
@@ -33,13 +31,9 @@ import (
 // Once the VM is deleted, its intent is withdrawn and the VPC goes at once.
 func TestReadCommitWindow(t *testing.T) {
 	requireIntegration(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	e := env.ForTest(t, env.TwoShards)
-	top := setupTopology(ctx, t, e)
-	runtimetest.Start(ctx, t, e, top.DepCtrl.Path)
-	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	ctx := testContext(t, 10*time.Minute)
+	top, _ := install(ctx, t, env.ForTest(t, env.TwoShards))
+	top.protectVPCs(ctx, t)
 	consumer := top.Consumers[0]
 
 	// kcp applies the webhook configurations of the workspace that exports
