@@ -2,6 +2,7 @@ package virtualworkspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,8 +23,9 @@ const verifyRecheck = 2 * time.Second
 // view for good. Where the view still disagrees with a fresh list after
 // verifyRecheck, Verify corrects it from the list and reports every
 // object that differed to Changed and Each (a deleted one with its last
-// known state), as the watch would have. It returns how many objects it
-// corrected.
+// known state), as the watch would have. A URL it cannot list does not
+// keep the others unverified: it returns how many objects it corrected
+// and the failures of every URL, joined.
 func (w *Watched) Verify(ctx context.Context) (int, error) {
 	w.mu.Lock()
 	watches := make(map[string]*shardWatch, len(w.byURL))
@@ -32,53 +34,65 @@ func (w *Watched) Verify(ctx context.Context) (int, error) {
 	}
 	w.mu.Unlock()
 	corrected := 0
+	var errs []error
 	for url, sw := range watches {
-		if !sw.informer.HasSynced() {
-			// Its initial list is still to come, and will be complete.
-			continue
-		}
-		first, err := w.differences(ctx, url, sw)
-		if err != nil {
-			return corrected, err
-		}
-		if len(first) == 0 {
-			continue
-		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return corrected, ctx.Err()
-		case <-time.After(verifyRecheck):
 		}
-		again, err := w.differences(ctx, url, sw)
+		n, err := w.verifyURL(ctx, url, sw)
+		corrected += n
 		if err != nil {
-			return corrected, err
+			errs = append(errs, err)
 		}
-		store := sw.informer.GetStore()
-		for k, d := range again {
-			if before, ok := first[k]; !ok || resourceVersion(before.viewed) != resourceVersion(d.viewed) {
-				// The watch delivered something for it meanwhile: it is
-				// not stuck on this object.
-				continue
-			}
-			var err error
-			switch {
-			case d.listed == nil:
-				err = store.Delete(d.viewed)
-			case d.viewed == nil:
-				err = store.Add(d.listed)
-			default:
-				err = store.Update(d.listed)
-			}
-			if err != nil {
-				return corrected, fmt.Errorf("correcting the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
-			}
-			obj := d.listed
-			if obj == nil {
-				obj = d.viewed
-			}
-			w.changed(url, obj)
-			corrected++
+	}
+	return corrected, errors.Join(errs...)
+}
+
+// verifyURL is Verify for the view of one URL.
+func (w *Watched) verifyURL(ctx context.Context, url string, sw *shardWatch) (int, error) {
+	if !sw.informer.HasSynced() {
+		// Its initial list is still to come, and will be complete.
+		return 0, nil
+	}
+	first, err := w.differences(ctx, url, sw)
+	if err != nil || len(first) == 0 {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(verifyRecheck):
+	}
+	again, err := w.differences(ctx, url, sw)
+	if err != nil {
+		return 0, err
+	}
+	store := sw.informer.GetStore()
+	corrected := 0
+	for k, d := range again {
+		if before, ok := first[k]; !ok || resourceVersion(before.viewed) != resourceVersion(d.viewed) {
+			// The watch delivered something for it meanwhile: it is
+			// not stuck on this object.
+			continue
 		}
+		var err error
+		switch {
+		case d.listed == nil:
+			err = store.Delete(d.viewed)
+		case d.viewed == nil:
+			err = store.Add(d.listed)
+		default:
+			err = store.Update(d.listed)
+		}
+		if err != nil {
+			return corrected, fmt.Errorf("correcting the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
+		}
+		obj := d.listed
+		if obj == nil {
+			obj = d.viewed
+		}
+		w.changed(url, obj)
+		corrected++
 	}
 	return corrected, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +195,49 @@ func TestFollowerVerifiesWatches(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestVerifyGoesOnPastAShardDown: a shard whose virtual workspace cannot
+// list does not keep the others' views unverified: Verify corrects the
+// healthy shard's view and reports every shard it could not list.
+func TestVerifyGoesOnPastAShardDown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	down := []string{"shard-b", "shard-c", "shard-d"}
+	f := newFakeShards(t, append([]string{"shard-a"}, down...)...)
+	f.stuck = true
+	f.addRule(t, "shard-a", "c1", "kept")
+	f.addRule(t, "shard-a", "c1", "deleted")
+	for _, s := range down {
+		f.addRule(t, s, "c2", "elsewhere")
+	}
+	watch, _ := followRules(ctx, t, f)
+	for _, s := range append([]string{"shard-a"}, down...) {
+		check.Eventually(ctx, t, 10*time.Second, "the initial list of "+s, func() error {
+			objs, err := watch.ListShard(ctx, f.srv.URL+"/"+s)
+			if err == nil && len(objs) == 0 {
+				return fmt.Errorf("nothing listed yet")
+			}
+			return err
+		})
+	}
+	f.set(func() {
+		f.rules["shard-a"] = f.rules["shard-a"][:1]
+		for _, s := range down {
+			f.down[s] = true
+		}
+	})
+	n, err := watch.Verify(ctx)
+	if n != 1 {
+		t.Errorf("Verify corrected %d objects, want 1 (the deleted rule of shard-a)", n)
+	}
+	for _, s := range down {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("Verify's error %v does not name %s, which could not list", err, s)
+		}
+	}
+	objs, lerr := watch.ListShard(ctx, f.srv.URL+"/shard-a")
+	if lerr != nil || len(objs) != 1 || objs[0].Obj.GetName() != "kept" {
+		t.Errorf("shard-a's view after Verify = %v (%v), want only kept", objs, lerr)
+	}
 }
