@@ -15,11 +15,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -94,11 +91,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	ws.Apply(o.RateLimit)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apisv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := kcpconfig.Scheme()
+	if err != nil {
+		return err
 	}
 	mgr, err := manager.New(ws.Config, manager.Options{
 		Scheme:                 scheme,
