@@ -75,11 +75,12 @@ type Syncer struct {
 	leading, synced atomic.Bool
 }
 
-// DefaultPropagation is the default of Syncer.Propagation. The benchmark
-// measures how long a new entry takes to be enforced for a consumer on
-// another shard than the protected workspace (through the cache server):
-// p99 under 0.2 s on a loaded two-core machine. Two seconds leave a margin
-// of ten; --webhook-propagation-delay raises it where shards lag more.
+// DefaultPropagation is the default of Syncer.Propagation: how long a new
+// entry may take to be enforced for a consumer on another shard than the
+// protected workspace (it reaches that shard through the cache server).
+// It is an order of magnitude above what the benchmarks guide measures
+// for that (Convergence); --webhook-propagation-delay raises it where
+// shards lag more.
 const DefaultPropagation = 2 * time.Second
 
 // NewSyncer returns a Syncer; call Start to run it.
