@@ -13,11 +13,11 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
-// TestAccBadConfigurations: each configuration is wrong in one way, and
+// TestAccProvider_badConfigurations: each configuration is wrong in one way, and
 // fails at plan (validation or plan, before anything is created) with an
 // error that names the attribute at fault. None needs a server: every one
 // of them is caught before the provider would talk to kcp or Kubernetes.
-func TestAccBadConfigurations(t *testing.T) {
+func TestAccProvider_badConfigurations(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("runs terraform; only with TF_ACC=1")
 	}

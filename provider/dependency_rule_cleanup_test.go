@@ -44,6 +44,22 @@ func (w *destroyWarnings) all() []string {
 	return append([]string(nil), w.warnings...)
 }
 
+// withRuntimeRunning is tc for a test whose destroys run with the runtime
+// running: besides tc.CheckDestroy, none of them may warn that the
+// controller left anything behind.
+func withRuntimeRunning(tc resource.TestCase) resource.TestCase {
+	w := &destroyWarnings{}
+	tc.ProtoV6ProviderFactories = w.factories()
+	checkDestroy := tc.CheckDestroy
+	tc.CheckDestroy = func(s *terraform.State) error {
+		if all := w.all(); len(all) > 0 {
+			return fmt.Errorf("destroying with the runtime running warned: %q", all)
+		}
+		return checkDestroy(s)
+	}
+	return tc
+}
+
 // matching returns the recorded warnings whose summary or detail contains s.
 func (w *destroyWarnings) matching(s string) []string {
 	var out []string
@@ -78,12 +94,12 @@ func (s recordingServer) ApplyResourceChange(ctx context.Context, req *tfprotov6
 	return resp, err
 }
 
-// TestAccDependencyRuleDestroyWithoutController: with the controller
+// TestAccDependencyRuleResource_destroyWithoutController: with the controller
 // stopped, nothing removes the webhook configurations it installed for a
 // rule. The rule's destroy waits its delete timeout and warns, naming them;
-// the binding's destroy removes them and warns too. (TestAccTopology
+// the binding's destroy removes them and warns too. (TestAccTopology_basic
 // destroys with the controller running, and there neither warns.)
-func TestAccDependencyRuleDestroyWithoutController(t *testing.T) {
+func TestAccDependencyRuleResource_destroyWithoutController(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

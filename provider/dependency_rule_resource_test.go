@@ -1,11 +1,185 @@
 package provider
 
 import (
+	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
+
+// enforcingTopology is servedTopology with the runtime running against
+// it, so that rules applied in compute are enforced. It returns the compute
+// and network workspace paths.
+func enforcingTopology(ctx context.Context, t *testing.T, e *env.Env) (compute, network string) {
+	t.Helper()
+	depctrl, compute, network := servedTopology(ctx, t, e)
+	runtimetest.Start(ctx, t, e, depctrl)
+	return compute, network
+}
+
+// vmRuleConfig is the VM rule, depctrl_dependency_rule.vm_needs_vpc, in
+// compute, its VPCs exported from network and named at field.
+func vmRuleConfig(e *env.Env, compute, network, field string) string {
+	return providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network), Field: field}.HCL("vm_needs_vpc", "vm-needs-vpc")
+}
+
+// ruleFieldPath returns the field path of the first dependency of the
+// DependencyRule name, as kcp has it.
+func ruleFieldPath(ctx context.Context, d dynamic.Interface, name string) (string, error) {
+	u, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	deps, _, _ := unstructured.NestedSlice(u.Object, "spec", "dependencies")
+	if len(deps) == 0 {
+		return "", fmt.Errorf("DependencyRule %s has no dependency", name)
+	}
+	path, _, _ := unstructured.NestedString(deps[0].(map[string]interface{}), "fieldRef", "path")
+	return path, nil
+}
+
+// setRuleFieldPath changes, outside Terraform, the field path of the first
+// dependency of the DependencyRule name.
+func setRuleFieldPath(ctx context.Context, t *testing.T, d dynamic.Interface, name, path string) {
+	t.Helper()
+	u, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
+	check.Must(t, err)
+	deps, _, _ := unstructured.NestedSlice(u.Object, "spec", "dependencies")
+	check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), path, "fieldRef", "path"))
+	check.Must(t, unstructured.SetNestedSlice(u.Object, deps, "spec", "dependencies"))
+	_, err = d.Resource(v1alpha1.GroupVersionResource).Update(ctx, u, metav1.UpdateOptions{})
+	check.Must(t, err)
+}
+
+// TestAccDependencyRuleResource_basic applies the VM rule with the runtime
+// running and waits until it is enforced, checks every attribute, imports
+// it (by ID and by identity), repairs a field path changed by hand,
+// changes the field path in place and destroys the rule, which the
+// controller cleans up after without a warning.
+func TestAccDependencyRuleResource_basic(t *testing.T) {
+	e := accEnv(t, env.SingleShard)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	compute, network := enforcingTopology(ctx, t, e)
+	d := adminDynamic(t, e, compute)
+	addr := "depctrl_dependency_rule.vm_needs_vpc"
+	id := compute + "/vm-needs-vpc"
+	attr := func(name string, v knownvalue.Check) statecheck.StateCheck {
+		return statecheck.ExpectKnownValue(addr, tfjsonpath.New(name), v)
+	}
+	fieldPath := tfjsonpath.New("dependency").AtSliceIndex(0).AtMapKey("field_ref").AtMapKey("path")
+	// enforced is what an enforced rule with its dependency at field has
+	// in state.
+	enforced := func(field string) []statecheck.StateCheck {
+		isTrue := knownvalue.StringRegexp(regexp.MustCompile(`^True `))
+		return []statecheck.StateCheck{
+			attr("id", knownvalue.StringExact(id)),
+			attr("ready", knownvalue.Bool(true)),
+			attr("conditions", knownvalue.MapPartial(map[string]knownvalue.Check{
+				v1alpha1.ConditionReady: isTrue, v1alpha1.ConditionTypesServed: isTrue, v1alpha1.ConditionEnforced: isTrue,
+			})),
+			statecheck.ExpectKnownValue(addr, fieldPath, knownvalue.StringExact(field)),
+		}
+	}
+	// inKCP checks the field path of the rule in kcp.
+	inKCP := func(want string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			got, err := ruleFieldPath(ctx, d, "vm-needs-vpc")
+			if err == nil && got != want {
+				err = fmt.Errorf("the rule in kcp has field path %q, want %q", got, want)
+			}
+			return err
+		}
+	}
+	// The runtime runs throughout: the destroy must not warn that the
+	// controller left anything behind.
+	resource.Test(t, withRuntimeRunning(resource.TestCase{
+		CheckDestroy: func(*terraform.State) error {
+			if _, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, "vm-needs-vpc", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("DependencyRule left behind after destroy (err=%v)", err)
+			}
+			return nil
+		},
+		Steps: slices.Concat([]resource.TestStep{
+			{
+				Config: vmRuleConfig(e, compute, network, ".spec.vpcRef.name"),
+				ConfigStateChecks: append(enforced(".spec.vpcRef.name"),
+					attr("workspace_path", knownvalue.StringExact(compute)),
+					attr("name", knownvalue.StringExact("vm-needs-vpc")),
+					attr("wait_for_enforcement", knownvalue.Bool(true)),
+					attr("dependent", knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"api_export_name": knownvalue.StringExact("compute.test.io"),
+						"group":           knownvalue.StringExact("compute.test.io"),
+						"version":         knownvalue.StringExact("v1"),
+						"kind":            knownvalue.StringExact("VirtualMachine"),
+						"resource":        knownvalue.StringExact("virtualmachines"),
+					})),
+					attr("dependency", knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"api_export_ref": knownvalue.ObjectExact(map[string]knownvalue.Check{
+							"path": knownvalue.StringExact(network),
+							"name": knownvalue.StringExact("network.test.io"),
+						}),
+						"group":     knownvalue.StringExact("network.test.io"),
+						"version":   knownvalue.StringExact("v1"),
+						"resource":  knownvalue.StringExact("vpcs"),
+						"field_ref": knownvalue.ObjectExact(map[string]knownvalue.Check{"path": knownvalue.StringExact(".spec.vpcRef.name")}),
+					})})),
+				),
+				Check: inKCP(".spec.vpcRef.name"),
+			},
+			importVerified(addr, id),
+			importPlansNothing(addr, id),
+		}, identitySteps(t,
+			// The identity names the rule by its workspace and name, and an
+			// import block may give it instead of the ID.
+			expectIdentity(vmRuleConfig(e, compute, network, ".spec.vpcRef.name"), addr, map[string]knownvalue.Check{
+				"workspace_path": knownvalue.StringExact(compute),
+				"name":           knownvalue.StringExact("vm-needs-vpc"),
+			}),
+			importByIdentityPlansNothing(addr),
+		), []resource.TestStep{
+			{
+				// Drift: the field path is changed by hand. The plan shows
+				// it; apply restores it, and the rule is enforced again.
+				PreConfig: func() { setRuleFieldPath(ctx, t, d, "vm-needs-vpc", ".spec.somewhereElse") },
+				Config:    vmRuleConfig(e, compute, network, ".spec.vpcRef.name"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectNonEmptyPlan(),
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: enforced(".spec.vpcRef.name"),
+				Check:             inKCP(".spec.vpcRef.name"),
+			},
+			{
+				// A changed field path updates the rule in place.
+				Config: vmRuleConfig(e, compute, network, ".spec.networks[*].vpc"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: enforced(".spec.networks[*].vpc"),
+				Check:             inKCP(".spec.networks[*].vpc"),
+			},
+		}),
+	}))
+}
 
 // ruleFields are the parts of a rule the error cases vary.
 type ruleFields struct {
@@ -43,8 +217,9 @@ resource "depctrl_dependency_rule" "test" {
 }
 
 // The rule's lifecycle, import and drift, with the runtime enforcing it, are
-// covered by TestAccTopology; these are the ways a rule is refused.
-func TestAccDependencyRuleErrors(t *testing.T) {
+// covered by TestAccDependencyRuleResource_basic (and on two shards by
+// TestAccTopology_basic); these are the ways a rule is refused.
+func TestAccDependencyRuleResource_errors(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	unbound := testOrg(t, e)
 	valid := ruleFields{workspace: "root:compute", kind: "VirtualMachine", version: "v1", exportPath: "root:org:network", fieldPath: ".spec.vpcRef.name"}

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
@@ -23,22 +24,20 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
-	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
-// TestAccDependencyRuleNotServed: a rule that names a version its export
+// TestAccDependencyRuleResource_notServed: a rule that names a version its export
 // does not serve fails the plan on dependent.version when the provider can
 // read the export; when it cannot (an identity that may write rules and
 // nothing else), the apply fails on the same attribute with the
 // controller's TypesServed reason and message. Named right, the rule is
 // enforced. The kcp side is set up here, not by Terraform, so that the
 // second provider needs no access beyond the rules.
-func TestAccDependencyRuleNotServed(t *testing.T) {
+func TestAccDependencyRuleResource_notServed(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	depctrl, compute, network := servedTopology(ctx, t, e)
-	runtimetest.Start(ctx, t, e, depctrl)
+	compute, network := enforcingTopology(ctx, t, e)
 
 	// rule is the VM rule with the dependent's version.
 	rule := func(provider, version string) string {
@@ -72,7 +71,8 @@ func TestAccDependencyRuleNotServed(t *testing.T) {
 }
 
 // servedTopology sets up, under a fresh org, the dep-ctrl workspace and
-// export, and the compute and network providers with their exports, each
+// export, and the compute and network providers with their exports (VMs
+// and ManagedDBs; VPCs and FirewallRules), each
 // binding the dep-ctrl export with every claim accepted (as
 // depctrl_provider_binding does), and the controller's path resolution. It
 // returns the three workspace paths.
@@ -106,10 +106,17 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 		check.Eventually(ctx, t, bindPermissionGrace, "binding the dep-ctrl export in "+path, func() error {
 			return applyObjects(ctx, adminDynamic(t, e, path), object{apiBindingsGVR, m.desiredBinding()})
 		})
+		// The workspace serves DependencyRules a moment after the binding
+		// is made: as after depctrl_provider_binding, a rule applied next
+		// must find them.
+		check.Eventually(ctx, t, time.Minute, "DependencyRules served in "+path, func() error {
+			_, err := adminDynamic(t, e, path).Resource(v1alpha1.GroupVersionResource).List(ctx, metav1.ListOptions{})
+			return err
+		})
 	}
-	apply(compute, fixtures.ExportYAML(fixtures.VirtualMachines))
+	apply(compute, fixtures.ExportYAML(fixtures.VirtualMachines, fixtures.ManagedDBs))
 	binding(compute)
-	apply(network, fixtures.ExportYAML(fixtures.VPCs))
+	apply(network, fixtures.ExportYAML(fixtures.VPCs, fixtures.FirewallRules))
 	binding(network)
 	return depctrl, compute, network
 }

@@ -35,7 +35,7 @@ func devOverride(t *testing.T) (bin, rc string) {
 	return bin, rc
 }
 
-// TestAccExamplesValidate runs `terraform validate` on every example
+// TestAccExamples_validate runs `terraform validate` on every example
 // directory with the provider built from this tree, so the examples in the
 // docs use attributes that exist, with values the provider accepts at
 // validation. An example import block with an identity
@@ -43,7 +43,7 @@ func devOverride(t *testing.T) (bin, rc string) {
 // its directory, by CLIs that read such blocks. examples/quickstart is also
 // applied end to end by `make quickstart-test`, and the resources by the
 // acceptance tests.
-func TestAccExamplesValidate(t *testing.T) {
+func TestAccExamples_validate(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("runs terraform; only with TF_ACC=1")
 	}

@@ -47,7 +47,7 @@ func adminDynamic(t *testing.T, e *env.Env, path string) dynamic.Interface {
 	return d
 }
 
-func TestAccExportResource(t *testing.T) {
+func TestAccExportResource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ws := testOrg(t, e)
 	d := adminDynamic(t, e, ws.Path)
@@ -208,7 +208,7 @@ func TestAccExportResource(t *testing.T) {
 	})
 }
 
-func TestAccExportResourceErrors(t *testing.T) {
+func TestAccExportResource_errors(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	tests := []struct {
 		name   string

@@ -44,10 +44,10 @@ func (w withoutIdentity) ApplyResourceChange(ctx context.Context, req *tfprotov6
 	return resp, err
 }
 
-// TestAccIdentityUpgrade: a resource created by a provider version without
+// TestAccIdentity_upgrade: a resource created by a provider version without
 // resource identity gains its identity on the first refresh by this one,
 // with no change planned, and then imports by it.
-func TestAccIdentityUpgrade(t *testing.T) {
+func TestAccIdentity_upgrade(t *testing.T) {
 	if reason := cliUnderTest().identityUnsupported(); reason != "" {
 		t.Skip(reason)
 	}

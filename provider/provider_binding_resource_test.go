@@ -52,7 +52,7 @@ func acceptedClaims() knownvalue.Check {
 	})
 }
 
-func TestAccProviderBindingResource(t *testing.T) {
+func TestAccProviderBindingResource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx := context.Background()
 	org := testOrg(t, e)
@@ -171,7 +171,7 @@ func TestAccProviderBindingResource(t *testing.T) {
 	})
 }
 
-func TestAccProviderBindingResourceErrors(t *testing.T) {
+func TestAccProviderBindingResource_errors(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx := context.Background()
 	org := testOrg(t, e)

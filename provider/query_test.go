@@ -23,12 +23,12 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 )
 
-// TestAccQuery: `terraform query` lists an installation made partly by
+// TestAccQuery_basic: `terraform query` lists an installation made partly by
 // hand: the workspaces of a tree, the DependencyRules in it (one applied
 // by Terraform, one by hand, with their Ready state), and the shards, each
 // result with the identity its resource imports by. Terraform 1.14 and
 // later only (OpenTofu has no query).
-func TestAccQuery(t *testing.T) {
+func TestAccQuery_basic(t *testing.T) {
 	e := queryEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -98,11 +98,11 @@ list "depctrl_shard" "all" {
 	})
 }
 
-// TestAccQueryGenerateConfig: what a team does to bring rules made by hand
+// TestAccQuery_generateConfig: what a team does to bring rules made by hand
 // under Terraform, with the real CLI: terraform query
 // -generate-config-out writes import blocks and configuration for them,
 // and the plan of that configuration imports them and changes nothing.
-func TestAccQueryGenerateConfig(t *testing.T) {
+func TestAccQuery_generateConfig(t *testing.T) {
 	e := queryEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -37,7 +37,7 @@ resource "depctrl_root_rbac" "test" {
 `, name, user, list)
 }
 
-func TestAccRootRBACResource(t *testing.T) {
+func TestAccRootRBACResource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx := context.Background()
 	org := testOrg(t, e)

@@ -21,10 +21,10 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
-// TestAccRuntimeManifests renders the runtime as YAML and checks that it is
+// TestAccRuntimeManifestsDataSource_basic renders the runtime as YAML and checks that it is
 // exactly what the renderer behind depctrl_runtime produces for the same
 // settings.
-func TestAccRuntimeManifests(t *testing.T) {
+func TestAccRuntimeManifestsDataSource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	dir := t.TempDir()
 	kc, err := e.IdentityKubeconfig(e.MustIdentity(env.ControllerUser), "root:depctrl")

@@ -34,14 +34,14 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
-// TestAccRuntime deploys the runtime with depctrl_runtime into a real
+// TestAccRuntimeResource_basic deploys the runtime with depctrl_runtime into a real
 // kube-apiserver, runs what was deployed (test/podrunner plays the kubelet)
 // and checks that deletes are blocked through kcp on every shard. Then it
 // updates the image tag and replicas (adding disruption budgets), narrows
 // the NetworkPolicies, issues new certificates, imports, detects and repairs
 // drift (of the budgets and policies too), turns the policies off and
 // destroys.
-func TestAccRuntime(t *testing.T) {
+func TestAccRuntimeResource_basic(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	kube := env.KubeForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)

@@ -72,7 +72,7 @@ func grantRemoved(ctx context.Context, t *testing.T, e *env.Env, grant string, s
 	}
 }
 
-func TestAccShardResource(t *testing.T) {
+func TestAccShardResource_basic(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
 	grant := env.UniqueName("depctrl-test") + ":reader"
@@ -259,7 +259,7 @@ func TestAccShardResource(t *testing.T) {
 	})
 }
 
-func TestAccShardResourceErrors(t *testing.T) {
+func TestAccShardResource_errors(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	s := e.Shards[1]
 	tests := []struct {
@@ -470,11 +470,11 @@ func TestShardImportIDFromIdentity(t *testing.T) {
 	}
 }
 
-// TestAccShardResourceContext: a shard admin kubeconfig with several
+// TestAccShardResource_context: a shard admin kubeconfig with several
 // contexts, whose current one is not the shard's: without `context` the
 // apply fails, with it the grant is written, and an import ID naming the
 // context reads the same state back.
-func TestAccShardResourceContext(t *testing.T) {
+func TestAccShardResource_context(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
 	shard := e.Shards[len(e.Shards)-1]
@@ -541,12 +541,12 @@ func providerWithShardCredentials(e *env.Env, entries string) string {
 	return fmt.Sprintf("provider \"depctrl\" {\n  kubeconfig_path = %q\n  shard_credentials = {\n%s\n  }\n}\n", e.AdminKubeconfig, entries)
 }
 
-// TestAccShardResourceProviderCredentials: depctrl_shard resources that
+// TestAccShardResource_providerCredentials: depctrl_shard resources that
 // set no credentials use the provider block's shard_credentials, one with an
 // inline client certificate and key, one with an inline kubeconfig and a
 // context. No key reaches the state, and both import, by ID and by
 // identity, with nothing but the shard and grant names.
-func TestAccShardResourceProviderCredentials(t *testing.T) {
+func TestAccShardResource_providerCredentials(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
 	tfDir := t.TempDir()
@@ -668,11 +668,11 @@ func shardSchemaType(t *testing.T) tftypes.Type {
 	return resp.Schema.Type().TerraformType(context.Background())
 }
 
-// TestAccShardResourceCertificates: a shard reached with a client
+// TestAccShardResource_certificates: a shard reached with a client
 // certificate and key from files and an inline CA, imported with the
 // certificate form of the import ID (its CA read from a file), or of an
 // import block's identity, plans nothing.
-func TestAccShardResourceCertificates(t *testing.T) {
+func TestAccShardResource_certificates(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
 	shard := e.Shards[0]

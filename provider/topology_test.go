@@ -127,35 +127,15 @@ resource "depctrl_shard" "s%[1]d" {
 // withRules adds the two rules; vmField is where VMs name their VPC.
 func (tp topology) withRules(vmField, extra string) string {
 	return tp.base() + vmRule{Workspace: "depctrl_provider_binding.compute.workspace_path", NetworkPath: "depctrl_provider_binding.network.workspace_path",
-		Field: vmField}.HCL("vm_needs_vpc", "vm-needs-vpc") + fmt.Sprintf(`
-resource "depctrl_dependency_rule" "db_needs_firewall" {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = "db-needs-firewall"
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "ManagedDB"
-    resource        = "manageddbs"
-  }
-
-  dependency {
-    api_export_ref = { path = depctrl_provider_binding.network.workspace_path, name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = "firewallrules"
-    field_ref      = { path = ".spec.firewalls[*].name" }
-  }
-}
-%s`, extra)
+		Field: vmField}.HCL("vm_needs_vpc", "vm-needs-vpc") +
+		managedDBRule("depctrl_provider_binding.network.workspace_path", "firewallrules", ".spec.firewalls[*].name").HCL("db_needs_firewall", "db-needs-firewall") + extra
 }
 
-// TestAccTopology applies a complete installation on the two-shard
+// TestAccTopology_basic applies a complete installation on the two-shard
 // topology, runs the real runtime against it, checks that protection works
 // on every shard, exercises the rule resource's update, import and drift,
 // and destroys everything.
-func TestAccTopology(t *testing.T) {
+func TestAccTopology_basic(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -193,14 +173,8 @@ func TestAccTopology(t *testing.T) {
 	// Every destroy, of a rule during the test and of everything at its
 	// end, runs with the runtime running: none may warn that the
 	// controller left anything behind.
-	warnings := &destroyWarnings{}
-
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: warnings.factories(),
+	resource.Test(t, withRuntimeRunning(resource.TestCase{
 		CheckDestroy: func(*terraform.State) error {
-			if w := warnings.all(); len(w) > 0 {
-				return fmt.Errorf("destroying with the runtime running warned: %q", w)
-			}
 			kcp := adminKCP(t, e)
 			for _, name := range []string{"depctrl", "org", "compute", "consumer-0", "consumer-1"} {
 				_, err := kcp.Cluster(logicalcluster.NewPath("root")).TenancyV1alpha1().Workspaces().Get(ctx, tp.prefix+"-"+name, metav1.GetOptions{})
@@ -229,32 +203,6 @@ func TestAccTopology(t *testing.T) {
 				},
 				Check: protected,
 			},
-			{
-				// The rules as the data source sees them.
-				Config: tp.withRules(".spec.vpcRef.name", `
-data "depctrl_dependency_rules" "compute" {
-  workspace_path = depctrl_dependency_rule.vm_needs_vpc.workspace_path
-}
-`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("data.depctrl_dependency_rules.compute", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.ObjectPartial(map[string]knownvalue.Check{
-							"name":      knownvalue.StringExact("db-needs-firewall"),
-							"dependent": knownvalue.StringExact("manageddbs.compute.test.io"),
-							"ready":     knownvalue.Bool(true),
-						}),
-						knownvalue.ObjectPartial(map[string]knownvalue.Check{
-							"name":      knownvalue.StringExact("vm-needs-vpc"),
-							"dependent": knownvalue.StringExact("virtualmachines.compute.test.io"),
-							"dependencies": knownvalue.ListExact([]knownvalue.Check{
-								knownvalue.StringExact("vpcs.network.test.io in " + tp.path("network") + "/network.test.io at .spec.vpcRef.name"),
-							}),
-							"ready": knownvalue.Bool(true),
-						}),
-					})),
-				},
-			},
 			importVerified(rule, tp.path("compute")+"/vm-needs-vpc"),
 			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
 		}, identitySteps(t,
@@ -268,16 +216,8 @@ data "depctrl_dependency_rules" "compute" {
 		), []resource.TestStep{
 			{
 				// Drift: the field path is changed by hand; apply restores it.
-				PreConfig: func() {
-					u, err := compute.Resource(v1alpha1.GroupVersionResource).Get(ctx, "vm-needs-vpc", metav1.GetOptions{})
-					check.Must(t, err)
-					deps, _, _ := unstructured.NestedSlice(u.Object, "spec", "dependencies")
-					check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.somewhereElse", "fieldRef", "path"))
-					check.Must(t, unstructured.SetNestedSlice(u.Object, deps, "spec", "dependencies"))
-					_, err = compute.Resource(v1alpha1.GroupVersionResource).Update(ctx, u, metav1.UpdateOptions{})
-					check.Must(t, err)
-				},
-				Config: tp.withRules(".spec.vpcRef.name", ""),
+				PreConfig: func() { setRuleFieldPath(ctx, t, compute, "vm-needs-vpc", ".spec.somewhereElse") },
+				Config:    tp.withRules(".spec.vpcRef.name", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(rule, plancheck.ResourceActionUpdate),
 				}},
@@ -296,33 +236,16 @@ data "depctrl_dependency_rules" "compute" {
 			{
 				// A rule that closes a cycle fails with the controller's
 				// own message.
-				Config: tp.withRules(".spec.networks[*].vpc", `
-resource "depctrl_dependency_rule" "cycle" {
-  workspace_path = depctrl_provider_binding.network.workspace_path
-  name           = "vpc-needs-vm"
-
-  dependent {
-    api_export_name = "network.test.io"
-    group           = "network.test.io"
-    version         = "v1"
-    kind            = "VPC"
-    resource        = "vpcs"
-  }
-
-  dependency {
-    api_export_ref = { path = depctrl_provider_binding.compute.workspace_path, name = "compute.test.io" }
-    group          = "compute.test.io"
-    version        = "v1"
-    resource       = "virtualmachines"
-    field_ref      = { path = ".spec.gatewayVM" }
-  }
-}
-`),
+				Config: tp.withRules(".spec.networks[*].vpc", ruleHCL{
+					Workspace: "depctrl_provider_binding.network.workspace_path", ExportPath: "depctrl_provider_binding.compute.workspace_path",
+					Group: "network.test.io", Kind: "VPC", Resource: "vpcs",
+					DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
+				}.HCL("cycle", "vpc-needs-vm")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*CycleDetected`),
 			},
 			{
 				// A dependency in a workspace that does not exist.
-				Config:      tp.withRules(".spec.networks[*].vpc", managedDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
+				Config:      tp.withRules(".spec.networks[*].vpc", failingDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
 			},
 			{
@@ -342,7 +265,7 @@ resource "depctrl_dependency_rule" "cycle" {
 					check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, ws.Path), fixtures.ExportYAML(fixtures.VPCs)+"---\n"+
 						fixtures.BindingYAML("dep-ctrl", tp.path("depctrl"), v1alpha1.DefaultAPIExportName)))
 				},
-				Config:      tp.withRules(".spec.networks[*].vpc", managedDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
+				Config:      tp.withRules(".spec.networks[*].vpc", failingDBRule("refused", "root:${local.prefix}-refused", "vpcs", ".spec.vpc")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*ClaimNotAccepted`),
 			},
 			{
@@ -352,39 +275,26 @@ resource "depctrl_dependency_rule" "cycle" {
 				}},
 			},
 		}),
-	})
+	}))
 }
 
-// managedDBRule is a rule whose ManagedDBs reference a network.test.io
-// resource exported from exportPath, for the steps whose rule must fail to
-// be enforced (so it is given 30 s, not the default wait).
-func managedDBRule(name, exportPath, resource, fieldPath string) string {
-	return fmt.Sprintf(`
-resource "depctrl_dependency_rule" %[1]q {
-  workspace_path = depctrl_provider_binding.compute.workspace_path
-  name           = %[1]q
-
-  dependent {
-    api_export_name = "compute.test.io"
-    group           = "compute.test.io"
-    version         = "v1"
-    kind            = "ManagedDB"
-    resource        = "manageddbs"
-  }
-
-  dependency {
-    api_export_ref = { path = %[2]q, name = "network.test.io" }
-    group          = "network.test.io"
-    version        = "v1"
-    resource       = %[3]q
-    field_ref      = { path = %[4]q }
-  }
-
-  timeouts {
-    create = "30s"
-  }
+// managedDBRule is a rule in the compute workspace whose ManagedDBs
+// reference, at fieldPath, a network.test.io resource exported from the
+// workspace at exportPath (an HCL expression).
+func managedDBRule(exportPath, resource, fieldPath string) ruleHCL {
+	return ruleHCL{
+		Workspace: "depctrl_provider_binding.compute.workspace_path", ExportPath: exportPath,
+		Group: "compute.test.io", Kind: "ManagedDB", Resource: "manageddbs",
+		DependencyGroup: "network.test.io", DependencyResource: resource, Field: fieldPath,
+	}
 }
-`, name, exportPath, resource, fieldPath)
+
+// failingDBRule is managedDBRule named name, for the steps whose rule must
+// fail to be enforced (so it is given 30 s, not the default wait).
+func failingDBRule(name, exportPath, resource, fieldPath string) string {
+	r := managedDBRule(fmt.Sprintf("%q", exportPath), resource, fieldPath)
+	r.Extra = "\n  timeouts {\n    create = \"30s\"\n  }\n"
+	return r.HCL(name, name)
 }
 
 // applyFixtures does what the API providers and consumers do themselves:

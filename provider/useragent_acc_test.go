@@ -18,9 +18,9 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
-// TestAccUserAgent: kcp sees the provider's name and version in the user
+// TestAccProvider_userAgent: kcp sees the provider's name and version in the user
 // agent of its requests, as kcp's audit log records them.
-func TestAccUserAgent(t *testing.T) {
+func TestAccProvider_userAgent(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	logs, _ := filepath.Glob(filepath.Join(e.Dir, "logs", "audit-*.log"))
 	if len(logs) == 0 {

@@ -53,13 +53,13 @@ func testWorkspaceDataSource(t *testing.T, e *env.Env, ws env.Workspace, typ str
 	})
 }
 
-func TestAccWorkspaceDataSourceRoot(t *testing.T) {
+func TestAccWorkspaceDataSource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	root := env.Workspace{Name: "root", Path: "root", Cluster: "root", URL: e.FrontProxyURL + "/clusters/root", Shard: e.Shards[0].Name}
 	testWorkspaceDataSource(t, e, root, "root:root")
 }
 
-func TestAccWorkspaceDataSourceNested(t *testing.T) {
+func TestAccWorkspaceDataSource_nested(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx := context.Background()
 	org := env.UniqueName("org")
@@ -71,7 +71,7 @@ func TestAccWorkspaceDataSourceNested(t *testing.T) {
 	testWorkspaceDataSource(t, e, ws, "root:universal")
 }
 
-func TestAccWorkspaceDataSourceSecondShard(t *testing.T) {
+func TestAccWorkspaceDataSource_secondShard(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	ctx := context.Background()
 	second := e.Shards[1].Name
@@ -88,7 +88,7 @@ func TestAccWorkspaceDataSourceSecondShard(t *testing.T) {
 	testWorkspaceDataSource(t, e, ws, "root:organization")
 }
 
-func TestAccWorkspaceDataSourceMissing(t *testing.T) {
+func TestAccWorkspaceDataSource_missing(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	org := testOrg(t, e)
 	resource.Test(t, resource.TestCase{
@@ -107,7 +107,7 @@ func TestAccWorkspaceDataSourceMissing(t *testing.T) {
 	})
 }
 
-func TestAccWorkspaceDataSourceMalformedPath(t *testing.T) {
+func TestAccWorkspaceDataSource_malformedPath(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	for _, path := range []string{"org:team", "root::team", "root:Team", "root:team-"} {
 		t.Run(path, func(t *testing.T) {
@@ -121,135 +121,4 @@ func TestAccWorkspaceDataSourceMalformedPath(t *testing.T) {
 			})
 		})
 	}
-}
-
-func TestAccProviderConfigurationErrors(t *testing.T) {
-	e := accEnv(t, env.SingleShard)
-	ctx := context.Background()
-	ports, err := env.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orgPath := "root:" + env.UniqueName("org")
-	org, err := e.CreateWorkspacePath(ctx, orgPath+":team")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.DeleteWorkspace(ctx, orgPath) })
-	stranger, err := e.Identity("stranger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	strangerKubeconfig, err := e.IdentityKubeconfig(stranger, "root")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	data := `
-data "depctrl_workspace" "test" {
-  path = "` + org.Path + `"
-}
-`
-	tests := []struct {
-		name     string
-		provider string
-		want     string
-	}{
-		{
-			name:     "nothing configured",
-			provider: `provider "depctrl" {}`,
-			want:     `No kcp connection configured[\s\S]*set kubeconfig_path, kubeconfig_raw or host`,
-		},
-		{
-			name: "unreachable host",
-			provider: fmt.Sprintf(`provider "depctrl" {
-  host                     = "https://127.0.0.1:%d"
-  token                    = "anything"
-  insecure_skip_tls_verify = true
-}`, ports[0]),
-			want: fmt.Sprintf(`cannot reach kcp at\s+https://127.0.0.1:%d`, ports[0]),
-		},
-		{
-			name: "bad credentials",
-			provider: fmt.Sprintf(`provider "depctrl" {
-  host                   = %q
-  token                  = "not-a-valid-token"
-  cluster_ca_certificate = file(%q)
-}`, e.FrontProxyURL, e.CAFile),
-			want: `rejected the credentials \(401\s+Unauthorized\)`,
-		},
-		{
-			name: "untrusted certificate",
-			provider: fmt.Sprintf(`provider "depctrl" {
-  host  = %q
-  token = "anything"
-}`, e.FrontProxyURL),
-			want: `TLS certificate of\s+https://127.0.0.1:\d+ could not be verified`,
-		},
-		{
-			name: "identity without access",
-			provider: fmt.Sprintf(`provider "depctrl" {
-  kubeconfig_raw = %q
-}`, strangerKubeconfig),
-			want: `403 Forbidden[\s\S]*needs RBAC`,
-		},
-		{
-			name: "client certificate without key",
-			provider: fmt.Sprintf(`provider "depctrl" {
-  host               = %q
-  client_certificate = "pem"
-}`, e.FrontProxyURL),
-			want: `Incomplete client certificate[\s\S]*client_certificate and client_key must be set together`,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.provider+"\n"+data, tt.want) })
-	}
-}
-
-func TestAccProviderConfigurationUnknown(t *testing.T) {
-	e := accEnv(t, env.SingleShard)
-	// The host comes from a resource that does not exist before apply, as
-	// when kcp itself is created in the same configuration.
-	config := `
-resource "terraform_data" "kcp" {
-  input = "` + e.FrontProxyURL + `"
-}
-
-provider "depctrl" {
-  host  = terraform_data.kcp.output
-  token = "anything"
-}
-
-data "depctrl_workspace" "test" {
-  path = "root"
-}
-`
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:      config,
-			ExpectError: regexp.MustCompile(`Provider configuration not known yet[\s\S]*not known until apply`),
-		}},
-	})
-}
-
-func TestAccShardsDataSource(t *testing.T) {
-	e := accEnv(t, env.TwoShards)
-	var shards []knownvalue.Check
-	for _, s := range e.Shards {
-		shards = append(shards, knownvalue.ObjectPartial(map[string]knownvalue.Check{
-			"name":     knownvalue.StringExact(s.Name),
-			"base_url": knownvalue.StringRegexp(regexp.MustCompile(`^https://`)),
-		}))
-	}
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: providerConfig(e) + "\ndata \"depctrl_shards\" \"all\" {}\n",
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("data.depctrl_shards.all", tfjsonpath.New("shards"), knownvalue.ListExact(shards)),
-			},
-		}},
-	})
 }

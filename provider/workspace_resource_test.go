@@ -57,7 +57,7 @@ func testOrg(t *testing.T, e *env.Env) env.Workspace {
 	return org
 }
 
-func TestAccWorkspaceResource(t *testing.T) {
+func TestAccWorkspaceResource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	org := testOrg(t, e)
 	kcp := adminKCP(t, e)
@@ -174,7 +174,7 @@ func TestAccWorkspaceResource(t *testing.T) {
 	})
 }
 
-func TestAccWorkspaceResourceOnSecondShard(t *testing.T) {
+func TestAccWorkspaceResource_secondShard(t *testing.T) {
 	e := accEnv(t, env.TwoShards)
 	org := testOrg(t, e)
 	second := e.Shards[1].Name
@@ -189,7 +189,7 @@ func TestAccWorkspaceResourceOnSecondShard(t *testing.T) {
 	})
 }
 
-func TestAccWorkspaceResourceErrors(t *testing.T) {
+func TestAccWorkspaceResource_errors(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	org := testOrg(t, e)
 	if _, err := e.CreateWorkspace(context.Background(), org.Path, "taken"); err != nil {
