@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 )
 
 // verifyRecheck is how long Verify lets the watch catch up with a list it
@@ -132,19 +134,17 @@ func resourceVersion(u *unstructured.Unstructured) string {
 	return u.GetResourceVersion()
 }
 
+// verifyPageSize is how many objects Verify reads per request: it holds a
+// page at a time, and copies only the objects that differ, so a verify
+// of many objects does not hold all of them at once besides the view.
+const verifyPageSize = 100
+
 // differences lists url and compares it with sw's view, by logical
 // cluster, namespace and name (the key), and resource version.
 func (w *Watched) differences(ctx context.Context, url string, sw *shardWatch) (map[string]difference, error) {
 	c, err := w.VW.Client(url, "*")
 	if err != nil {
 		return nil, err
-	}
-	l, err := c.Resource(w.GVR).List(ctx, metav1.ListOptions{})
-	if notServedYet(w.GVR, err) {
-		l, err = &unstructured.UnstructuredList{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("verifying the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
 	}
 	key := func(u *unstructured.Unstructured) string {
 		return u.GetAnnotations()[clusterAnnotation] + "|" + u.GetNamespace() + "|" + u.GetName()
@@ -156,14 +156,30 @@ func (w *Watched) differences(ctx context.Context, url string, sw *shardWatch) (
 		}
 	}
 	out := map[string]difference{}
-	for i := range l.Items {
-		listed := &l.Items[i]
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.Resource(w.GVR).List(ctx, opts)
+	})
+	// One page ahead at most: a larger buffer would hold more pages.
+	p.PageSize, p.PageBufferSize = verifyPageSize, 1
+	err = p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		listed, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("listed a %T, not an object", obj)
+		}
 		k := key(listed)
 		v := viewed[k]
 		delete(viewed, k)
 		if v == nil || v.GetResourceVersion() != listed.GetResourceVersion() {
-			out[k] = difference{viewed: v, listed: listed}
+			out[k] = difference{viewed: v, listed: listed.DeepCopy()}
 		}
+		return nil
+	})
+	if notServedYet(w.GVR, err) {
+		// Nothing is served: the view should hold nothing either.
+		err = nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verifying the view of %s at %s: %w", w.GVR.GroupResource(), url, err)
 	}
 	for k, v := range viewed {
 		out[k] = difference{viewed: v}

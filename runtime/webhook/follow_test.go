@@ -241,3 +241,48 @@ func TestVerifyGoesOnPastAShardDown(t *testing.T) {
 		t.Errorf("shard-a's view after Verify = %v (%v), want only kept", objs, lerr)
 	}
 }
+
+// TestVerifyReadsInPages: Verify reads a shard's objects a page at a time
+// and still finds a deletion the watch missed on a later page.
+func TestVerifyReadsInPages(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeShards(t, "shard-a")
+	f.stuck = true
+	const n = 250
+	for i := range n {
+		f.addRule(t, "shard-a", "c1", fmt.Sprintf("rule-%03d", i))
+	}
+	watch, _ := followRules(ctx, t, f)
+	url := f.srv.URL + "/shard-a"
+	check.Eventually(ctx, t, 10*time.Second, "the initial list", func() error {
+		objs, err := watch.ListShard(ctx, url)
+		if err == nil && len(objs) != n {
+			return fmt.Errorf("%d listed", len(objs))
+		}
+		return err
+	})
+	var lists int
+	f.set(func() {
+		// rule-240 goes, on the third page of a hundred.
+		f.rules["shard-a"] = append(f.rules["shard-a"][:240:240], f.rules["shard-a"][241:]...)
+		lists = f.lists["shard-a"]
+	})
+	if got, err := watch.Verify(ctx); got != 1 || err != nil {
+		t.Fatalf("Verify = %d, %v; want the one deleted rule corrected", got, err)
+	}
+	f.set(func() { lists = f.lists["shard-a"] - lists })
+	// Two reads (before and after the recheck), three pages each.
+	if lists != 6 {
+		t.Errorf("Verify made %d list requests, want 6: pages of 100", lists)
+	}
+	objs, err := watch.ListShard(ctx, url)
+	if err != nil || len(objs) != n-1 {
+		t.Errorf("the view holds %d rules after Verify (%v), want %d", len(objs), err, n-1)
+	}
+	for _, o := range objs {
+		if o.Obj.GetName() == "rule-240" {
+			t.Error("rule-240 is still in the view")
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -96,8 +97,17 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 	if items == nil {
 		items = []map[string]interface{}{}
 	}
+	// Pages as the API server serves them: limit items from the offset
+	// the continue token names.
+	listMeta := map[string]interface{}{}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	offset, _ := strconv.Atoi(r.URL.Query().Get("continue"))
+	items = items[min(offset, len(items)):]
+	if limit > 0 && limit < len(items) {
+		items, listMeta["continue"] = items[:limit], strconv.Itoa(offset+limit)
+	}
 	_ = json.NewEncoder(w).Encode(map[string]interface{}{
-		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "DependencyRuleList", "metadata": map[string]interface{}{}, "items": items,
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "DependencyRuleList", "metadata": listMeta, "items": items,
 	})
 }
 
