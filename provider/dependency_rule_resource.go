@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,10 +56,8 @@ type ruleModel struct {
 	WaitForEnforcement types.Bool            `tfsdk:"wait_for_enforcement"`
 	Ready              types.Bool            `tfsdk:"ready"`
 	Conditions         types.Map             `tfsdk:"conditions"`
-	Timeouts           timeouts.Value        `tfsdk:"timeouts"`
+	timed
 }
-
-func (m *ruleModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 type ruleDependentModel struct {
 	APIExportName types.String `tfsdk:"api_export_name"`
@@ -328,22 +327,22 @@ func enforced(rule *v1alpha1.DependencyRule) bool {
 }
 
 func (r *dependencyRuleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	plan, timeout, ok := getTimed[ruleModel](ctx, req.Plan, timeouts.Value.Create, defaultRuleTimeout, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
-		saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
-	})
+	r.write(ctx, req.Plan, timeouts.Value.Create, &resp.State, resp.Identity, &resp.Diagnostics)
 }
 
 func (r *dependencyRuleResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	plan, timeout, ok := getTimed[ruleModel](ctx, req.Plan, timeouts.Value.Update, defaultRuleTimeout, &resp.Diagnostics)
+	r.write(ctx, req.Plan, timeouts.Value.Update, &resp.State, resp.Identity, &resp.Diagnostics)
+}
+
+// write is Create and Update: apply the planned rule within op's timeout
+// and save it in state.
+func (r *dependencyRuleResource) write(ctx context.Context, from modelSource, op timeoutOp, state *tfsdk.State, identity *tfsdk.ResourceIdentity, diags *diagnostics) {
+	plan, timeout, ok := getTimed[ruleModel](ctx, from, op, defaultRuleTimeout, diags)
 	if !ok {
 		return
 	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics, func() {
-		saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
+	r.apply(ctx, &plan, timeout, diags, func() {
+		saveState(ctx, state, identity, &plan, plan.identity(), diags)
 	})
 }
 

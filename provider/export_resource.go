@@ -44,17 +44,15 @@ type exportResource struct{ resourceType }
 
 type exportResourceModel struct {
 	workspaceObjectModel
-	RuntimeUsers         types.Set      `tfsdk:"runtime_users"`
-	RuntimeGroups        types.Set      `tfsdk:"runtime_groups"`
-	SchemaName           types.String   `tfsdk:"schema_name"`
-	PermissionClaims     types.List     `tfsdk:"permission_claims"`
-	AccessRules          types.List     `tfsdk:"access_rules"`
-	IdentityHash         types.String   `tfsdk:"identity_hash"`
-	VirtualWorkspaceURLs types.List     `tfsdk:"virtual_workspace_urls"`
-	Timeouts             timeouts.Value `tfsdk:"timeouts"`
+	RuntimeUsers         types.Set    `tfsdk:"runtime_users"`
+	RuntimeGroups        types.Set    `tfsdk:"runtime_groups"`
+	SchemaName           types.String `tfsdk:"schema_name"`
+	PermissionClaims     types.List   `tfsdk:"permission_claims"`
+	AccessRules          types.List   `tfsdk:"access_rules"`
+	IdentityHash         types.String `tfsdk:"identity_hash"`
+	VirtualWorkspaceURLs types.List   `tfsdk:"virtual_workspace_urls"`
+	timed
 }
-
-func (m *exportResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{

@@ -134,12 +134,9 @@ func deleteKube(ctx context.Context, d dynamic.Interface, timeout time.Duration,
 			continue
 		}
 		ri, _ := kubeResource(d, u)
-		err := waitUntil(ctx, timeout, objectKey(u)+" to be deleted", func(ctx context.Context) (bool, string, error) {
+		err := waitGone(ctx, timeout, objectKey(u), func(ctx context.Context) error {
 			_, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, "", nil
-			}
-			return false, "still present", err
+			return err
 		})
 		if err != nil {
 			return err

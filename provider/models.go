@@ -25,6 +25,13 @@ func getModel[M any](ctx context.Context, from modelSource, diags *diagnostics) 
 // withTimeouts is a resource model with a timeouts block.
 type withTimeouts interface{ timeoutsField() *timeouts.Value }
 
+// timed is the timeouts block of a resource's model, embedded in it.
+type timed struct {
+	Timeouts timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (m *timed) timeoutsField() *timeouts.Value { return &m.Timeouts }
+
 // timeoutOp is how one operation reads its timeout from a timeouts
 // block: timeouts.Value.Create, Update or Delete.
 type timeoutOp func(timeouts.Value, context.Context, time.Duration) (time.Duration, diag.Diagnostics)

@@ -87,12 +87,9 @@ func deleteObjects(ctx context.Context, d dynamic.Interface, timeout time.Durati
 		}
 	}
 	for _, o := range objs {
-		err := waitUntil(ctx, timeout, o.String()+" to be deleted", func(ctx context.Context) (bool, string, error) {
+		err := waitGone(ctx, timeout, o.String(), func(ctx context.Context) error {
 			_, err := d.Resource(o.GVR).Get(ctx, o.name(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, "", nil
-			}
-			return false, "still present", err
+			return err
 		})
 		if err != nil {
 			return err

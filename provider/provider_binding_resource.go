@@ -46,15 +46,13 @@ type providerBindingResource struct{ resourceType }
 
 type providerBindingModel struct {
 	workspaceObjectModel
-	ExportPath       types.String   `tfsdk:"export_path"`
-	ExportName       types.String   `tfsdk:"export_name"`
-	PermissionClaims types.List     `tfsdk:"permission_claims"`
-	Phase            types.String   `tfsdk:"phase"`
-	BoundResources   types.List     `tfsdk:"bound_resources"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	ExportPath       types.String `tfsdk:"export_path"`
+	ExportName       types.String `tfsdk:"export_name"`
+	PermissionClaims types.List   `tfsdk:"permission_claims"`
+	Phase            types.String `tfsdk:"phase"`
+	BoundResources   types.List   `tfsdk:"bound_resources"`
+	timed
 }
-
-func (m *providerBindingModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{

@@ -45,16 +45,14 @@ func NewRootRBACResource() resource.Resource {
 type rootRBACResource struct{ resourceType }
 
 type rootRBACModel struct {
-	ID               types.String   `tfsdk:"id"`
-	Name             types.String   `tfsdk:"name"`
-	ControllerUsers  types.Set      `tfsdk:"controller_users"`
-	ControllerGroups types.Set      `tfsdk:"controller_groups"`
-	ParentPaths      types.Set      `tfsdk:"parent_paths"`
-	Rules            types.List     `tfsdk:"rules"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	ID               types.String `tfsdk:"id"`
+	Name             types.String `tfsdk:"name"`
+	ControllerUsers  types.Set    `tfsdk:"controller_users"`
+	ControllerGroups types.Set    `tfsdk:"controller_groups"`
+	ParentPaths      types.Set    `tfsdk:"parent_paths"`
+	Rules            types.List   `tfsdk:"rules"`
+	timed
 }
-
-func (m *rootRBACModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{

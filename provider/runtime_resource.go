@@ -52,16 +52,14 @@ type runtimeResource struct{ resourceType }
 
 type runtimeModel struct {
 	runtimeInputs
-	ID                  types.String   `tfsdk:"id"`
-	WaitForRollout      types.Bool     `tfsdk:"wait_for_rollout"`
-	WebhookURL          types.String   `tfsdk:"webhook_url"`
-	CABundle            types.String   `tfsdk:"ca_bundle"`
-	CertificateNotAfter types.String   `tfsdk:"certificate_not_after"`
-	Objects             types.Map      `tfsdk:"objects"`
-	Timeouts            timeouts.Value `tfsdk:"timeouts"`
+	ID                  types.String `tfsdk:"id"`
+	WaitForRollout      types.Bool   `tfsdk:"wait_for_rollout"`
+	WebhookURL          types.String `tfsdk:"webhook_url"`
+	CABundle            types.String `tfsdk:"ca_bundle"`
+	CertificateNotAfter types.String `tfsdk:"certificate_not_after"`
+	Objects             types.Map    `tfsdk:"objects"`
+	timed
 }
-
-func (m *runtimeModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 // privateState is stored with the resource but never shown: the objects
 // as applied, with Secret data redacted to digests (see redact). Keys and

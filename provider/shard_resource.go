@@ -51,28 +51,26 @@ func NewShardResource() resource.Resource { return &shardResource{resourceType{n
 type shardResource struct{ resourceType }
 
 type shardModel struct {
-	ID                    types.String   `tfsdk:"id"`
-	Name                  types.String   `tfsdk:"name"`
-	URL                   types.String   `tfsdk:"url"`
-	KubeconfigPath        types.String   `tfsdk:"kubeconfig_path"`
-	Context               types.String   `tfsdk:"context"`
-	ClientCertificatePath types.String   `tfsdk:"client_certificate_path"`
-	ClientKeyPath         types.String   `tfsdk:"client_key_path"`
-	ClientCertificate     types.String   `tfsdk:"client_certificate"`
-	ClientKey             types.String   `tfsdk:"client_key"`
-	CACertificate         types.String   `tfsdk:"ca_certificate"`
-	WebhookUsers          types.Set      `tfsdk:"webhook_users"`
-	WebhookGroups         types.Set      `tfsdk:"webhook_groups"`
-	ReadResources         types.Set      `tfsdk:"read_resources"`
-	ProtectedResources    types.Set      `tfsdk:"protected_resources"`
-	Reindex               types.Bool     `tfsdk:"reindex"`
-	GrantName             types.String   `tfsdk:"grant_name"`
-	BaseURL               types.String   `tfsdk:"base_url"`
-	Rules                 types.List     `tfsdk:"rules"`
-	Timeouts              timeouts.Value `tfsdk:"timeouts"`
+	ID                    types.String `tfsdk:"id"`
+	Name                  types.String `tfsdk:"name"`
+	URL                   types.String `tfsdk:"url"`
+	KubeconfigPath        types.String `tfsdk:"kubeconfig_path"`
+	Context               types.String `tfsdk:"context"`
+	ClientCertificatePath types.String `tfsdk:"client_certificate_path"`
+	ClientKeyPath         types.String `tfsdk:"client_key_path"`
+	ClientCertificate     types.String `tfsdk:"client_certificate"`
+	ClientKey             types.String `tfsdk:"client_key"`
+	CACertificate         types.String `tfsdk:"ca_certificate"`
+	WebhookUsers          types.Set    `tfsdk:"webhook_users"`
+	WebhookGroups         types.Set    `tfsdk:"webhook_groups"`
+	ReadResources         types.Set    `tfsdk:"read_resources"`
+	ProtectedResources    types.Set    `tfsdk:"protected_resources"`
+	Reindex               types.Bool   `tfsdk:"reindex"`
+	GrantName             types.String `tfsdk:"grant_name"`
+	BaseURL               types.String `tfsdk:"base_url"`
+	Rules                 types.List   `tfsdk:"rules"`
+	timed
 }
-
-func (m *shardModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := func(desc string, sensitive bool, v ...validator.String) schema.StringAttribute {

@@ -119,3 +119,14 @@ func permanentUnlessNil(err error) error {
 	}
 	return permanent(err)
 }
+
+// waitGone waits until get, a read of what, answers NotFound.
+func waitGone(ctx context.Context, timeout time.Duration, what string, get func(context.Context) error) error {
+	return waitUntil(ctx, timeout, what+" to be deleted", func(ctx context.Context) (bool, string, error) {
+		err := get(ctx)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still present", err
+	})
+}

@@ -46,20 +46,18 @@ func NewWorkspaceResource() resource.Resource {
 type workspaceResource struct{ resourceType }
 
 type workspaceResourceModel struct {
-	ID            types.String   `tfsdk:"id"`
-	Name          types.String   `tfsdk:"name"`
-	ParentPath    types.String   `tfsdk:"parent_path"`
-	Type          types.String   `tfsdk:"type"`
-	ShardSelector types.Map      `tfsdk:"shard_selector"`
-	Path          types.String   `tfsdk:"path"`
-	Cluster       types.String   `tfsdk:"cluster"`
-	URL           types.String   `tfsdk:"url"`
-	Shard         types.String   `tfsdk:"shard"`
-	Phase         types.String   `tfsdk:"phase"`
-	Timeouts      timeouts.Value `tfsdk:"timeouts"`
+	ID            types.String `tfsdk:"id"`
+	Name          types.String `tfsdk:"name"`
+	ParentPath    types.String `tfsdk:"parent_path"`
+	Type          types.String `tfsdk:"type"`
+	ShardSelector types.Map    `tfsdk:"shard_selector"`
+	Path          types.String `tfsdk:"path"`
+	Cluster       types.String `tfsdk:"cluster"`
+	URL           types.String `tfsdk:"url"`
+	Shard         types.String `tfsdk:"shard"`
+	Phase         types.String `tfsdk:"phase"`
+	timed
 }
-
-func (m *workspaceResourceModel) timeoutsField() *timeouts.Value { return &m.Timeouts }
 
 func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	computed := func(desc string) schema.StringAttribute {
