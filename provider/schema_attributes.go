@@ -20,11 +20,7 @@ const workspaceObjectIDDoc = "`<workspace_path>/<name>`, the import ID."
 // importIDAttribute is a resource's id, the import ID that desc spells
 // out: computed at create, and the same in every plan after.
 func importIDAttribute(desc string) schema.StringAttribute {
-	return schema.StringAttribute{
-		Computed:            true,
-		MarkdownDescription: desc,
-		PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-	}
+	return computedKept(desc)
 }
 
 // workspacePathAttribute is a required workspace path that a resource
@@ -54,4 +50,11 @@ func subjectsAttribute(desc string) schema.SetAttribute {
 // the rules or claims it reads back from kcp.
 func computedList(desc string) schema.ListAttribute {
 	return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: desc}
+}
+
+// computedKept is a string only the provider sets, and that stays what it
+// was in state until the provider reads it again (such as an identity kcp
+// assigns once).
+func computedKept(desc string) schema.StringAttribute {
+	return schema.StringAttribute{Computed: true, MarkdownDescription: desc, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
 }

@@ -163,12 +163,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				MarkdownDescription: "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
-			"base_url": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The base URL kcp records for the shard in its Shard object.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"rules": computedList("The rules of the granted ClusterRole on the shard, one per line."),
+			"base_url": computedKept("The base URL kcp records for the shard in its Shard object."),
+			"rules":    computedList("The rules of the granted ClusterRole on the shard, one per line."),
 		},
 		Blocks: timeoutsOnly(ctx, "the {op} of the grant", sameTimeouts(defaultRBACTimeout)),
 	}

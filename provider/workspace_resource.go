@@ -61,11 +61,7 @@ type workspaceResourceModel struct {
 
 func (r *workspaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	computed := func(desc string) schema.StringAttribute {
-		return schema.StringAttribute{
-			Computed:            true,
-			MarkdownDescription: desc,
-			PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-		}
+		return computedKept(desc)
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A kcp workspace. Apply creates it and waits until it is `Ready`; destroy deletes it and waits until it is gone, " +
