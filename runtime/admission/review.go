@@ -49,8 +49,15 @@ func NewHandler(log logr.Logger, decide DecideFunc, observe func(outcome string,
 // at 3 MiB; a DELETE review carries the old object once, plus envelope.
 const MaxReviewBytes = 4 << 20
 
-// OutcomeBadRequest is the outcome of a request refused as malformed.
-const OutcomeBadRequest = "bad_request"
+// Outcomes every handler reports in its metrics.
+const (
+	// OutcomeBadRequest: the request was refused as malformed.
+	OutcomeBadRequest = "bad_request"
+	// OutcomeNotInitialized: the webhook has not read the rules yet.
+	OutcomeNotInitialized = "not_initialized"
+	// OutcomeError: the handler could not decide.
+	OutcomeError = "error"
+)
 
 // strictReviews refuses, with 400, what controller-runtime would decode
 // leniently: a method other than POST, a body over MaxReviewBytes, and a

@@ -45,7 +45,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	in, err := v.pendingIntent(ctx, req, w.old, dropped)
 	if err != nil {
 		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, w.old.Name, err)), outcomeError
+			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, w.old.Name, err)), admission.OutcomeError
 	}
 	if in == nil {
 		return admission.Allow(""), outcomeAllowed

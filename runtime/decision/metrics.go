@@ -3,18 +3,14 @@ package decision
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
-// Outcomes of an admission decision, as reported in metrics.
+// Outcomes of an admission decision, as reported in metrics, besides
+// those every handler reports (admission.Outcome...).
 const (
-	outcomeAllowed        = "allowed"
-	outcomeDenied         = "denied"
-	outcomeSkipped        = "skip_protection"
-	outcomeNotInitialized = "not_initialized"
-	outcomeError          = "error"
-	outcomeBadRequest     = admission.OutcomeBadRequest
+	outcomeAllowed = "allowed"
+	outcomeDenied  = "denied"
+	outcomeSkipped = "skip_protection"
 )
 
 var (

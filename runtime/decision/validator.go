@@ -153,7 +153,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	case admissionv1.Create, admissionv1.Update:
 		w, bad := decodeWritten(req)
 		if bad != nil {
-			return bad, outcomeBadRequest
+			return bad, admission.OutcomeBadRequest
 		}
 		if resp, outcome, refused := v.guardSettled(ctx, req, w); refused {
 			return resp, outcome
@@ -168,18 +168,18 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
 	if err := v.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
-		return readiness.NotDecidable(err), outcomeNotInitialized
+		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 
 	obj, err := decodeObject(req)
 	if err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
 	}
 	meta := objectmeta.Of(obj)
 	if req, err = identify(req, meta); err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
 	}
 	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	target := describe(req)
@@ -210,7 +210,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if cluster == "" {
 		log.Info("cannot decide: object has no logical cluster annotation")
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), outcomeBadRequest
+			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), admission.OutcomeBadRequest
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
@@ -246,7 +246,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if err != nil {
 		log.Error(err, "looking up dependents failed", "cluster", cluster)
 		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), outcomeError
+			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), admission.OutcomeError
 	}
 	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
 	// A cluster-scoped object may be referenced from several namespaces:

@@ -140,12 +140,12 @@ func TestDecide(t *testing.T) {
 				r.Operation = admissionv1.Create
 				return r
 			}(),
-			wantCode: 400, wantMessage: "cannot decode the object", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "cannot decode the object", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name:     "not initialized denies",
 			req:      deleteRequest(vpcGVR, "v", inCluster),
-			notReady: true, wantCode: 503, wantMessage: "not yet initialized, retry later", wantOutcome: outcomeNotInitialized,
+			notReady: true, wantCode: 503, wantMessage: "not yet initialized, retry later", wantOutcome: admission.OutcomeNotInitialized,
 		},
 		{
 			name:        "unprotected resource is allowed without lookups",
@@ -201,7 +201,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:     "missing cluster annotation is a bad request",
 			req:      deleteRequest(vpcGVR, "v", nil),
-			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name: "no object in a DELETE is a bad request",
@@ -210,7 +210,7 @@ func TestDecide(t *testing.T) {
 				r.OldObject.Raw = nil
 				return r
 			}(),
-			wantCode: 400, wantMessage: "carries no object", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "carries no object", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name:        "no dependents allows",
@@ -261,7 +261,7 @@ func TestDecide(t *testing.T) {
 			req:      deleteRequest(vpcGVR, "v", inCluster),
 			finder:   &fakeFinder{err: map[schema.GroupVersionResource]error{vmGVR: errors.New("forbidden: boom")}},
 			wantCode: 503, wantMessage: "checking for dependents failed, so protection refuses the deletion: listing virtualmachines.compute.test.io for rule c1/vm-rule: forbidden: boom",
-			wantOutcome: outcomeError,
+			wantOutcome: admission.OutcomeError,
 		},
 		{
 			name: "a blocker wins over a failed lookup",
@@ -295,7 +295,7 @@ func TestDecide(t *testing.T) {
 				return r
 			}(),
 			finder:   &fakeFinder{},
-			wantCode: 400, wantMessage: "the request names default/other but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "the request names default/other but its object is default/my-vpc", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name: "a request whose namespace disagrees with its object is a bad request",
@@ -305,7 +305,7 @@ func TestDecide(t *testing.T) {
 				return r
 			}(),
 			finder:   &fakeFinder{},
-			wantCode: 400, wantMessage: "but its object is default/my-vpc", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "but its object is default/my-vpc", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name: "an object without a name is a bad request",
@@ -314,7 +314,7 @@ func TestDecide(t *testing.T) {
 				return r
 			}(),
 			finder:   &fakeFinder{},
-			wantCode: 400, wantMessage: "has no metadata.name", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "has no metadata.name", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name: "a dry run is decided like the real delete",

@@ -3,16 +3,6 @@ package index
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-)
-
-// Outcomes of an indexing request, as reported in metrics, that the
-// decision reports too; mutator.go has the index's own.
-const (
-	outcomeNotInitialized = "not_initialized"
-	outcomeError          = "error"
-	outcomeBadRequest     = admission.OutcomeBadRequest
 )
 
 var (

@@ -107,17 +107,17 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		if err != nil {
 			msg += ": " + err.Error()
 		}
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), outcomeBadRequest
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, msg), admission.OutcomeBadRequest
 	}
 	md, _ := obj["metadata"].(map[string]interface{})
 	if md == nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot index %s/%s: the object has no metadata", req.Resource.Resource, req.Name)), outcomeBadRequest
+			fmt.Sprintf("cannot index %s/%s: the object has no metadata", req.Resource.Resource, req.Name)), admission.OutcomeBadRequest
 	}
 	current, err := stringMap(md["labels"])
 	if err != nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), admission.OutcomeBadRequest
 	}
 
 	if err := ix.rules.Decidable(admission.ScopeOf(ctx)); err != nil {
@@ -127,7 +127,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		// past its readiness, or while a shard holding those rules cannot
 		// be read; refusing them is what the validator (package decision)
 		// does too.
-		return readiness.NotDecidable(err), outcomeNotInitialized
+		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
 	resp, refused, intentLabel, targets := ix.recordIntents(ctx, req, s, obj, md)
@@ -147,7 +147,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets)
 	if err != nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), outcomeBadRequest
+			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), admission.OutcomeBadRequest
 	}
 	if annotationsChanged {
 		ops = append(ops, map[string]interface{}{"op": "add", "path": "/metadata/annotations", "value": annotations})
@@ -160,7 +160,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError
+		return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError
 	}
 	pt := admissionv1.PatchTypeJSONPatch
 	resp = admission.Allow("")

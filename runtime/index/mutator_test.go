@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
@@ -71,7 +72,7 @@ func TestIndexerDecide(t *testing.T) {
 		{
 			name: "not initialized: refused, to be retried", op: admissionv1.Update, notReady: true,
 			object:     `{"metadata":{"name":"vm","labels":{"team":"a","` + refindex.StampLabel + `":"s1"}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			wantDenied: true, wantOutcome: outcomeNotInitialized,
+			wantDenied: true, wantOutcome: admission.OutcomeNotInitialized,
 		},
 		{
 			name: "delete: nothing to do", op: admissionv1.Delete, object: `{}`, wantOutcome: indexUnchanged,
@@ -81,13 +82,13 @@ func TestIndexerDecide(t *testing.T) {
 			object: `{"metadata":{"name":"vm"}}`, wantOutcome: indexUnchanged,
 		},
 		{
-			name: "undecodable object: refused", op: admissionv1.Create, object: `{"metadata":`, wantDenied: true, wantOutcome: outcomeBadRequest,
+			name: "undecodable object: refused", op: admissionv1.Create, object: `{"metadata":`, wantDenied: true, wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "labels that are not strings: refused", op: admissionv1.Create, object: `{"metadata":{"name":"vm","labels":{"a":1}}}`, wantDenied: true, wantOutcome: outcomeBadRequest,
+			name: "labels that are not strings: refused", op: admissionv1.Create, object: `{"metadata":{"name":"vm","labels":{"a":1}}}`, wantDenied: true, wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "no metadata: refused", op: admissionv1.Create, object: `{"spec":{}}`, wantDenied: true, wantOutcome: outcomeBadRequest,
+			name: "no metadata: refused", op: admissionv1.Create, object: `{"spec":{}}`, wantDenied: true, wantOutcome: admission.OutcomeBadRequest,
 		},
 	}
 	for _, tt := range tests {

@@ -144,7 +144,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	}
 	if cluster == "" {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), outcomeBadRequest, "", nil
+			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), admission.OutcomeBadRequest, "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
@@ -155,7 +155,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	if record {
 		token, err := intent.NewToken()
 		if err != nil {
-			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
 		}
 		now := ix.now()
 		value, err := intent.Encode(v1alpha1.Intent{
@@ -163,7 +163,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 		})
 		if err != nil {
-			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), outcomeError, "", nil
+			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
 		}
 		set = map[string]*string{intent.Key(token): &value}
 		label = intent.LabelValue(token, now)
@@ -192,7 +192,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			ix.log.Error(err, "recording a reference on the referenced object failed", "cluster", cluster, "object", self, "references", ref.String())
 			ix.retract(ctx, cluster, namespace, recorded, set)
 			return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), outcomeError, "", nil
+				fmt.Sprintf("cannot record on %s that %s references it, so protection refuses the write: %v", ref, self, err)), admission.OutcomeError, "", nil
 		}
 		recordedHere := record && state.Found
 		if recordedHere {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
@@ -170,7 +171,7 @@ func TestRecordIntents(t *testing.T) {
 			name: "a failed write refuses and says why", op: admissionv1.Create,
 			object: vm("", "vpc-a"), err: errors.New("forbidden: boom"),
 			wantAsked: []string{"annotate apps/vpc-a"}, wantCode: 503,
-			wantMessage: "cannot record on vpcs/vpc-a that virtualmachines/vm references it, so protection refuses the write: forbidden: boom", wantOutcome: outcomeError,
+			wantMessage: "cannot record on vpcs/vpc-a that virtualmachines/vm references it, so protection refuses the write: forbidden: boom", wantOutcome: admission.OutcomeError,
 		},
 		{
 			name: "no references: nothing to ask", op: admissionv1.Create,
@@ -180,7 +181,7 @@ func TestRecordIntents(t *testing.T) {
 		{
 			name: "no cluster annotation with a reference to check: bad request", op: admissionv1.Create,
 			object:   `{"metadata":{"name":"vm","namespace":"apps"},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: outcomeBadRequest,
+			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
 			name: "dry run: reads, records nothing", op: admissionv1.Create, dryRun: true,
