@@ -70,7 +70,7 @@ func (l *dependencyRuleListResource) List(ctx context.Context, req list.ListRequ
 		if !rules(tree.top, tree.recursive) || !tree.recursive {
 			return
 		}
-		tree.walk(ctx, req, push, true, func(p string, ws *tenancyv1alpha1.Workspace) bool {
+		tree.walk(ctx, req, push, func(p string, ws *tenancyv1alpha1.Workspace) bool {
 			return ws.Status.Phase != "Ready" || rules(p, true)
 		})
 	}

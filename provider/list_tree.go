@@ -49,11 +49,11 @@ func (t *resourceType) workspaceTree(ctx context.Context, req list.ListRequest, 
 	return tree, true
 }
 
-// walk is walkTree from the top of the tree, for a List that streams to
-// push: a workspace whose children cannot be listed becomes an error
-// result.
-func (t workspaceTree) walk(ctx context.Context, req list.ListRequest, push func(list.ListResult) bool, recursive bool, visit func(p string, ws *tenancyv1alpha1.Workspace) bool) bool {
-	return walkTree(ctx, t.kcp, t.top, recursive, visit, func(parent string, err error) bool {
+// walk is walkTree from the top of the tree, recursive as its
+// configuration says, for a List that streams to push: a workspace whose
+// children cannot be listed becomes an error result.
+func (t workspaceTree) walk(ctx context.Context, req list.ListRequest, push func(list.ListResult) bool, visit func(p string, ws *tenancyv1alpha1.Workspace) bool) bool {
+	return walkTree(ctx, t.kcp, t.top, t.recursive, visit, func(parent string, err error) bool {
 		return pushError(ctx, req, push, explain(t.conn.Host(), "listing the workspaces in "+parent, err))
 	})
 }

@@ -38,7 +38,7 @@ func (l *workspaceListResource) List(ctx context.Context, req list.ListRequest, 
 	}
 	stream.Results = func(push func(list.ListResult) bool) {
 		var n int64
-		tree.walk(ctx, req, push, tree.recursive, func(p string, ws *tenancyv1alpha1.Workspace) bool {
+		tree.walk(ctx, req, push, func(p string, ws *tenancyv1alpha1.Workspace) bool {
 			n++
 			return push(workspaceResult(ctx, req, p, ws)) && (req.Limit <= 0 || n < req.Limit)
 		})
