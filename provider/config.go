@@ -205,13 +205,9 @@ func (s ConnectionSettings) fromKubeconfig() (*rest.Config, error) {
 	if s.KubeconfigRaw != "" {
 		attr, raw = "kubeconfig_raw", []byte(s.KubeconfigRaw)
 	} else {
-		p, err := expandHome(s.KubeconfigPath)
+		data, err := readFile(s.KubeconfigPath)
 		if err != nil {
 			return nil, &settingError{attr, "Cannot read kubeconfig", err.Error()}
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, &settingError{attr, "Cannot read kubeconfig", fmt.Sprintf("reading %q: %v", s.KubeconfigPath, err)}
 		}
 		raw = data
 	}
@@ -243,6 +239,19 @@ func stripClustersPath(host string) (string, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u.String(), nil
+}
+
+// readFile reads a file that a configuration names by p (see expandHome).
+func readFile(p string) ([]byte, error) {
+	expanded, err := expandHome(p)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(expanded)
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", p, err)
+	}
+	return data, nil
 }
 
 // expandHome replaces a leading ~/ with the user's home directory, as a

@@ -13,10 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
@@ -69,17 +65,10 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 		Attributes: map[string]schema.Attribute{
 			"id":             importIDAttribute(workspaceObjectIDDoc),
 			"workspace_path": workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`."),
-			"name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
-				MarkdownDescription: "The APIExport name. Provider workspaces bind it by this name (`depctrl_provider_binding`'s `export_name`), and the runtime is started with it (`depctrl_runtime`'s `api_export_name`, which both binaries get as `--apiexport-name`).",
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 253),
-					objectNameValidator("must be a lowercase DNS subdomain such as dependencies.opendefense.cloud"),
-				},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"name": nameAttribute(v1alpha1.DefaultAPIExportName,
+				"The APIExport name. Provider workspaces bind it by this name (`depctrl_provider_binding`'s `export_name`), and the runtime is started with it (`depctrl_runtime`'s `api_export_name`, which both binaries get as `--apiexport-name`).",
+				stringvalidator.LengthBetween(1, 253),
+				objectNameValidator("must be a lowercase DNS subdomain such as dependencies.opendefense.cloud")),
 			"runtime_users": subjectsAttribute("Users the runtime controller and webhook authenticate as, such as `depctrl-controller`. " +
 				"At least one of `runtime_users` and `runtime_groups` is required."),
 			"runtime_groups": subjectsAttribute("Groups of the runtime identities, as an alternative or addition to `runtime_users`."),

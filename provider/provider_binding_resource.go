@@ -11,10 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
@@ -71,25 +68,11 @@ func (r *providerBindingResource) Schema(ctx context.Context, _ resource.SchemaR
 			"other workspaces still protect types exported here) are removed with the binding, with a warning, since nothing could " +
 			"remove them later and they would keep refusing deletes of protected objects and writes of dependents.",
 		Attributes: map[string]schema.Attribute{
-			"id":             importIDAttribute(workspaceObjectIDDoc),
-			"workspace_path": workspacePathAttribute("The path of the API provider's workspace, such as `root:org:network`."),
-			"name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString(defaultBindingName),
-				MarkdownDescription: "The APIBinding name.",
-				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain such as dep-ctrl")},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"export_path": workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export (`depctrl_export.workspace_path`)."),
-			"export_name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString(v1alpha1.DefaultAPIExportName),
-				MarkdownDescription: "The APIExport name (`depctrl_export.name`).",
-				Validators:          []validator.String{objectNameValidator("must be a lowercase DNS subdomain")},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"id":                importIDAttribute(workspaceObjectIDDoc),
+			"workspace_path":    workspacePathAttribute("The path of the API provider's workspace, such as `root:org:network`."),
+			"name":              nameAttribute(defaultBindingName, "The APIBinding name.", objectNameValidator("must be a lowercase DNS subdomain such as dep-ctrl")),
+			"export_path":       workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export (`depctrl_export.workspace_path`)."),
+			"export_name":       nameAttribute(v1alpha1.DefaultAPIExportName, "The APIExport name (`depctrl_export.name`).", objectNameValidator("must be a lowercase DNS subdomain")),
 			"permission_claims": computedList("The claims the binding decides, as `group/resource: verbs = state`. The dep-ctrl claim is always `Accepted`; a claim rejected or removed outside Terraform is restored by the next apply."),
 			"phase": schema.StringAttribute{
 				Computed:            true,
@@ -155,21 +138,22 @@ func (r *providerBindingResource) ModifyPlan(ctx context.Context, req resource.M
 }
 
 func (r *providerBindingResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	plan, timeout, ok := getTimed[providerBindingModel](ctx, req.Plan, timeouts.Value.Create, defaultBindingTimeout, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
-	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
+	r.write(ctx, req.Plan, timeouts.Value.Create, &resp.State, resp.Identity, &resp.Diagnostics)
 }
 
 func (r *providerBindingResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	plan, timeout, ok := getTimed[providerBindingModel](ctx, req.Plan, timeouts.Value.Update, defaultBindingTimeout, &resp.Diagnostics)
+	r.write(ctx, req.Plan, timeouts.Value.Update, &resp.State, resp.Identity, &resp.Diagnostics)
+}
+
+// write is Create and Update: apply the planned binding within op's
+// timeout and save it in state.
+func (r *providerBindingResource) write(ctx context.Context, from modelSource, op timeoutOp, state *tfsdk.State, identity *tfsdk.ResourceIdentity, diags *diagnostics) {
+	plan, timeout, ok := getTimed[providerBindingModel](ctx, from, op, defaultBindingTimeout, diags)
 	if !ok {
 		return
 	}
-	r.apply(ctx, &plan, timeout, &resp.Diagnostics)
-	saveState(ctx, &resp.State, resp.Identity, &plan, plan.identity(), &resp.Diagnostics)
+	r.apply(ctx, &plan, timeout, diags)
+	saveState(ctx, state, identity, &plan, plan.identity(), diags)
 }
 
 func (r *providerBindingResource) apply(ctx context.Context, m *providerBindingModel, timeout time.Duration, diags *diagnostics) {

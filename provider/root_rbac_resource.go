@@ -16,9 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -66,14 +63,8 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan.",
 		Attributes: map[string]schema.Attribute{
 			"id": importIDAttribute("`root` followed by the `parent_paths`, joined by `,`, and `/<name>` when `name` is not the default: the import ID."),
-			"name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString(rbac.WorkspaceReaderName),
-				MarkdownDescription: "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 253)},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
+			"name": nameAttribute(rbac.WorkspaceReaderName, "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
+				stringvalidator.LengthBetween(1, 253)),
 			"controller_users": subjectsAttribute("Users the controller authenticates as, such as `depctrl-controller`. " +
 				"At least one of `controller_users` and `controller_groups` is required."),
 			"controller_groups": subjectsAttribute("Groups of the controller identity."),

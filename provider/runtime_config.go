@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,14 +209,12 @@ func (c *componentModel) component(ctx context.Context, at path.Path, workspace,
 func (c *componentModel) kubeconfig(workspace string) ([]byte, error) {
 	raw, dir := []byte(c.Kubeconfig.ValueString()), ""
 	if p := c.KubeconfigPath.ValueString(); p != "" {
-		expanded, err := expandHome(p)
+		data, err := readFile(p)
 		if err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(expanded)
-		if err != nil {
-			return nil, fmt.Errorf("reading %q: %w", p, err)
-		}
+		// Paths in the kubeconfig are relative to its directory.
+		expanded, _ := expandHome(p)
 		raw, dir = data, filepath.Dir(expanded)
 	}
 	out, err := kcpconfig.SelfContained(raw, dir, c.Context.ValueString(), workspace)

@@ -70,10 +70,10 @@ func manifestsComponentAttributes(component string) map[string]schema.Attribute 
 		"context":        str("context", false),
 		"replicas":       schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["replicas"]},
 		"extra_args":     schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["extra_args"]},
-		"cpu_request":    str("cpu_request", false, quantityValidator{}),
-		"memory_request": str("memory_request", false, quantityValidator{}),
-		"cpu_limit":      str("cpu_limit", false, quantityValidator{}),
-		"memory_limit":   str("memory_limit", false, quantityValidator{}),
+		"cpu_request":    str("cpu_request", false, quantityValidator()),
+		"memory_request": str("memory_request", false, quantityValidator()),
+		"cpu_limit":      str("cpu_limit", false, quantityValidator()),
+		"memory_limit":   str("memory_limit", false, quantityValidator()),
 	}
 }
 
@@ -91,9 +91,9 @@ func manifestsNetworkPolicySchema() schema.SingleNestedAttribute {
 		Optional: true, MarkdownDescription: networkPolicyDocs["network_policy"],
 		Attributes: map[string]schema.Attribute{
 			"enabled":            schema.BoolAttribute{Optional: true, MarkdownDescription: networkPolicyDocs["enabled"]},
-			"webhook_cidrs":      list("webhook_cidrs", cidrValidator{}),
+			"webhook_cidrs":      list("webhook_cidrs", cidrValidator()),
 			"webhook_namespaces": list("webhook_namespaces", namespaces),
-			"metrics_cidrs":      list("metrics_cidrs", cidrValidator{}),
+			"metrics_cidrs":      list("metrics_cidrs", cidrValidator()),
 			"metrics_namespaces": list("metrics_namespaces", namespaces),
 		},
 	}

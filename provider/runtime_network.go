@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -138,7 +137,7 @@ func networkPolicySchema() schema.SingleNestedAttribute {
 		return schema.ListAttribute{
 			Optional: true, Computed: true, ElementType: types.StringType,
 			Default: listdefault.StaticValue(d), MarkdownDescription: networkPolicyDocs[name],
-			Validators: []validator.List{listvalidator.ValueStringsAre(cidrValidator{})},
+			Validators: []validator.List{listvalidator.ValueStringsAre(cidrValidator())},
 		}
 	}
 	namespaces := func(name string, d types.List) schema.ListAttribute {
@@ -162,23 +161,6 @@ func networkPolicySchema() schema.SingleNestedAttribute {
 			"metrics_cidrs":      cidrs("metrics_cidrs", def.MetricsCIDRs),
 			"metrics_namespaces": namespaces("metrics_namespaces", def.MetricsNamespaces),
 		},
-	}
-}
-
-// cidrValidator accepts CIDRs in canonical form, as the renderer does.
-type cidrValidator struct{}
-
-func (cidrValidator) Description(context.Context) string {
-	return "must be a CIDR such as 10.0.0.0/8 or fd00::/8"
-}
-func (v cidrValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (cidrValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if err := deploy.ValidateCIDR(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid CIDR", fmt.Sprintf("%s: %s", req.Path, err))
 	}
 }
 

@@ -116,7 +116,7 @@ func TestCIDRValidator(t *testing.T) {
 	at := path.Root("network_policy").AtName("webhook_cidrs").AtListIndex(0)
 	for _, tt := range tests {
 		resp := &validator.StringResponse{}
-		cidrValidator{}.ValidateString(context.Background(), validator.StringRequest{Path: at, ConfigValue: types.StringValue(tt.value)}, resp)
+		cidrValidator().ValidateString(context.Background(), validator.StringRequest{Path: at, ConfigValue: types.StringValue(tt.value)}, resp)
 		if tt.want == "" {
 			if resp.Diagnostics.HasError() {
 				t.Errorf("%q: %v", tt.value, resp.Diagnostics)

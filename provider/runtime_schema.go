@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -82,7 +81,7 @@ func runtimeComponentAttributes(component string, sensitive map[string]bool) map
 	quantity := func(name, def string) schema.StringAttribute {
 		a := schema.StringAttribute{
 			Optional: true, Computed: def != "", MarkdownDescription: runtimeDocs[name],
-			Validators: []validator.String{quantityValidator{}},
+			Validators: []validator.String{quantityValidator()},
 		}
 		if def != "" {
 			a.Default = stringdefault.StaticString(def)
@@ -157,20 +156,15 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 	webhook["certificate_validity"] = schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateValidity),
 		MarkdownDescription: runtimeDocs["certificate_validity"],
-		Validators:          []validator.String{durationValidator{min: time.Hour}},
+		Validators:          []validator.String{durationValidator(time.Hour)},
 	}
 	webhook["certificate_renew_before"] = schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateRenewal),
 		MarkdownDescription: runtimeDocs["certificate_renew_before"],
-		Validators:          []validator.String{durationValidator{}},
+		Validators:          []validator.String{durationValidator(0)},
 	}
-	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	name := func(attr, def string) schema.StringAttribute {
-		return schema.StringAttribute{
-			Optional: true, Computed: true, Default: stringdefault.StaticString(def),
-			MarkdownDescription: runtimeDocs[attr], PlanModifiers: replace,
-			Validators: []validator.String{dnsLabelValidator("must be a DNS label: lower case letters, digits and '-'")},
-		}
+		return nameAttribute(def, runtimeDocs[attr], dnsLabelValidator("must be a DNS label: lower case letters, digits and '-'"))
 	}
 	return map[string]schema.Attribute{
 		"namespace": name("namespace", deploy.DefaultNamespace),

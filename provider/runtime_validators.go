@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"time"
@@ -24,43 +23,37 @@ var (
 
 func boolRequiresReplace() planmodifier.Bool { return boolplanmodifier.RequiresReplace() }
 
-// quantityValidator accepts Kubernetes resource quantities such as 100m.
-type quantityValidator struct{}
-
-func (quantityValidator) Description(context.Context) string {
-	return "must be a Kubernetes quantity such as 100m or 128Mi"
-}
-func (v quantityValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (quantityValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := resource.ParseQuantity(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid quantity",
-			fmt.Sprintf("%s: %q is not a Kubernetes quantity such as 100m, 0.5 or 128Mi", req.Path, req.ConfigValue.ValueString()))
-	}
+// quantityValidator accepts Kubernetes resource quantities such as 100m,
+// as the renderer does.
+func quantityValidator() validator.String {
+	return stringCheck{description: "must be a Kubernetes quantity such as 100m or 128Mi", check: func(s string) string {
+		if _, err := resource.ParseQuantity(s); err != nil {
+			return "not a Kubernetes quantity"
+		}
+		return ""
+	}}
 }
 
 // durationValidator accepts Go durations such as 720h, at least min.
-type durationValidator struct{ min time.Duration }
-
-func (v durationValidator) Description(context.Context) string {
-	return fmt.Sprintf("must be a duration such as 720h, at least %s", v.min)
+func durationValidator(min time.Duration) validator.String {
+	return stringCheck{description: fmt.Sprintf("must be a duration such as 720h, at least %s", min), check: func(s string) string {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return "not a duration"
+		case d < min || d < 0:
+			return fmt.Sprintf("too short: at least %s", min)
+		}
+		return ""
+	}}
 }
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
-func (v durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	switch {
-	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q is not a duration such as 720h or 90m", req.Path, req.ConfigValue.ValueString()))
-	case d < v.min || d < 0:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			fmt.Sprintf("%s: %q is too short: it must be at least %s", req.Path, req.ConfigValue.ValueString(), v.min))
-	}
+// cidrValidator accepts CIDRs in canonical form, as the renderer does.
+func cidrValidator() validator.String {
+	return stringCheck{description: "must be a CIDR such as 10.0.0.0/8 or fd00::/8", check: func(s string) string {
+		if err := deploy.ValidateCIDR(s); err != nil {
+			return err.Error()
+		}
+		return ""
+	}}
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -31,6 +32,20 @@ func workspacePathAttribute(desc string) schema.StringAttribute {
 		Required:            true,
 		MarkdownDescription: desc,
 		Validators:          []validator.String{workspacePathValidator()},
+		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+	}
+}
+
+// nameAttribute is the optional name of an object a resource manages or
+// points at: def unless set. Another name is another object: it replaces
+// the resource.
+func nameAttribute(def, desc string, v ...validator.String) schema.StringAttribute {
+	return schema.StringAttribute{
+		Optional:            true,
+		Computed:            true,
+		Default:             stringdefault.StaticString(def),
+		MarkdownDescription: desc,
+		Validators:          v,
 		PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 	}
 }

@@ -81,44 +81,26 @@ func shortDuration(d time.Duration) string {
 func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces bool) schema.Attribute {
 	switch v := a.(type) {
 	case schema.StringAttribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, stringDefault(ctx, v.Default))
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), stringDefault(ctx, v.Default))
 		return v
 	case schema.BoolAttribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
-		def := ""
-		if v.Default != nil {
-			resp := &defaults.BoolResponse{}
-			v.Default.DefaultBool(ctx, defaults.BoolRequest{}, resp)
-			def = fmt.Sprint(resp.PlanValue.ValueBool())
-		}
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), boolDefault(ctx, v.Default))
 		return v
 	case schema.Int64Attribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
-		def := ""
-		if v.Default != nil {
-			resp := &defaults.Int64Response{}
-			v.Default.DefaultInt64(ctx, defaults.Int64Request{}, resp)
-			def = fmt.Sprint(resp.PlanValue.ValueInt64())
-		}
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), int64Default(ctx, v.Default))
 		return v
 	case schema.ListAttribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
 		def := ""
 		if v.Default != nil {
 			def = "[]"
 		}
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, def)
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), def)
 		return v
 	case schema.SetAttribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), "")
 		return v
 	case schema.MapAttribute:
-		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
-		v.MarkdownDescription = complete(v.MarkdownDescription, v.Optional || v.Required, v.Computed && !v.Optional, replaces, "")
+		v.MarkdownDescription = documented(v, anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers), "")
 		return v
 	case schema.SingleNestedAttribute:
 		replaces := anyRequiresReplace(ctx, parentReplaces, v.PlanModifiers)
@@ -133,6 +115,11 @@ func documentAttribute(ctx context.Context, a schema.Attribute, parentReplaces b
 		return v
 	}
 	return a
+}
+
+// documented is a's description completed with what its settings imply.
+func documented(a schema.Attribute, replaces bool, def string) string {
+	return complete(a.GetMarkdownDescription(), a.IsOptional() || a.IsRequired(), a.IsComputed() && !a.IsOptional(), replaces, def)
 }
 
 func documentBlock(ctx context.Context, b schema.Block, parentReplaces bool) schema.Block {
@@ -173,6 +160,24 @@ func anyRequiresReplace[M describer](ctx context.Context, parentReplaces bool, m
 		}
 	}
 	return parentReplaces
+}
+
+func boolDefault(ctx context.Context, d defaults.Bool) string {
+	if d == nil {
+		return ""
+	}
+	resp := &defaults.BoolResponse{}
+	d.DefaultBool(ctx, defaults.BoolRequest{}, resp)
+	return fmt.Sprint(resp.PlanValue.ValueBool())
+}
+
+func int64Default(ctx context.Context, d defaults.Int64) string {
+	if d == nil {
+		return ""
+	}
+	resp := &defaults.Int64Response{}
+	d.DefaultInt64(ctx, defaults.Int64Request{}, resp)
+	return fmt.Sprint(resp.PlanValue.ValueInt64())
 }
 
 func stringDefault(ctx context.Context, d defaults.String) string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
@@ -20,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -156,15 +154,9 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					"with an empty patch that changes nothing but its index labels, and later deletions skip it. " +
 					"Without it, they are re-indexed by their next write. Requires `read_resources`: without it the webhook may patch everything already. Default `false`.",
 			},
-			"grant_name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString(rbac.ShardReaderName),
-				MarkdownDescription: "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"base_url": computedKept("The base URL kcp records for the shard in its Shard object."),
-			"rules":    computedList("The rules of the granted ClusterRole on the shard, one per line."),
+			"grant_name": nameAttribute(rbac.ShardReaderName, "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp."),
+			"base_url":   computedKept("The base URL kcp records for the shard in its Shard object."),
+			"rules":      computedList("The rules of the granted ClusterRole on the shard, one per line."),
 		},
 		Blocks: timeoutsOnly(ctx, "the {op} of the grant", sameTimeouts(defaultRBACTimeout)),
 	}
@@ -327,18 +319,6 @@ func (m *shardModel) shardConfig(conn *Connection) (*rest.Config, error) {
 // errNoShardURL: neither url nor a kubeconfig's server says where the shard
 // is; create and import fall back to the Shard object's base URL.
 var errNoShardURL = errors.New("no shard URL: set url")
-
-func readFile(p string) ([]byte, error) {
-	p, err := expandHome(p)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %q: %w", p, err)
-	}
-	return data, nil
-}
 
 func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {

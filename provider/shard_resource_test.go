@@ -35,19 +35,27 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
 
+// shardConfig is the provider and, on every shard of e, a depctrl_shard
+// s<i> as shardHCL writes it.
 func shardConfig(e *env.Env, grant, user, extra string) string {
 	cfg := providerConfig(e)
 	for i, s := range e.Shards {
-		cfg += fmt.Sprintf(`
-resource "depctrl_shard" "s%d" {
+		cfg += shardHCL(fmt.Sprintf("s%d", i), s.Name, s.AdminKubeconfig, user, grant, extra)
+	}
+	return cfg
+}
+
+// shardHCL is the depctrl_shard label that grants user, as grant, on the
+// shard name reached with kubeconfig; extra adds attributes.
+func shardHCL(label, name, kubeconfig, user, grant, extra string) string {
+	return fmt.Sprintf(`
+resource "depctrl_shard" %q {
   name            = %q
   kubeconfig_path = %q
   webhook_users   = [%q]
   grant_name      = %q
 %s}
-`, i, s.Name, s.AdminKubeconfig, user, grant, extra)
-	}
-	return cfg
+`, label, name, kubeconfig, user, grant, extra)
 }
 
 func shardAdmin(t *testing.T, e *env.Env, shard string) dynamic.Interface {
@@ -496,14 +504,7 @@ func TestAccShardResource_context(t *testing.T) {
 	check.Must(t, clientcmd.WriteToFile(*cfg, kubeconfig))
 
 	config := func(extra string) string {
-		return providerConfig(e) + fmt.Sprintf(`
-resource "depctrl_shard" "this" {
-  name            = %q
-  kubeconfig_path = %q
-  webhook_users   = [%q]
-  grant_name      = %q
-%s}
-`, shard.Name, kubeconfig, user, grant, extra)
+		return providerConfig(e) + shardHCL("this", shard.Name, kubeconfig, user, grant, extra)
 	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
