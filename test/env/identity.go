@@ -86,13 +86,7 @@ func (e *Env) MustIdentity(user string, groups ...string) Identity {
 // AdminConfig returns kcp-admin credentials through the front-proxy, scoped
 // to the logical cluster path (for example "root:org").
 func (e *Env) AdminConfig(clusterPath string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", e.AdminKubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading admin kubeconfig %q: %w", e.AdminKubeconfig, err)
-	}
-	cfg.Host = e.FrontProxyURL + "/clusters/" + clusterPath
-	tuneConfig(cfg)
-	return cfg, nil
+	return kubeconfigFor(e.AdminKubeconfig, e.FrontProxyURL+"/clusters/"+clusterPath)
 }
 
 // IdentityConfig returns the identity's credentials through the front-proxy,
@@ -117,11 +111,18 @@ func (e *Env) ShardAdminConfig(shard, clusterPath string) (*rest.Config, error) 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfig)
+	return kubeconfigFor(s.AdminKubeconfig, s.URL+"/clusters/"+clusterPath)
+}
+
+// kubeconfigFor returns the credentials of the kubeconfig at path for host:
+// an admin kubeconfig's server is one logical cluster, a caller names
+// another.
+func kubeconfigFor(path, host string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return nil, fmt.Errorf("loading shard kubeconfig %q: %w", s.AdminKubeconfig, err)
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", path, err)
 	}
-	cfg.Host = s.URL + "/clusters/" + clusterPath
+	cfg.Host = host
 	tuneConfig(cfg)
 	return cfg, nil
 }
@@ -130,19 +131,29 @@ func (e *Env) ShardAdminConfig(shard, clusterPath string) (*rest.Config, error) 
 // the front-proxy scoped to clusterPath; certificates are embedded so the
 // file stands alone.
 func (e *Env) IdentityKubeconfig(id Identity, clusterPath string) ([]byte, error) {
-	ca, err := os.ReadFile(e.CAFile)
+	cfg, err := e.identityKubeconfig(id, e.FrontProxyURL+"/clusters/"+clusterPath)
 	if err != nil {
 		return nil, err
+	}
+	return clientcmd.Write(cfg)
+}
+
+// identityKubeconfig is a kubeconfig for id whose server is server, with
+// the serving CA, id's certificate and key embedded so that it stands alone.
+func (e *Env) identityKubeconfig(id Identity, server string) (clientcmdapi.Config, error) {
+	ca, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		return clientcmdapi.Config{}, fmt.Errorf("reading the serving CA: %w", err)
 	}
 	cert, err := os.ReadFile(id.CertFile)
 	if err != nil {
-		return nil, err
+		return clientcmdapi.Config{}, fmt.Errorf("reading the certificate of %s: %w", id.User, err)
 	}
 	key, err := os.ReadFile(id.KeyFile)
 	if err != nil {
-		return nil, err
+		return clientcmdapi.Config{}, fmt.Errorf("reading the key of %s: %w", id.User, err)
 	}
-	return clientcmd.Write(kubeconfig(e.FrontProxyURL+"/clusters/"+clusterPath, ca, cert, key, id.User))
+	return kubeconfig(server, ca, cert, key, id.User), nil
 }
 
 func kubeconfig(server string, ca, cert, key []byte, user string) clientcmdapi.Config {

@@ -38,20 +38,12 @@ func StartTwoShards(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			removeDir()
-		}
-	}()
+	defer undoOnError(&retErr, removeDir)
 	unlock, err := lockFile(ctx, TwoShardLockFile, opts.ReadyTimeout)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			unlock()
-		}
-	}()
+	defer undoOnError(&retErr, unlock)
 	if busy := busyPorts(twoShardPorts); len(busy) > 0 {
 		return nil, fmt.Errorf("ports %v are in use: the two-shard topology needs them (is a two-shard environment running outside this lock?)", busy)
 	}
@@ -79,12 +71,7 @@ func StartTwoShards(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		removeDir()
 		return err
 	}
-	defer func() {
-		if retErr != nil {
-			retErr = fmt.Errorf("%w\n%s", retErr, e.TailLogs(30))
-			_ = e.stop()
-		}
-	}()
+	defer e.stopOnError(&retErr)
 
 	kcpDir := filepath.Join(opts.Dir, ".kcp")
 	readyFile := filepath.Join(kcpDir, "ready-to-test")
@@ -107,15 +94,7 @@ func StartTwoShards(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		{Name: "root", URL: "https://127.0.0.1:6444"},
 		{Name: "shard-1", URL: "https://127.0.0.1:6445"},
 	}
-	for i := range e.Shards {
-		if err := e.writeShardAdmin(i); err != nil {
-			return nil, err
-		}
-	}
-	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return e.ready(ctx) == nil }); err != nil {
-		return nil, fmt.Errorf("waiting for the front-proxy and shards to answer: %w (last: %v)", err, e.ready(ctx))
-	}
-	if err := e.WriteDescriptor(); err != nil {
+	if err := e.serve(ctx, opts.ReadyTimeout, p); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -15,57 +15,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 )
 
-const defaultReadyTimeout = 3 * time.Minute
-
-// Options tune how an environment is started.
-type Options struct {
-	// Dir is where the environment keeps its files; a temporary directory
-	// when empty. A directory that Start created is removed by Stop.
-	Dir string
-	// KeepDir leaves the directory in place after Stop, for inspection.
-	KeepDir bool
-	// ReadyTimeout bounds the wait for the environment to answer.
-	ReadyTimeout time.Duration
-}
-
-func (o *Options) prepare(prefix string) (cleanup func(), err error) {
-	if o.ReadyTimeout == 0 {
-		o.ReadyTimeout = defaultReadyTimeout
-	}
-	created := false
-	if o.Dir == "" {
-		o.Dir, err = os.MkdirTemp("", prefix)
-		if err != nil {
-			return nil, err
-		}
-		created = true
-	} else if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
-		return nil, err
-	}
-	keep := o.KeepDir
-	dir := o.Dir
-	return func() {
-		if created && !keep {
-			_ = os.RemoveAll(dir)
-		}
-	}, nil
-}
-
-// Start starts an environment of the given topology.
-func Start(ctx context.Context, topology Topology, opts Options) (*Env, error) {
-	switch topology {
-	case SingleShard:
-		return StartSingleShard(ctx, opts)
-	case TwoShards:
-		return StartTwoShards(ctx, opts)
-	default:
-		return nil, fmt.Errorf("unknown topology %q (want %q or %q)", topology, SingleShard, TwoShards)
-	}
-}
-
 // StartSingleShard starts one kcp process on free loopback ports.
 func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	kcpBin, err := binary("kcp", "kcp")
@@ -76,11 +25,7 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if retErr != nil {
-			removeDir()
-		}
-	}()
+	defer undoOnError(&retErr, removeDir)
 
 	// kcp start has no client CA of its own; ours lets identities
 	// authenticate with certificates, as they do through a front-proxy.
@@ -150,12 +95,7 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 		}
 		return nil
 	}
-	defer func() {
-		if retErr != nil {
-			retErr = fmt.Errorf("%w\n%s", retErr, e.TailLogs(30))
-			_ = e.stop()
-		}
-	}()
+	defer e.stopOnError(&retErr)
 
 	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return fileExists(admin) }); err != nil {
 		return nil, fmt.Errorf("waiting for kcp to write %s: %w", admin, err)
@@ -164,13 +104,7 @@ func StartSingleShard(ctx context.Context, opts Options) (_ *Env, retErr error) 
 		return nil, err
 	}
 	e.Shards = []Shard{{Name: "root", URL: e.FrontProxyURL}}
-	if err := e.writeShardAdmin(0); err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, opts.ReadyTimeout, p, func() bool { return e.ready(ctx) == nil }); err != nil {
-		return nil, fmt.Errorf("waiting for kcp to become ready: %w (last: %v)", err, e.ready(ctx))
-	}
-	if err := e.WriteDescriptor(); err != nil {
+	if err := e.serve(ctx, opts.ReadyTimeout, p); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -208,20 +142,12 @@ func (e *Env) writeShardAdmin(i int) error {
 	if err != nil {
 		return err
 	}
-	ca, err := os.ReadFile(e.CAFile)
-	if err != nil {
-		return err
-	}
-	cert, err := os.ReadFile(id.CertFile)
-	if err != nil {
-		return err
-	}
-	key, err := os.ReadFile(id.KeyFile)
+	cfg, err := e.identityKubeconfig(id, s.URL+"/clusters/system:admin")
 	if err != nil {
 		return err
 	}
 	s.AdminKubeconfig = filepath.Join(e.Dir, "shard-"+s.Name+".kubeconfig")
-	return clientcmd.WriteToFile(kubeconfig(s.URL+"/clusters/system:admin", ca, cert, key, id.User), s.AdminKubeconfig)
+	return clientcmd.WriteToFile(cfg, s.AdminKubeconfig)
 }
 
 // FreePorts asks the kernel for n distinct free loopback ports. Another
