@@ -536,7 +536,7 @@ func pagingCost(ctx context.Context, t *testing.T, e *env.Env, top *Topology, co
 	check.Must(t, err)
 	protection := registry.Protection{Rule: "bench", Dependent: fixtures.VirtualMachines.GVR(), DependentKind: fixtures.VirtualMachines.Kind,
 		Paths: []fieldpath.Path{fieldpath.MustParse(benchPaths[0])}}
-	fws := top.dynamicFor(t, consumer.Path).Resource(fixtures.FirewallRules.GVR()).Namespace("apps")
+	fws := top.objects(t, consumer, fixtures.FirewallRules)
 	var r pagingResult
 	for i := range 10 {
 		for _, size := range []int64{decision.DefaultPageSize, 0, pagedSize} {

@@ -97,7 +97,7 @@ func TestFaults(t *testing.T) {
 			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": "vm-while-down"}, "spec": ref("vpc-1"),
 		}}
-		_, err := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{})
+		_, err := top.objects(t, consumer, fixtures.VirtualMachines).Create(ctx, vm, metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), "reference-index") {
 			t.Fatalf("creating a dependent while the webhook is down: want a refusal naming the reference index, got %v", err)
 		}
@@ -294,7 +294,7 @@ func TestFaults(t *testing.T) {
 			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
 			"metadata": map[string]interface{}{"name": name}, "spec": ref(name),
 		}}
-		if _, err := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		if _, err := top.objects(t, consumer, fixtures.VirtualMachines).Create(ctx, vm, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating a VM with the cross-signed certificate: %v", err)
 		}
 		// Then the controller gets the new CA too, as the next apply's

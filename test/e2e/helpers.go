@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
@@ -200,14 +201,9 @@ func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace,
 	if len(annotations) > 0 {
 		u.SetAnnotations(annotations)
 	}
-	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
-	var err error
+	res := top.objects(t, ws, a)
 	check.Eventually(ctx, t, time.Minute, "creating "+a.Kind+"/"+name, func() error {
-		if a.ClusterScoped {
-			_, err = res.Create(ctx, u, metav1.CreateOptions{})
-		} else {
-			_, err = res.Namespace("apps").Create(ctx, u, metav1.CreateOptions{})
-		}
+		_, err := res.Create(ctx, u, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -215,26 +211,27 @@ func (top *Topology) object(ctx context.Context, t *testing.T, ws env.Workspace,
 	})
 }
 
-// remove deletes an object and returns the error kcp answered with.
-func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) error {
+// objects is the admin client for the objects of type a in ws: those in
+// the namespace apps, where the tests keep them, unless a is cluster-scoped.
+func (top *Topology) objects(t *testing.T, ws env.Workspace, a fixtures.APIType) dynamic.ResourceInterface {
 	t.Helper()
 	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
 	if a.ClusterScoped {
-		return res.Delete(ctx, name, metav1.DeleteOptions{})
+		return res
 	}
-	return res.Namespace("apps").Delete(ctx, name, metav1.DeleteOptions{})
+	return res.Namespace("apps")
+}
+
+// remove deletes an object and returns the error kcp answered with.
+func (top *Topology) remove(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) error {
+	t.Helper()
+	return top.objects(t, ws, a).Delete(ctx, name, metav1.DeleteOptions{})
 }
 
 // exists reports whether the object is still there.
 func (top *Topology) exists(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) bool {
 	t.Helper()
-	res := top.dynamicFor(t, ws.Path).Resource(a.GVR())
-	var err error
-	if a.ClusterScoped {
-		_, err = res.Get(ctx, name, metav1.GetOptions{})
-	} else {
-		_, err = res.Namespace("apps").Get(ctx, name, metav1.GetOptions{})
-	}
+	_, err := top.objects(t, ws, a).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false
 	}
@@ -305,7 +302,7 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a fixture
 // so a probe without labels could not tell the two apart.
 func (top *Topology) waitIndexWebhookGone(ctx context.Context, t *testing.T, ws env.Workspace) {
 	t.Helper()
-	vms := top.dynamicFor(t, ws.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	vms := top.objects(t, ws, fixtures.VirtualMachines)
 	check.Eventually(ctx, t, 2*time.Minute, "kcp to stop calling the deleted index webhook", func() error {
 		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
 		probe := &unstructured.Unstructured{Object: map[string]interface{}{

@@ -37,7 +37,7 @@ func TestReferenceIndex(t *testing.T) {
 	// The consumer on the other shard than the rule: the configuration
 	// reaches it through the cache server.
 	consumer := top.Consumers[len(top.Consumers)-1]
-	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	vms := top.objects(t, consumer, fixtures.VirtualMachines)
 	vpcGR := fixtures.VPCs.GVR().GroupResource()
 
 	// Written before any rule existed: no index labels.
@@ -318,11 +318,11 @@ func TestReindex(t *testing.T) {
 	top.protectVPCs(ctx, t)
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")
 	top.object(ctx, t, granted, fixtures.VirtualMachines, "vm-probe", ref("nothing"), nil)
-	stamp := waitStamp(ctx, t, top.dynamicFor(t, granted.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps"), "vm-probe", "")
+	stamp := waitStamp(ctx, t, top.objects(t, granted, fixtures.VirtualMachines), "vm-probe", "")
 
 	stamps := func(ws env.Workspace) map[string]string {
 		t.Helper()
-		list, err := top.dynamicFor(t, ws.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").List(ctx, metav1.ListOptions{})
+		list, err := top.objects(t, ws, fixtures.VirtualMachines).List(ctx, metav1.ListOptions{})
 		check.Must(t, err)
 		out := map[string]string{}
 		for _, vm := range list.Items {
@@ -350,7 +350,7 @@ func TestReindex(t *testing.T) {
 		if got := counter(writtenMetric) - written; got < n {
 			t.Errorf("depctrl_webhook_reindex_total{outcome=written} rose by %v, want at least %d", got, n)
 		}
-		vm, err := top.dynamicFor(t, granted.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-user", metav1.GetOptions{})
+		vm, err := top.objects(t, granted, fixtures.VirtualMachines).Get(ctx, "vm-user", metav1.GetOptions{})
 		check.Must(t, err)
 		if _, ok := vm.GetLabels()[refindex.RefLabel(fixtures.VPCs.GVR().GroupResource(), "vpc-used")]; !ok {
 			t.Fatalf("re-indexed vm-user has no reference label for vpc-used: %v", vm.GetLabels())

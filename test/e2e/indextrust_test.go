@@ -31,7 +31,7 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	ctx := testContext(t, 10*time.Minute)
 	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
 	consumer := top.Consumers[len(top.Consumers)-1]
-	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	vms := top.objects(t, consumer, fixtures.VirtualMachines)
 
 	top.protectVPCs(ctx, t)
 	top.waitCondition(ctx, t, top.Compute, "vm-needs-vpc", v1alpha1.ConditionIndexed, "True", "Indexed")

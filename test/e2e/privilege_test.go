@@ -209,7 +209,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		return err
 	})
 	for _, c := range top.Consumers {
-		vms := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+		vms := top.objects(t, c, fixtures.VirtualMachines)
 		check.Eventually(ctx, t, time.Minute, "a new reference to an unreadable type to be refused on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			if err == nil {
@@ -229,7 +229,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 		Protected:  []rbac.ReadResource{{Group: fixtures.VPCs.Group, Resource: fixtures.VPCs.Resource}},
 	})
 	for _, c := range top.Consumers {
-		vms := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+		vms := top.objects(t, c, fixtures.VirtualMachines)
 		check.Eventually(ctx, t, time.Minute, "a new reference to be admitted on shard "+c.Shard, func() error {
 			_, err := vms.Create(ctx, vmObject("vm-new", "vpc-1"), metav1.CreateOptions{})
 			return err
@@ -252,7 +252,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
 	c := top.Consumers[0]
 	vm1 := func() string {
-		vm, err := top.dynamicFor(t, c.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps").Get(ctx, "vm-1", metav1.GetOptions{})
+		vm, err := top.objects(t, c, fixtures.VirtualMachines).Get(ctx, "vm-1", metav1.GetOptions{})
 		check.Must(t, err)
 		return vm.GetLabels()[refindex.StampLabel]
 	}

@@ -129,7 +129,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 	t.Run("a dependent being deleted does not block", func(t *testing.T) {
 		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-fin", map[string]interface{}{}, nil)
 		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-fin", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-fin"}}}, nil)
-		vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+		vms := top.objects(t, consumer, fixtures.VirtualMachines)
 		vm, err := vms.Get(ctx, "vm-fin", metav1.GetOptions{})
 		check.Must(t, err)
 		vm.SetFinalizers([]string{"e2e.test.io/hold"})

@@ -41,13 +41,13 @@ func TestSettled(t *testing.T) {
 	top.protectVPCs(ctx, t)
 
 	for _, c := range top.Consumers {
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
 		t.Run("shard "+c.Shard, func(t *testing.T) { s.run(ctx, t) })
 	}
 
 	t.Run("a rule change unsettles every object", func(t *testing.T) {
 		c := top.Consumers[0]
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
 		s.create(ctx, t, "before-rule-change")
 		old := s.waitSettled(ctx, t, "before-rule-change")
 		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
@@ -67,7 +67,7 @@ func TestSettled(t *testing.T) {
 
 	t.Run("a reference index removed while the controller is down unsettles", func(t *testing.T) {
 		c := top.Consumers[1]
-		s := &settling{top: top, rt: rt, ws: c, vpcs: top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")}
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
 		s.create(ctx, t, "index-gone")
 		stamp := s.waitSettled(ctx, t, "index-gone")
 		rt.StopController(t)

@@ -78,7 +78,7 @@ webhooks:
   admissionReviewVersions: ["v1"]
 `, slow.URL, ca, fixtures.VirtualMachines.Group, fixtures.VirtualMachines.Resource))
 
-	vms := top.dynamicFor(t, consumer.Path).Resource(fixtures.VirtualMachines.GVR()).Namespace("apps")
+	vms := top.objects(t, consumer, fixtures.VirtualMachines)
 	check.Eventually(ctx, t, time.Minute, "kcp to call the slow webhook", func() error {
 		start := time.Now()
 		_ = vms.Delete(ctx, "vm-slow-probe", metav1.DeleteOptions{})
@@ -143,7 +143,7 @@ webhooks:
 		v1alpha1.IntentAnnotationPrefix + "held": intentFor("vm-never", time.Now()),
 	})
 	top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-held", "VirtualMachine/vm-never (being written)")
-	vpcAPI := top.dynamicFor(t, consumer.Path).Resource(fixtures.VPCs.GVR()).Namespace("apps")
+	vpcAPI := top.objects(t, consumer, fixtures.VPCs)
 	_, err := vpcAPI.Patch(ctx, "vpc-held", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+v1alpha1.IntentAnnotationPrefix+`held":null}}}`), metav1.PatchOptions{})
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the intent of virtualmachines/vm-never") {
