@@ -252,6 +252,22 @@ func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Work
 	}
 }
 
+// decidedDenial deletes a referenced object, for check.Eventually: nil
+// once the deletion is refused with want in the message, an error to retry
+// while it is refused otherwise (before the webhook decides it). A deletion
+// that succeeds fails the test at once: the object was referenced.
+func (top *Topology) decidedDenial(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name, want string) error {
+	t.Helper()
+	err := top.remove(ctx, t, ws, a, name)
+	if err == nil {
+		t.Fatalf("%s/%s in %s was deleted; want a denial containing %q", a.Kind, name, ws.Path, want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("not decided by the webhook yet: %v", err)
+	}
+	return nil
+}
+
 // expectDeleted deletes and asserts success.
 func (top *Topology) expectDeleted(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string) {
 	t.Helper()

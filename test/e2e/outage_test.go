@@ -88,14 +88,7 @@ func TestShardOutage(t *testing.T) {
 
 	t.Run("rules on the shard read: decided", func(t *testing.T) {
 		check.Eventually(ctx, t, 30*time.Second, "a referenced VPC to be refused by the webhook's decision", func() error {
-			err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-1")
-			if err == nil {
-				t.Fatal("vpc-1 was deleted while vm-1 references it")
-			}
-			if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
-				return fmt.Errorf("not decided yet: %v", err)
-			}
-			return nil
+			return top.decidedDenial(ctx, t, consumer, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1")
 		})
 		top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-free")
 		// The reference index takes a new VM (its rules are on root).
@@ -128,14 +121,7 @@ func TestShardOutage(t *testing.T) {
 	resumeAt := time.Now()
 	t.Run("the shard back: everything decided", func(t *testing.T) {
 		check.Eventually(ctx, t, time.Minute, "the FirewallRule's deletion to be decided again", func() error {
-			err := top.remove(ctx, t, consumer, fixtures.FirewallRules, "fw-1")
-			if err == nil {
-				t.Fatal("fw-1 was deleted while vol-1 references it")
-			}
-			if !strings.Contains(err.Error(), "still referenced by Volume/vol-1") {
-				return fmt.Errorf("not decided yet: %v", err)
-			}
-			return nil
+			return top.decidedDenial(ctx, t, consumer, fixtures.FirewallRules, "fw-1", "still referenced by Volume/vol-1")
 		})
 		t.Logf("FirewallRule deletions decided %s after shard %s resumed", time.Since(resumeAt).Round(time.Millisecond), away)
 		top.expectDeleted(ctx, t, consumer, fixtures.FirewallRules, "fw-free")

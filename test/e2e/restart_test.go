@@ -38,12 +38,8 @@ func TestKCPRestart(t *testing.T) {
 	t.Logf("kcp stopped and ready again after %s", ready.Sub(start).Round(time.Millisecond))
 
 	check.Eventually(ctx, t, restartBound, "protection after the restart", func() error {
-		err := top.remove(ctx, t, c, fixtures.VPCs, "vpc-1")
-		if err == nil {
-			t.Fatal("vpc-1 was deleted while vm-1 references it")
-		}
-		if !strings.Contains(err.Error(), "still referenced by VirtualMachine/vm-1") {
-			return fmt.Errorf("not decided by the webhook yet: %v", err)
+		if err := top.decidedDenial(ctx, t, c, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-1"); err != nil {
+			return err
 		}
 		top.object(ctx, t, c, fixtures.VPCs, "vpc-free", map[string]interface{}{}, nil)
 		return top.remove(ctx, t, c, fixtures.VPCs, "vpc-free")
