@@ -24,9 +24,8 @@ import (
 // consumer on each shard. Each subtest is one row of the attack catalogue in
 // the security guide; a referenced object must survive every one of them.
 func TestAttacks(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 20*time.Minute)
-	top, _ := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 20*time.Minute, env.TwoShards)
+	top, _ := install(ctx, t, e)
 	top.protectVPCs(ctx, t)
 
 	for _, c := range top.Consumers {

@@ -16,9 +16,7 @@ import (
 // which did not bind, or bound without accepting, installs nothing there
 // and says why; accepting the claim later lets it in.
 func TestConsent(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	e := env.ForTest(t, env.TwoShards)
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
 	top, _ := install(ctx, t, e)
 
 	unbound, err := e.CreateWorkspace(ctx, top.Org.Path, "unbound")

@@ -39,9 +39,8 @@ const (
 // objects, and checks that nothing referenced is deleted meanwhile and that
 // everything converges within a stated bound, which it measures.
 func TestFaults(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 15*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	top.protectVPCs(ctx, t)
 	consumer := top.Consumers[len(top.Consumers)-1]
 	top.vpcInUse(ctx, t, consumer)

@@ -31,9 +31,8 @@ import (
 // whatever users do to them, and deletions are decided from the labels for
 // indexed dependents and from the fields for the others.
 func TestReferenceIndex(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	// The consumer on the other shard than the rule: the configuration
 	// reaches it through the cache server.
 	consumer := top.Consumers[len(top.Consumers)-1]
@@ -293,9 +292,8 @@ func rewrite(ctx context.Context, res dynamic.ResourceInterface, name string, ed
 // may not, the dependents stay as they are and are still read in full
 // (TestNarrowedReadAccess).
 func TestReindex(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	granted := top.Consumers[len(top.Consumers)-1]
 	counter := counter(ctx, t, rt.WebhookMetricsURL)
 	const (

@@ -27,9 +27,8 @@ var mutatingGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.
 // The restarted controller reports ready only once the configuration is
 // back.
 func TestIndexTrustWithoutController(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	consumer := top.Consumers[len(top.Consumers)-1]
 	vms := top.objects(t, consumer, fixtures.VirtualMachines)
 

@@ -117,7 +117,7 @@ func (tl *tally) add(f func(*tally)) {
 // the caller can act on. The seed is logged; DEPCTRL_INVARIANT_SEED
 // replays a run.
 func TestInvariantUnderLoad(t *testing.T) {
-	requireIntegration(t)
+	ctx, e := integration(t, 30*time.Minute, env.TwoShards)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv(seedVariable); v != "" {
 		s, err := strconv.ParseUint(v, 10, 64)
@@ -131,8 +131,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		phases = n
 	}
 	t.Logf("seed %d (replay with %s=%d), %d phases of %d workers x %d steps", seed, seedVariable, seed, phases, workers, stepsPerPhase)
-	ctx := testContext(t, 30*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	top, rt := install(ctx, t, e)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// The webhook may re-index: every rule change leaves the VMs
 	// unindexed, and it then rewrites them while the workers create and

@@ -17,9 +17,7 @@ import (
 // exactly one leads, and when it stops the other takes over and rules keep
 // becoming Ready.
 func TestLeaderElection(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	e := env.ForTest(t, env.TwoShards)
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	// The lease lives in the dep-ctrl workspace's default namespace.
 	apply(ctx, t, top.admin(t, top.DepCtrl.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n")

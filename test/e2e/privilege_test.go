@@ -28,9 +28,7 @@ import (
 // beyond: the grants are those a platform team bootstraps (the same the
 // provider's resources create).
 func TestLeastPrivilege(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	e := env.ForTest(t, env.TwoShards)
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
 	top := setupTopology(ctx, t, e)
 	consumer := top.Consumers[0]
 	top.vpcInUse(ctx, t, consumer)

@@ -23,9 +23,7 @@ import (
 // on the shards alone, the controller also reads workspaces in root and
 // <org> to resolve root:<org>:network, as in every topology.
 func TestProcessesGuide(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 8*time.Minute)
-	e := env.ForTest(t, env.TwoShards)
+	ctx, e := integration(t, 8*time.Minute, env.TwoShards)
 	top := setupTopology(ctx, t, e, nestedDepCtrl())
 	root, err := env.RepoRoot()
 	check.Must(t, err)

@@ -28,9 +28,7 @@ import (
 // the dep-ctrl export's read-only claims, and nothing more: a workspace
 // that withdraws them leaves its rules not Ready, but still protected.
 func TestTypesServed(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	e := env.ForTest(t, env.SingleShard)
+	ctx, e := integration(t, 10*time.Minute, env.SingleShard)
 	top := setupTopology(ctx, t, e)
 	// Volumes have a structural schema, exported next to the VMs.
 	volumes := fixtures.Volumes

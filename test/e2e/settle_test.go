@@ -34,9 +34,8 @@ const settleAfter = 3 * time.Second
 // write, a reference made to a settled VPC unsettles it before the reference
 // is admitted, and a rule change unsettles every VPC at once.
 func TestSettled(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 15*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
 	top.protectVPCs(ctx, t)
 

@@ -28,9 +28,8 @@ import (
 // referenced VPC while settling is off is refused, so it cannot count when
 // settling comes back under the same stamp.
 func TestSettlingUpgrade(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 15*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
 	// An installation from before settling was the default.
 	rt.SetSettling(ctx, t, false)
 	top.protectVPCs(ctx, t)

@@ -20,9 +20,7 @@ import (
 // export: a watch set up once at start, while the export's virtual
 // workspaces did not serve yet, would never deliver a rule.
 func TestRuntimeBeforeBindings(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	e := env.ForTest(t, env.TwoShards)
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
 	top := setupTopology(ctx, t, e, beforeBindings(func(top *Topology) {
 		start := time.Now()
 		runtimetest.Start(ctx, t, e, top.DepCtrl.Path)

@@ -30,9 +30,8 @@ import (
 // webhook recorded on the VPC can, and the delete is refused naming the VM.
 // Once the VM is deleted, its intent is withdrawn and the VPC goes at once.
 func TestReadCommitWindow(t *testing.T) {
-	requireIntegration(t)
-	ctx := testContext(t, 10*time.Minute)
-	top, _ := install(ctx, t, env.ForTest(t, env.TwoShards))
+	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
+	top, _ := install(ctx, t, e)
 	top.protectVPCs(ctx, t)
 	consumer := top.Consumers[0]
 
