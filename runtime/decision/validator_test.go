@@ -122,6 +122,7 @@ func TestDecide(t *testing.T) {
 	tests := []struct {
 		name        string
 		req         *admissionv1.AdmissionRequest
+		edit        func(*admissionv1.AdmissionRequest) // when set, turns req into the request the case is about
 		finder      *fakeFinder
 		opts        ValidatorOptions
 		notReady    bool
@@ -134,12 +135,9 @@ func TestDecide(t *testing.T) {
 		wantAsked string
 	}{
 		{
-			name: "a create without an object is a bad request",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", inCluster)
-				r.Operation = admissionv1.Create
-				return r
-			}(),
+			name:     "a create without an object is a bad request",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.Operation = admissionv1.Create },
 			wantCode: 400, wantMessage: "cannot decode the object", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
@@ -160,35 +158,26 @@ func TestDecide(t *testing.T) {
 			wantAllowed: true, wantOutcome: outcomeSkipped,
 		},
 		{
-			name: "skip-protection allows members of the allowed groups",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
-				r.UserInfo.Groups = []string{"developers", "platform-admins"}
-				return r
-			}(),
+			name:        "skip-protection allows members of the allowed groups",
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			edit:        func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers", "platform-admins"} },
 			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantAllowed: true, wantOutcome: outcomeSkipped,
 		},
 		{
-			name: "skip-protection is ignored for everyone else",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
-				r.UserInfo.Groups = []string{"developers"}
-				return r
-			}(),
+			name:     "skip-protection is ignored for everyone else",
+			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers"} },
 			opts:     ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm (the dependencies.opendefense.cloud/skip-protection annotation is ignored: only members of platform-admins may use it)",
 			wantOutcome: outcomeDenied,
 		},
 		{
-			name: "an ignored skip-protection still lets unreferenced objects go",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"})
-				r.UserInfo.Groups = []string{"developers"}
-				return r
-			}(),
+			name:        "an ignored skip-protection still lets unreferenced objects go",
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			edit:        func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers"} },
 			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			wantAllowed: true, wantOutcome: outcomeAllowed,
 		},
@@ -204,12 +193,9 @@ func TestDecide(t *testing.T) {
 			wantCode: 400, wantMessage: "has no kcp.io/cluster annotation", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "no object in a DELETE is a bad request",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", inCluster)
-				r.OldObject.Raw = nil
-				return r
-			}(),
+			name:     "no object in a DELETE is a bad request",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.OldObject.Raw = nil },
 			wantCode: 400, wantMessage: "carries no object", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
@@ -231,12 +217,11 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a cluster-scoped object's dependents are named with their namespaces",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
+			req:  deleteRequest(vpcGVR, "my-vpc", inCluster),
+			edit: func(r *admissionv1.AdmissionRequest) {
 				r.Namespace = ""
 				r.OldObject.Raw = []byte(`{"metadata":{"name":"my-vpc","annotations":{"kcp.io/cluster":"consumer-1"}}}`)
-				return r
-			}(),
+			},
 			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{
 				vmGVR: {{Kind: "VirtualMachine", Namespace: "team-a", Name: "vm"}, {Kind: "VirtualMachine", Namespace: "team-b", Name: "vm"}},
 			}},
@@ -275,12 +260,9 @@ func TestDecide(t *testing.T) {
 		{
 			// DELETECOLLECTION sends each item with an empty name (and
 			// an empty namespace when it spans namespaces).
-			name: "a collection delete is decided by the item it deletes",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
-				r.Name, r.Namespace = "", ""
-				return r
-			}(),
+			name:        "a collection delete is decided by the item it deletes",
+			req:         deleteRequest(vpcGVR, "my-vpc", inCluster),
+			edit:        func(r *admissionv1.AdmissionRequest) { r.Name, r.Namespace = "", "" },
 			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantCode:    403,
 			wantMessage: "cannot delete vpcs/my-vpc: still referenced by VirtualMachine/vm",
@@ -288,41 +270,29 @@ func TestDecide(t *testing.T) {
 			wantAsked:   "default/my-vpc",
 		},
 		{
-			name: "a request whose name disagrees with its object is a bad request",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
-				r.Name = "other"
-				return r
-			}(),
+			name:     "a request whose name disagrees with its object is a bad request",
+			req:      deleteRequest(vpcGVR, "my-vpc", inCluster),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.Name = "other" },
 			finder:   &fakeFinder{},
 			wantCode: 400, wantMessage: "the request names default/other but its object is default/my-vpc", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "a request whose namespace disagrees with its object is a bad request",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "my-vpc", inCluster)
-				r.Namespace = "kube-system"
-				return r
-			}(),
+			name:     "a request whose namespace disagrees with its object is a bad request",
+			req:      deleteRequest(vpcGVR, "my-vpc", inCluster),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.Namespace = "kube-system" },
 			finder:   &fakeFinder{},
 			wantCode: 400, wantMessage: "but its object is default/my-vpc", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "an object without a name is a bad request",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "", inCluster)
-				return r
-			}(),
+			name:     "an object without a name is a bad request",
+			req:      deleteRequest(vpcGVR, "", inCluster),
 			finder:   &fakeFinder{},
 			wantCode: 400, wantMessage: "has no metadata.name", wantOutcome: admission.OutcomeBadRequest,
 		},
 		{
-			name: "a dry run is decided like the real delete",
-			req: func() *admissionv1.AdmissionRequest {
-				r := deleteRequest(vpcGVR, "v", inCluster)
-				r.DryRun = ptr.To(true)
-				return r
-			}(),
+			name:     "a dry run is decided like the real delete",
+			req:      deleteRequest(vpcGVR, "v", inCluster),
+			edit:     func(r *admissionv1.AdmissionRequest) { r.DryRun = ptr.To(true) },
 			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
 		},
@@ -349,6 +319,9 @@ func TestDecide(t *testing.T) {
 			finder := tt.finder
 			if finder == nil {
 				finder = &fakeFinder{}
+			}
+			if tt.edit != nil {
+				tt.edit(tt.req)
 			}
 			v := NewValidator(protections, finder, readiness.When(ready), tt.opts, logr.Discard())
 			resp, outcome := v.Decide(context.Background(), tt.req)
