@@ -100,6 +100,19 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(page)
 }
 
+// serveFinder is a FrontProxyFinder with its defaults that reaches the
+// front-proxy at h, served until the test ends.
+func serveFinder(t *testing.T, h http.Handler) *FrontProxyFinder {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func vm(namespace, name, vpc string, deleting bool) map[string]interface{} {
 	meta := map[string]interface{}{"name": name, "namespace": namespace,
 		"managedFields": []interface{}{map[string]interface{}{"manager": "test", "fieldsV1": map[string]interface{}{"f:spec": map[string]interface{}{}}}}}
@@ -180,12 +193,7 @@ func TestFrontProxyFinder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.server)
-			defer srv.Close()
-			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, vpcs, "vpc-a", protection, tt.limit)
 			if tt.wantErr != "" {
@@ -233,12 +241,7 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			server := &listServer{items: map[string][]map[string]interface{}{path: items}}
-			srv := httptest.NewServer(server)
-			defer srv.Close()
-			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := serveFinder(t, server)
 			if tt.pageSize != nil {
 				f.PageSize = *tt.pageSize
 			}
@@ -365,12 +368,7 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			server := &listServer{items: map[string][]map[string]interface{}{path: items}, revision: tt.revision}
-			srv := httptest.NewServer(server)
-			defer srv.Close()
-			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := serveFinder(t, server)
 			f.PageSize = 0
 			f.Schemas = schemaSource(index)
 			queued := reindexQueue{}
@@ -416,12 +414,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
 		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
 	server := &listServer{items: map[string][]map[string]interface{}{path: {vm("apps", "vm-1", "vpc-a", false)}}}
-	srv := httptest.NewServer(server)
-	defer srv.Close()
-	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := serveFinder(t, server)
 	f.Schemas = schemaSource(refindex.Schema{})
 	queued := reindexQueue{}
 	f.Reindexer = queued
@@ -506,12 +499,7 @@ func TestFrontProxyReferencedNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(tt.server)
-			defer srv.Close()
-			f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
 			if tt.wantErr != "" {
@@ -553,16 +541,11 @@ func TestFrontProxyFinderTwoPaths(t *testing.T) {
 		return v
 	}
 	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
-	srv := httptest.NewServer(&listServer{items: map[string][]map[string]interface{}{namespaced: {
+	f := serveFinder(t, &listServer{items: map[string][]map[string]interface{}{namespaced: {
 		withExtra(vm("apps", "vm-both", "vpc-a", false), "vpc-a", "vpc-c"),
 		withExtra(vm("apps", "vm-extra", "vpc-b", false), "vpc-a"),
 		withExtra(vm("apps", "vm-neither", "vpc-b", false), "vpc-c"),
 	}}})
-	defer srv.Close()
-	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, more, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", protection, 10)
 	if err != nil {
 		t.Fatal(err)

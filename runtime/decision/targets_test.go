@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"slices"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 )
@@ -83,7 +81,7 @@ func TestFrontProxyTargets(t *testing.T) {
 // set, is told of every request and its body.
 func objectFinder(t *testing.T, objects map[string]string, seen func(r *http.Request, body []byte)) *FrontProxyFinder {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveFinder(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if seen != nil {
 			seen(r, body)
@@ -103,10 +101,4 @@ func objectFinder(t *testing.T, objects map[string]string, seen func(r *http.Req
 			_, _ = w.Write([]byte(obj))
 		}
 	}))
-	t.Cleanup(srv.Close)
-	f, err := NewFrontProxyFinder(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
