@@ -23,6 +23,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
@@ -196,14 +197,8 @@ func TestFrontProxyFinder(t *testing.T) {
 			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, vpcs, "vpc-a", protection, tt.limit)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
-				}
+			if errtest.Check(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.want) || more != tt.wantMore {
 				t.Fatalf("blockers = %v, more %d; want %v, more %d", got, more, tt.want, tt.wantMore)
@@ -502,13 +497,7 @@ func TestFrontProxyReferencedNames(t *testing.T) {
 			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			errtest.Check(t, err, tt.wantErr)
 			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
 				t.Errorf("referenced = %v, want %v", have, tt.want)
 			}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
@@ -62,14 +62,8 @@ func TestUnreferenced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := NewValidator(tt.protections, tt.finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
 			got, err := v.Unreferenced(context.Background(), "consumer-1", "default", vpcGVR, tt.names)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
+			if errtest.Check(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
 				t.Errorf("unreferenced = %v, want %v", have, tt.want)

@@ -1,10 +1,11 @@
 package kcpconfig
 
 import (
-	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -21,14 +22,8 @@ func TestFromConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {
 			w, err := FromConfig(&rest.Config{Host: tt.host})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
+			if errtest.Check(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if w.Base.Host != tt.wantBase || w.Path != tt.wantPath {
 				t.Fatalf("base %q path %q, want %q %q", w.Base.Host, w.Path, tt.wantBase, tt.wantPath)

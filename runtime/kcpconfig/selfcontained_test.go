@@ -3,10 +3,11 @@ package kcpconfig
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 )
 
 func TestSelfContained(t *testing.T) {
@@ -50,14 +51,8 @@ users:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := SelfContained(kubeconfig(tt.server), dir, tt.context, tt.workspace)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
-				}
+			if errtest.Check(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			cfg, err := clientcmd.Load(out)
 			if err != nil {
