@@ -70,14 +70,6 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 		}()
 	}
 	wg.Wait()
-	sort.Slice(blockers, func(i, j int) bool {
-		if blockers[i].Kind != blockers[j].Kind {
-			return blockers[i].Kind < blockers[j].Kind
-		}
-		if blockers[i].Namespace != blockers[j].Namespace {
-			return blockers[i].Namespace < blockers[j].Namespace
-		}
-		return blockers[i].Name < blockers[j].Name
-	})
+	sortBlockers(blockers)
 	return blockers
 }

@@ -15,13 +15,13 @@
 package decision
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +59,14 @@ func (b Blocker) String() string {
 		return b.Kind + "/" + b.Name + " (being written)"
 	}
 	return b.Kind + "/" + b.Name
+}
+
+// sortBlockers orders blockers by kind, namespace and name: a denial names
+// the same dependents in the same order whichever lookup finished first.
+func sortBlockers(blockers []Blocker) {
+	slices.SortFunc(blockers, func(a, b Blocker) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 }
 
 // DependentFinder looks up dependents in a consumer workspace.
@@ -370,15 +378,7 @@ func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string,
 	if len(all) == 0 && len(errs) > 0 {
 		return nil, 0, errors.Join(errs...)
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].Kind != all[j].Kind {
-			return all[i].Kind < all[j].Kind
-		}
-		if all[i].Namespace != all[j].Namespace {
-			return all[i].Namespace < all[j].Namespace
-		}
-		return all[i].Name < all[j].Name
-	})
+	sortBlockers(all)
 	if len(all) > v.opts.MaxBlockersReported {
 		if more >= 0 {
 			more += len(all) - v.opts.MaxBlockersReported
