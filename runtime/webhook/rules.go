@@ -107,6 +107,13 @@ func (s *RuleSync) Initialized() <-chan struct{} { return s.initialized }
 // once some are and PartialReadyAfter has passed since Start. The error
 // names the shards whose rules could not be read yet, and why.
 func (s *RuleSync) Ready() error {
+	return s.untilInitialized(s.readyLocked)
+}
+
+// untilInitialized answers nil once every shard's rules are read, without
+// taking s.mu: then every request is decidable and the pod ready. Before
+// that it asks check, with s.mu held.
+func (s *RuleSync) untilInitialized(check func() error) error {
 	select {
 	case <-s.initialized:
 		return nil
@@ -114,6 +121,11 @@ func (s *RuleSync) Ready() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return check()
+}
+
+// readyLocked is Ready before every shard is read; s.mu must be held.
+func (s *RuleSync) readyLocked() error {
 	if s.urlsErr != nil {
 		return fmt.Errorf("rule registry not yet populated: %w", s.urlsErr)
 	}
@@ -145,13 +157,12 @@ func (s *RuleSync) unreadLocked() string {
 // them was seen in the read of its shard. A scope that names no clusters
 // needs every shard.
 func (s *RuleSync) Decidable(sc scope.Scope) error {
-	select {
-	case <-s.initialized:
-		return nil
-	default:
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	return s.untilInitialized(func() error { return s.decidableLocked(sc) })
+}
+
+// decidableLocked is Decidable before every shard is read; s.mu must be
+// held.
+func (s *RuleSync) decidableLocked(sc scope.Scope) error {
 	if len(s.read) == 0 && len(s.clusters) == 0 {
 		return readiness.ErrNotInitialized
 	}
