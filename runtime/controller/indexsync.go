@@ -170,38 +170,47 @@ func (s *Syncer) ensureIndexConfiguration(ctx context.Context, res dynamic.Resou
 		generation++ // what the server makes of a change to the webhooks
 	}
 	ApplyOwnedIndexFields(existing, desired)
-	setWrittenGeneration(existing, generation)
-	u, err := toUnstructured(existing, "MutatingWebhookConfiguration")
-	if err != nil {
-		return "", err
-	}
-	updated, err := res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "depctrl-controller"})
+	updated, err := writeIndexConfiguration(ctx, res, existing, generation, func(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return res.Update(ctx, u, metav1.UpdateOptions{FieldManager: "depctrl-controller"})
+	})
 	if err != nil {
 		return "", fmt.Errorf("updating: %w", err)
-	}
-	if err := confirmWrittenGeneration(ctx, res, updated, generation); err != nil {
-		return "", err
 	}
 	s.Log.Info("updated reference index configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules))
 	return string(updated.GetUID()), nil
 }
 
 func (s *Syncer) createIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, cluster string, desired *admissionregistrationv1.MutatingWebhookConfiguration) (string, error) {
-	obj := desired.DeepCopy()
-	setWrittenGeneration(obj, 1) // the server starts every configuration at 1
-	u, err := toUnstructured(obj, "MutatingWebhookConfiguration")
-	if err != nil {
-		return "", err
-	}
-	created, err := res.Create(ctx, u, metav1.CreateOptions{FieldManager: "depctrl-controller"})
+	// The server starts every configuration at generation 1.
+	created, err := writeIndexConfiguration(ctx, res, desired.DeepCopy(), 1, func(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		return res.Create(ctx, u, metav1.CreateOptions{FieldManager: "depctrl-controller"})
+	})
 	if err != nil {
 		return "", fmt.Errorf("creating: %w", err)
 	}
-	if err := confirmWrittenGeneration(ctx, res, created, 1); err != nil {
-		return "", err
-	}
 	s.Log.Info("installed reference index configuration", "cluster", cluster, "resources", len(desired.Webhooks[0].Rules), "uid", created.GetUID())
 	return string(created.GetUID()), nil
+}
+
+// writeIndexConfiguration stores c with write (a create or an update),
+// recording generation as the one the controller wrote, and returns what
+// the server stored once that record is confirmed: every write of the
+// controller's own leaves ChangedByOthers false.
+func writeIndexConfiguration(ctx context.Context, res dynamic.ResourceInterface, c *admissionregistrationv1.MutatingWebhookConfiguration, generation int64,
+	write func(*unstructured.Unstructured) (*unstructured.Unstructured, error)) (*unstructured.Unstructured, error) {
+	setWrittenGeneration(c, generation)
+	u, err := toUnstructured(c, "MutatingWebhookConfiguration")
+	if err != nil {
+		return nil, err
+	}
+	written, err := write(u)
+	if err != nil {
+		return nil, err
+	}
+	if err := confirmWrittenGeneration(ctx, res, written, generation); err != nil {
+		return nil, err
+	}
+	return written, nil
 }
 
 // ChangedByOthers reports whether the webhooks of c were changed by anyone
