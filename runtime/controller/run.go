@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -16,20 +14,17 @@ import (
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // Options configure the controller binary.
 type Options struct {
-	Kubeconfig            string
-	Context               string
-	ExportName            string
+	process.Common
 	WebhookURL            string
 	CABundleFile          string
 	WebhookTimeoutSeconds int32
@@ -39,8 +34,6 @@ type Options struct {
 	// WebhookPropagation is how long a rule waits after its webhook
 	// configuration entry is written before it is reported Ready.
 	WebhookPropagation      time.Duration
-	MetricsAddr             string
-	ProbeAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	ResolverTTL             time.Duration
@@ -48,9 +41,6 @@ type Options struct {
 	// Settle publishes the stamps of the rules in the deletion webhooks'
 	// object selectors, with the entries settling needs (package settle).
 	Settle bool
-	// RateLimit limits the requests to kcp; the zero value is
-	// kcpconfig.DefaultRateLimit.
-	RateLimit kcpconfig.RateLimit
 }
 
 // Validate checks the options before anything connects.
@@ -79,24 +69,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	ws, err := kcpconfig.Load(o.Kubeconfig, o.Context)
-	if err != nil {
-		return err
-	}
-	ws.Apply(o.RateLimit)
 	bundle := &caBundle{path: o.CABundleFile}
 	if _, err := bundle.read(); err != nil {
 		return err
 	}
-
-	scheme, err := kcpconfig.Scheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := manager.New(ws.Config, manager.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress:  o.ProbeAddr,
+	ws, mgr, err := o.Connect(manager.Options{
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -104,12 +81,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		// lease back at once is safe, and a rolling update or a stopped
 		// leader does not leave rules unattended until the lease expires.
 		LeaderElectionReleaseOnCancel: true,
-		Logger:                        log,
-	})
+	}, log)
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 

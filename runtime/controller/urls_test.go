@@ -3,6 +3,8 @@ package controller
 import (
 	"strings"
 	"testing"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 func TestDeriveMutateURL(t *testing.T) {
@@ -45,7 +47,7 @@ func TestOptionsMutateURL(t *testing.T) {
 
 func TestOptionsValidateWebhookURLs(t *testing.T) {
 	valid := func() Options {
-		return Options{ExportName: "e", WebhookURL: "https://wh:9443/validate", CABundleFile: "ca.pem", WebhookTimeoutSeconds: 10}
+		return Options{Common: process.Common{ExportName: "e"}, WebhookURL: "https://wh:9443/validate", CABundleFile: "ca.pem", WebhookTimeoutSeconds: 10}
 	}
 	tests := []struct {
 		name    string

@@ -17,16 +17,14 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
@@ -34,13 +32,11 @@ import (
 
 // Options configure the webhook binary.
 type Options struct {
-	Kubeconfig     string
-	Context        string
-	ExportName     string
+	// Common's RateLimit limits the requests to kcp other than the reads
+	// and writes of dependents, which are never throttled on this side.
+	process.Common
 	CertDir        string
 	Addr           string
-	MetricsAddr    string
-	ProbeAddr      string
 	RequestTimeout time.Duration
 	// IgnoreDeletingDependents lets dependents that are being deleted stop
 	// blocking.
@@ -72,10 +68,6 @@ type Options struct {
 	// some shards but not of all waits before it reports ready
 	// (RuleSync.PartialReadyAfter); negative: it waits for all.
 	PartialReadyAfter time.Duration
-	// RateLimit limits the requests to kcp other than the reads and
-	// writes of dependents, which are never throttled on this side; the
-	// zero value is kcpconfig.DefaultRateLimit.
-	RateLimit kcpconfig.RateLimit
 }
 
 // Run serves admission requests until ctx ends.
@@ -86,23 +78,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := o.RateLimit.Validate(); err != nil {
 		return err
 	}
-	ws, err := kcpconfig.Load(o.Kubeconfig, o.Context)
+	ws, mgr, err := o.Connect(manager.Options{}, log)
 	if err != nil {
 		return err
-	}
-	ws.Apply(o.RateLimit)
-	scheme, err := kcpconfig.Scheme()
-	if err != nil {
-		return err
-	}
-	mgr, err := manager.New(ws.Config, manager.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
-		HealthProbeBindAddress: o.ProbeAddr,
-		Logger:                 log,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
 	}
 
 	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
@@ -115,7 +93,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	rules.IndexConfigs = indexConfigs
 	rules.PartialReadyAfter = o.PartialReadyAfter
 	published := &settle.PublishedStamps{}
-	follower := &Follower{VW: vw, Scheme: scheme, Log: log.WithName("follow")}
+	follower := &Follower{VW: vw, Scheme: mgr.GetScheme(), Log: log.WithName("follow")}
 	// The rules and the index configurations are read, at start and after,
 	// from the same watches: one deleted before a watch's initial list is
 	// in neither.
@@ -130,9 +108,6 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	if err := mgr.Add(rules); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("registry", func(*http.Request) error { return rules.Ready() }); err != nil {
