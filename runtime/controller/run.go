@@ -19,6 +19,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -171,23 +172,16 @@ func (b *caBundle) read() ([]byte, error) {
 
 func (b *caBundle) watch(ctx context.Context, changed func(), log logr.Logger) {
 	last, _ := b.read()
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, 5*time.Second, func() {
 		cur, err := b.read()
 		if err != nil {
 			log.Error(err, "re-reading the webhook CA bundle")
-			continue
+			return
 		}
 		if !bytes.Equal(cur, last) {
 			log.Info("webhook CA bundle changed; updating webhook configurations", "file", b.path)
 			last = cur
 			changed()
 		}
-	}
+	})
 }

@@ -2,8 +2,11 @@ package settle
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 )
 
 // PublishedGuard takes back a stamp the controller published once a
@@ -26,7 +29,7 @@ type PublishedGuard struct {
 // replica settles: objects settled earlier, or by other replicas, keep their
 // labels.
 func (g *PublishedGuard) Start(ctx context.Context) error {
-	everySecond(ctx, func() { g.Check(ctx) })
+	tick.Every(ctx, time.Second, func() { g.Check(ctx) })
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 )
 
 // DefaultSettleAfter is how long the stamp of the rules over a type must
@@ -184,22 +186,8 @@ func (s *Settler) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	everySecond(ctx, s.watchStamps)
+	tick.Every(ctx, time.Second, s.watchStamps)
 	return nil
-}
-
-// everySecond calls f every second until ctx ends.
-func everySecond(ctx context.Context, f func()) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			f()
-		}
-	}
 }
 
 // NeedLeaderElection: every replica settles the objects it heard of.

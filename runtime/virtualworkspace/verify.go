@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 )
 
 // verifyRecheck is how long Verify lets the watch catch up with a list it
@@ -102,14 +104,7 @@ func (w *Watched) verifyURL(ctx context.Context, url string, sw *shardWatch) (in
 // KeepVerified verifies each of watches every period until ctx ends,
 // logging what it corrected and what it could not list.
 func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, watches ...*Watched) {
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	tick.Every(ctx, period, func() {
 		for _, w := range watches {
 			resource := w.GVR.GroupResource().String()
 			n, err := w.Verify(ctx)
@@ -120,7 +115,7 @@ func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, wa
 				log.Info("a watch had missed changes: corrected from a list", "resource", resource, "objects", n)
 			}
 		}
-	}
+	})
 }
 
 // difference is one object on which the view and a list disagree; nil
