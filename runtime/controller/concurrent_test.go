@@ -50,7 +50,7 @@ func TestConcurrently(t *testing.T) {
 // removed where it is ours and no longer wanted; others' objects of another
 // name are left alone.
 func TestConfigJobs(t *testing.T) {
-	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	vpcs := gvr("network.test.io", "vpcs")
 	obj := func(cluster, name string) virtualworkspace.Object {
 		u := &unstructured.Unstructured{}
 		u.SetName(name)

@@ -9,8 +9,8 @@ import (
 )
 
 func TestPropagation(t *testing.T) {
-	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
-	subnets := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "subnets"}
+	vpcs := gvr("network.test.io", "vpcs")
+	subnets := gvr("network.test.io", "subnets")
 	s := NewSyncer(nil, nil, nil, logr.Discard())
 	s.Propagation = 5 * time.Second
 	t0 := time.Now()
@@ -49,7 +49,7 @@ func TestPropagation(t *testing.T) {
 // propagate, runs at different times plan the same WebhookInstalled, so
 // they do not rewrite its status each time.
 func TestPropagatingStatusStable(t *testing.T) {
-	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	vpcs := gvr("network.test.io", "vpcs")
 	s := NewSyncer(nil, nil, nil, logr.Discard())
 	t0 := time.Now()
 	rule := RuleInput{Dependencies: []DependencyInput{{GVR: vpcs}}}

@@ -15,8 +15,8 @@ import (
 // protected type is the one the webhook computes from the same rules, or
 // no object would ever be settled; an invalid rule counts on neither side.
 func TestPlanStampsMatchTheRegistry(t *testing.T) {
-	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
-	fws := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "firewallrules"}
+	vpcs := gvr("network.test.io", "vpcs")
+	fws := gvr("network.test.io", "firewallrules")
 	dep := func(gvr schema.GroupVersionResource, path string) v1alpha1.Dependency {
 		return v1alpha1.Dependency{APIExportRef: v1alpha1.APIExportRef{Path: "root:network", Name: "network.test.io"},
 			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, FieldRef: v1alpha1.FieldRef{Path: path}}
