@@ -43,7 +43,7 @@ func TestArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	files := untar(t, archive.Bytes())
+	files, _ := untar(t, archive.Bytes())
 	var layout ocispec.ImageLayout
 	decode(t, files[ocispec.ImageLayoutFile], &layout)
 	if layout.Version != ocispec.ImageLayoutVersion {
@@ -87,8 +87,7 @@ func TestArchive(t *testing.T) {
 	if len(config.RootFS.DiffIDs) != 1 || config.RootFS.DiffIDs[0] != digest.FromBytes(layerTar) {
 		t.Error("the config's diff ID does not match the layer")
 	}
-	rootfs := untar(t, layerTar)
-	modes := untarModes(t, layerTar)
+	rootfs, modes := untar(t, layerTar)
 	for _, cmd := range []string{deploy.ControllerBinary, deploy.WebhookBinary} {
 		data, ok := rootfs[cmd[1:]]
 		if !ok {
@@ -136,41 +135,28 @@ func TestRefusesDynamicBinaries(t *testing.T) {
 	}
 }
 
-func untar(t *testing.T, data []byte) map[string][]byte {
+// untar reads the archive data: the contents of its regular files and the
+// mode of every entry, by name.
+func untar(t *testing.T, data []byte) (files map[string][]byte, modes map[string]int64) {
 	t.Helper()
-	out := map[string][]byte{}
+	files, modes = map[string][]byte{}, map[string]int64{}
 	tr := tar.NewReader(bytes.NewReader(data))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return out
+			return files, modes
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		modes[h.Name] = h.Mode
 		if h.Typeflag == tar.TypeReg {
 			b, err := io.ReadAll(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out[h.Name] = b
+			files[h.Name] = b
 		}
-	}
-}
-
-func untarModes(t *testing.T, data []byte) map[string]int64 {
-	t.Helper()
-	out := map[string]int64{}
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = h.Mode
 	}
 }
 
