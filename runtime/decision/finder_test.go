@@ -23,9 +23,9 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // listServer serves LISTs of dependents in pages, as an API server does,
@@ -197,7 +197,7 @@ func TestFrontProxyFinder(t *testing.T) {
 			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, more, err := f.FindBlockers(context.Background(), "c1", tt.namespace, vpcs, "vpc-a", protection, tt.limit)
-			if errtest.Check(t, err, tt.wantErr) {
+			if check.WantError(t, err, tt.wantErr) {
 				return
 			}
 			if !reflect.DeepEqual(got, tt.want) || more != tt.wantMore {
@@ -497,7 +497,7 @@ func TestFrontProxyReferencedNames(t *testing.T) {
 			f := serveFinder(t, tt.server)
 			f.PageSize = 3
 			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
-			errtest.Check(t, err, tt.wantErr)
+			check.WantError(t, err, tt.wantErr)
 			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
 				t.Errorf("referenced = %v, want %v", have, tt.want)
 			}

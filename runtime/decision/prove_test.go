@@ -11,8 +11,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // TestUnreferenced: a few objects are proven one by one with the reads a
@@ -62,7 +62,7 @@ func TestUnreferenced(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := NewValidator(tt.protections, tt.finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
 			got, err := v.Unreferenced(context.Background(), "consumer-1", "default", vpcGVR, tt.names)
-			if errtest.Check(t, err, tt.wantErr) {
+			if check.WantError(t, err, tt.wantErr) {
 				return
 			}
 			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 func TestFromConfig(t *testing.T) {
@@ -22,7 +22,7 @@ func TestFromConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {
 			w, err := FromConfig(&rest.Config{Host: tt.host})
-			if errtest.Check(t, err, tt.wantErr) {
+			if check.WantError(t, err, tt.wantErr) {
 				return
 			}
 			if w.Base.Host != tt.wantBase || w.Path != tt.wantPath {

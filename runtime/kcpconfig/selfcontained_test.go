@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/internal/errtest"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 func TestSelfContained(t *testing.T) {
@@ -51,7 +51,7 @@ users:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := SelfContained(kubeconfig(tt.server), dir, tt.context, tt.workspace)
-			if errtest.Check(t, err, tt.wantErr) {
+			if check.WantError(t, err, tt.wantErr) {
 				return
 			}
 			cfg, err := clientcmd.Load(out)

@@ -1,9 +1,11 @@
 // Package check holds the assertions every test package of this repository
-// shares: failing on an error, and waiting for a condition.
+// shares: failing on an error, checking the error a table case wants, and
+// waiting for a condition.
 package check
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,4 +37,22 @@ func Eventually(ctx context.Context, t testing.TB, timeout time.Duration, what s
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// WantError fails t at once unless err is what want asks for: no error
+// when want is empty, else an error whose message contains want. It
+// reports whether err is an error, which is where a table case that
+// wanted one usually ends.
+func WantError(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want one containing %q", err, want)
+	}
+	return true
 }
