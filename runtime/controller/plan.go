@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
@@ -230,7 +231,9 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 // rules. A resource protected by a rule whose reference index is not in
 // place as its status.indexEpoch says gets no stamp, so that every deletion
 // of it goes to the webhook: writes may have skipped the index, recording
-// no intent and leaving settled objects they reference settled.
+// no intent and leaving settled objects they reference settled. Nor does a
+// resource that a rule references at a path whose writes no index webhook
+// may see (settle.WrittenUnseen, as the webhook's registry holds it).
 func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
 	refs := map[schema.GroupResource][]settle.RuleRef{}
 	broken := map[schema.GroupResource]bool{}
@@ -242,6 +245,11 @@ func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
 		seen := map[schema.GroupResource]bool{}
 		for _, d := range r.Dependencies {
 			gr := d.GVR.GroupResource()
+			// Every dependency counts here, also a second one naming gr,
+			// which the stamp counts once.
+			if p, err := fieldpath.Parse(d.FieldPath); err != nil || settle.WrittenUnseen(p) {
+				broken[gr] = true
+			}
 			if seen[gr] {
 				continue
 			}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,5 +78,76 @@ func TestPlanStampsMatchTheRegistry(t *testing.T) {
 	only := PlanStamps(inputs[:1], map[string]string{"c1": "e1"})
 	if len(only) != 1 || only[vpcs.GroupResource()] == "" {
 		t.Errorf("stamps with c1's rule alone: %v", only)
+	}
+}
+
+// TestPlanStampsNoneThroughStatus: a protected type that a rule references
+// at a path into .status gets no stamp, exactly where the webhook's registry
+// calls it not settleable: a status write passes no index webhook and
+// unsettles nothing. Were the controller to publish a stamp the webhook
+// does not settle under, the webhook's guard would withdraw it at once,
+// and the two would take turns rewriting the configuration.
+func TestPlanStampsNoneThroughStatus(t *testing.T) {
+	vpcs := gvr("network.test.io", "vpcs")
+	fws := gvr("network.test.io", "firewallrules")
+	vpcsV2 := schema.GroupVersionResource{Group: vpcs.Group, Version: "v2", Resource: vpcs.Resource}
+	dep := func(gvr schema.GroupVersionResource, path string) v1alpha1.Dependency {
+		return v1alpha1.Dependency{APIExportRef: v1alpha1.APIExportRef{Path: "root:network", Name: "network.test.io"},
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, FieldRef: v1alpha1.FieldRef{Path: path}}
+	}
+	tests := []struct {
+		name string
+		// deps are the dependencies of rule c1/a, and of c2/b if any.
+		a, b []v1alpha1.Dependency
+		// stamped are the types that get a stamp.
+		stamped []schema.GroupVersionResource
+	}{
+		{name: "paths into spec", a: []v1alpha1.Dependency{dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")}, stamped: []schema.GroupVersionResource{vpcs, fws}},
+		{name: "a field named like status", a: []v1alpha1.Dependency{dep(vpcs, ".statusRef.vpc"), dep(fws, ".spec.status")}, stamped: []schema.GroupVersionResource{vpcs, fws}},
+		{name: "one dependency into status", a: []v1alpha1.Dependency{dep(vpcs, ".status.vpc"), dep(fws, ".spec.fw")}, stamped: []schema.GroupVersionResource{fws}},
+		{name: "a second dependency on the type into status", a: []v1alpha1.Dependency{dep(vpcs, ".spec.vpc"), dep(vpcs, ".status[*].vpc"), dep(fws, ".spec.fw")}, stamped: []schema.GroupVersionResource{fws}},
+		{name: "another version of the type into status", a: []v1alpha1.Dependency{dep(vpcs, ".spec.vpc"), dep(vpcsV2, ".status.vpc"), dep(fws, ".spec.fw")}, stamped: []schema.GroupVersionResource{fws}},
+		{name: "another rule into status", a: []v1alpha1.Dependency{dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")}, b: []v1alpha1.Dependency{dep(vpcs, ".status.vpc")}, stamped: []schema.GroupVersionResource{fws}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := registry.New()
+			live := map[string]string{}
+			var inputs []RuleInput
+			for key, deps := range map[string][]v1alpha1.Dependency{"c1/a": tt.a, "c2/b": tt.b} {
+				if len(deps) == 0 {
+					continue
+				}
+				cluster, name, _ := strings.Cut(key, "/")
+				r := &v1alpha1.DependencyRule{
+					ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Generation: 1},
+					Spec: v1alpha1.DependencyRuleSpec{
+						Dependent:    v1alpha1.Dependent{APIExportName: "compute.test.io", Group: "compute.test.io", Version: "v1", Kind: "VirtualMachine", Resource: "virtualmachines"},
+						Dependencies: deps,
+					},
+					Status: v1alpha1.DependencyRuleStatus{IndexEpoch: "e-" + cluster},
+				}
+				if _, err := reg.Register(key, r); err != nil {
+					t.Fatal(err)
+				}
+				live[cluster] = r.Status.IndexEpoch
+				reg.SetIndexConfiguration(cluster, r.Status.IndexEpoch)
+				in := SpecInput(key, r.Spec)
+				in.UID, in.Generation, in.IndexEpoch = string(r.UID), r.Generation, r.Status.IndexEpoch
+				inputs = append(inputs, in)
+			}
+			stamps := PlanStamps(inputs, live)
+			for _, g := range []schema.GroupVersionResource{vpcs, fws} {
+				want := slices.Contains(tt.stamped, g)
+				got, ok := stamps[g.GroupResource()]
+				if ok != want {
+					t.Errorf("%s: stamp %q, want one: %v", g.Resource, got, want)
+				}
+				webhook, settleable := reg.Stamp(g.GroupResource())
+				if settleable != ok || (ok && webhook != got) {
+					t.Errorf("%s: the controller's stamp %q (%v) and the webhook's %q (settleable: %v) disagree", g.Resource, got, ok, webhook, settleable)
+				}
+			}
+		})
 	}
 }

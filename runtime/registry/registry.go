@@ -312,13 +312,21 @@ func (r *Registry) Keys() []string {
 // whether objects may be settled under it: only while the reference index
 // configuration of every one of those rules is in place as the controller
 // wrote it, since the intents it records are what unsettles an object that
-// gains a reference.
+// gains a reference, and while none of them references target at a path
+// that writes no index webhook sees may set (settle.WrittenUnseen).
 func (r *Registry) Stamp(target schema.GroupResource) (stamp string, settleable bool) {
 	r.read(func() {
 		seen := map[string]bool{}
 		var refs []settle.RuleRef
 		settleable = true
 		for _, p := range r.byTarget[target] {
+			// Every protection counts here, also a second one of the same
+			// rule (another version of target), which the stamp skips.
+			for _, path := range p.Paths {
+				if settle.WrittenUnseen(path) {
+					settleable = false
+				}
+			}
 			rule := r.rules[p.Rule]
 			if rule == nil || seen[rule.Key] {
 				continue

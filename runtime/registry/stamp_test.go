@@ -56,3 +56,58 @@ func TestStamp(t *testing.T) {
 		t.Errorf("an unprotected type has stamp %q, %v", got, ok)
 	}
 }
+
+// TestStampNotSettleableThroughStatus: a type that some rule references at a
+// path into .status is never settleable, whichever rule, dependency or
+// version of the type carries that path; the type's other rules, and the
+// other types of the same rule, are not affected. The stamp itself stays,
+// so that a published one is withdrawn (settle.PublishedGuard).
+func TestStampNotSettleableThroughStatus(t *testing.T) {
+	vpcsV2 := schema.GroupVersionResource{Group: vpcs.Group, Version: "v2", Resource: vpcs.Resource}
+	tests := []struct {
+		name  string
+		rules map[string]*v1alpha1.DependencyRule
+		// settleable is what Stamp reports for vpcs and firewallrules.
+		vpcs, fws bool
+	}{
+		{name: "paths into spec", vpcs: true, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")),
+		}},
+		{name: "a field named like status", vpcs: true, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".statusRef.vpc"), dep(fws, ".spec.status")),
+		}},
+		{name: "one dependency into status", vpcs: false, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".status.vpc"), dep(fws, ".spec.fw")),
+		}},
+		{name: "a second path of the same dependency type into status", vpcs: false, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"), dep(vpcs, ".status.networks[*].vpc"), dep(fws, ".spec.fw")),
+		}},
+		{name: "another version of the type, into status", vpcs: false, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"), dep(vpcsV2, ".status.vpc"), dep(fws, ".spec.fw")),
+		}},
+		{name: "another rule into status", vpcs: false, fws: true, rules: map[string]*v1alpha1.DependencyRule{
+			"c1/vm": rule("vm", "VirtualMachine", "virtualmachines", dep(vpcs, ".spec.vpc"), dep(fws, ".spec.fw")),
+			"c2/db": rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".status.vpc")),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New()
+			for key, rl := range tt.rules {
+				if _, err := r.Register(key, indexed(rl, "epoch-"+clusterOf(key))); err != nil {
+					t.Fatal(err)
+				}
+				r.SetIndexConfiguration(clusterOf(key), "epoch-"+clusterOf(key))
+			}
+			for gr, want := range map[schema.GroupResource]bool{vpcs.GroupResource(): tt.vpcs, fws.GroupResource(): tt.fws} {
+				stamp, settleable := r.Stamp(gr)
+				if stamp == "" {
+					t.Errorf("%s: no stamp", gr)
+				}
+				if settleable != want {
+					t.Errorf("%s: settleable %v, want %v", gr, settleable, want)
+				}
+			}
+		})
+	}
+}
