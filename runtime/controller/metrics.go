@@ -21,8 +21,18 @@ var syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 }, []string{"phase"})
 
+// rulesUnread counts the rules the last run could not read what they need
+// for (RulePlan.Unread), by what could not be read.
+var rulesUnread = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "depctrl_controller_rules_unread",
+	Help: "Rules for which the last run could not read what they need, by what: workspace (a dependency's workspace path, for a reason other than the workspace being gone; what is installed for the rule is kept) or export (an APIExport the rule names). Above 0 the controller is not ready.",
+}, []string{"read"})
+
 func init() {
-	metrics.Registry.MustRegister(syncDuration)
+	metrics.Registry.MustRegister(syncDuration, rulesUnread)
+	for _, what := range []string{UnreadWorkspace, UnreadExport} {
+		rulesUnread.WithLabelValues(what).Set(0)
+	}
 }
 
 // phaseTimer times the phases of one run.

@@ -93,6 +93,27 @@ type RulePlan struct {
 	// IndexEpoch is the UID of that configuration once it is in place
 	// (status.indexEpoch), empty otherwise. Sync fills it in.
 	IndexEpoch string
+	// Unread says, by what could not be read (UnreadWorkspace,
+	// UnreadExport), why this run could not read what the rule needs; nil
+	// when it could. Such a rule keeps what is installed for it, and the
+	// controller is not ready while any rule has it.
+	Unread map[string]string
+}
+
+// What a run may fail to read for a rule (RulePlan.Unread).
+const (
+	// UnreadWorkspace: a dependency's workspace path, for a reason other
+	// than the workspace being gone.
+	UnreadWorkspace = "workspace"
+	// UnreadExport: an APIExport the rule names, or its schemas.
+	UnreadExport = "export"
+)
+
+func (rp *RulePlan) unread(what, why string) {
+	if rp.Unread == nil {
+		rp.Unread = map[string]string{}
+	}
+	rp.Unread[what] = why
 }
 
 // Plan is the desired state computed from all rules at once.
@@ -109,6 +130,10 @@ type Plan struct {
 	// configuration must cover.
 	Indexes map[string][]schema.GroupVersionResource
 	Rules   map[string]*RulePlan
+	// Held are the protected resources of dependencies whose workspace
+	// could not be read and that this process never resolved: what is
+	// installed for them is kept (KeepInstalled).
+	Held []Held
 	// Stamps is the stamp of each protected resource (PlanStamps); Sync
 	// fills it in.
 	Stamps Stamps
@@ -119,7 +144,11 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 
 // ComputePlan recomputes the desired webhook configurations from every
 // current rule. Nothing is carried over from earlier runs: a dependency
-// that was removed or changed simply does not appear. Whether the exports
+// that was removed or changed simply does not appear. A failure to read
+// is never taken for nothing to protect: a dependency whose workspace path
+// cannot be read (resolve fails other than with resolver.ErrNotFound)
+// goes on protecting the cluster the path last resolved to, or, unknown
+// that, is Held, and the rule reports that it cannot be checked. Whether the exports
 // serve a rule's types (Served, read through exports) decides its
 // readiness, never what is installed: a type no export serves gets no
 // requests, so its entry costs nothing, the rest of the rule keeps
@@ -146,37 +175,74 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		}
 
 		var resolveErrs []string
-		notFound := false
+		notFound, unread := false, false
 		targets := map[string][]schema.GroupVersionResource{}
+		// paths names the dependency paths behind each target, for
+		// messages a person can act on.
+		paths := map[string][]string{}
 		clusters := make([]string, len(r.Dependencies))
 		for i, d := range r.Dependencies {
 			cluster, err := resolve(ctx, d.ExportPath)
 			if err != nil {
-				if errors.Is(err, resolver.ErrNotFound) {
-					notFound = true
-				}
 				resolveErrs = append(resolveErrs, err.Error())
-				continue
+				// Only a read that found the workspace gone says there is
+				// nothing to protect there. Any other failure says nothing
+				// about it: the dependency keeps the cluster its path last
+				// resolved to, or, when this process never resolved it, the
+				// entries installed for it (KeepInstalled).
+				var u *resolver.UnreadError
+				switch {
+				case errors.Is(err, resolver.ErrNotFound):
+					notFound = true
+					continue
+				case errors.As(err, &u) && u.LastKnown != "":
+					unread = true
+					cluster = u.LastKnown.String()
+				default:
+					unread = true
+					p.Held = append(p.Held, Held{Rule: r.Key, GVR: d.GVR})
+					continue
+				}
 			}
 			clusters[i] = cluster
 			targets[cluster] = append(targets[cluster], d.GVR)
+			if !slices.Contains(paths[cluster], d.ExportPath) {
+				paths[cluster] = append(paths[cluster], d.ExportPath)
+			}
 		}
-		rp.Served = planServed(ctx, r, clusters, bindings, exports)
+		exportUnread := false
+		rp.Served = planServed(ctx, r, clusters, bindings, func(ctx context.Context, cluster, name string) (*ExportTypes, error) {
+			t, err := exports(ctx, cluster, name)
+			exportUnread = exportUnread || (err != nil && !errors.Is(err, ErrExportNotFound))
+			return t, err
+		})
+		if exportUnread {
+			rp.unread(UnreadExport, rp.Served.Message)
+		}
 		if len(resolveErrs) > 0 {
 			reason := "ResolveFailed"
 			if notFound {
 				reason = "WorkspaceNotFound"
 			}
 			rp.Resolved = Outcome{Reason: reason, Message: strings.Join(resolveErrs, "; ")}
-			rp.Installed = Outcome{Reason: "WorkspacesNotResolved", Message: "waiting until every dependency workspace resolves"}
-			continue
+			if !unread {
+				rp.Installed = Outcome{Reason: "WorkspacesNotResolved", Message: "waiting until every dependency workspace resolves"}
+				continue
+			}
+			rp.unread(UnreadWorkspace, rp.Resolved.Message)
+			// Whether the exports serve the types cannot be told where
+			// the workspace cannot be read: a verdict reached stands.
+			if rp.Served.Unknown {
+				rp.Served.Keep = true
+			}
+		} else {
+			rp.Resolved = Outcome{OK: true, Reason: "Resolved", Message: fmt.Sprintf("all %d dependency workspaces resolved", len(r.Dependencies))}
 		}
-		rp.Resolved = Outcome{OK: true, Reason: "Resolved", Message: fmt.Sprintf("all %d dependency workspaces resolved", len(r.Dependencies))}
 
 		var problems []string
 		reason := ""
 		for _, cluster := range sortedKeys(targets) {
-			paths := exportPathsFor(ctx, r, cluster, resolve)
+			paths := strings.Join(paths[cluster], ", ")
 			b, bound := bindings[cluster]
 			switch {
 			case !bound:
@@ -198,9 +264,12 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 				rp.Targets = append(rp.Targets, cluster)
 			}
 		}
-		if len(problems) > 0 {
+		switch {
+		case len(problems) > 0:
 			rp.Installed = Outcome{Reason: reason, Message: strings.Join(problems, "; ")}
-		} else {
+		case unread:
+			rp.Installed = keptOutcome
+		default:
 			rp.Installed = Outcome{OK: true, Reason: "Installed", Message: fmt.Sprintf("webhook configuration installed in %d workspace(s)", len(rp.Targets))}
 		}
 	}
@@ -307,20 +376,6 @@ func (p *Plan) Protected(cluster string) Protected {
 func ruleCluster(key string) string {
 	cluster, _, _ := strings.Cut(key, "/")
 	return cluster
-}
-
-// exportPathsFor names the workspace path(s) of rule r that resolved to
-// cluster, for messages a person can act on.
-func exportPathsFor(ctx context.Context, r RuleInput, cluster string, resolve ResolveFunc) string {
-	seen := map[string]bool{}
-	var paths []string
-	for _, d := range r.Dependencies {
-		if c, err := resolve(ctx, d.ExportPath); err == nil && c == cluster && !seen[d.ExportPath] {
-			seen[d.ExportPath] = true
-			paths = append(paths, d.ExportPath)
-		}
-	}
-	return strings.Join(paths, ", ")
 }
 
 func groupResource(gvr schema.GroupVersionResource) string {

@@ -16,7 +16,9 @@ import (
 // configurations are in place as far as this replica can tell. The leader
 // is ready once a run since it was elected has put every configuration the
 // rules want in place; until then one someone deleted meanwhile may still
-// be missing. A standby
+// be missing. It is not ready while the last run could not read what some
+// rule needs (a workspace path, an export): what is installed for such a
+// rule is kept, but cannot be checked. A standby
 // writes nothing, and is ready while another replica leads (otherLeads);
 // without leader election this replica always leads.
 func (s *Syncer) ReadyCheck(otherLeads func(context.Context) (bool, error)) func(*http.Request) error {
@@ -24,6 +26,9 @@ func (s *Syncer) ReadyCheck(otherLeads func(context.Context) (bool, error)) func
 		if s.leading.Load() {
 			if !s.synced.Load() {
 				return errors.New("leading, but no run has put every webhook configuration in place yet (the log says what failed)")
+			}
+			if u := s.unread.Load(); u != nil && len(*u) > 0 {
+				return fmt.Errorf("the last run could not read what %d rule(s) need, so what is installed for them is kept and cannot be checked: %s", len(*u), *u)
 			}
 			return nil
 		}

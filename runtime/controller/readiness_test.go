@@ -16,24 +16,32 @@ func TestReadyCheck(t *testing.T) {
 	live := func(context.Context) (bool, error) { return true, nil }
 	none := func(context.Context) (bool, error) { return false, nil }
 	broken := func(context.Context) (bool, error) { return false, errors.New("forbidden") }
+	unread := unreadRules{"comp/vm": {UnreadWorkspace: "reading workspace \"root:org:network\": forbidden"}}
 	tests := []struct {
 		name            string
 		leading, synced bool
-		otherLeads      func(context.Context) (bool, error)
-		wantReady       bool
+		// unread is what the last run could not read.
+		unread     unreadRules
+		otherLeads func(context.Context) (bool, error)
+		wantReady  bool
 	}{
-		{"leader before its first sync", true, false, live, false},
-		{"leader after a sync", true, true, nil, true},
-		{"standby while another replica leads", false, false, live, true},
-		{"standby with no live leader", false, false, none, false},
-		{"standby that cannot read the lease", false, false, broken, false},
-		{"not started, no leader election", false, false, nil, false},
+		{"leader before its first sync", true, false, nil, live, false},
+		{"leader after a sync", true, true, nil, nil, true},
+		{"leader after a sync that read every rule", true, true, unreadRules{}, nil, true},
+		{"leader after a sync that could not read a rule's workspace", true, true, unread, nil, false},
+		{"standby while another replica leads", false, false, nil, live, true},
+		{"standby with no live leader", false, false, nil, none, false},
+		{"standby that cannot read the lease", false, false, nil, broken, false},
+		{"not started, no leader election", false, false, nil, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &Syncer{}
 			s.leading.Store(tt.leading)
 			s.synced.Store(tt.synced)
+			if tt.unread != nil {
+				s.unread.Store(&tt.unread)
+			}
 			err := s.ReadyCheck(tt.otherLeads)(httptest.NewRequest("GET", "/readyz", nil))
 			if (err == nil) != tt.wantReady {
 				t.Fatalf("ready = %v (%v), want %v", err == nil, err, tt.wantReady)

@@ -42,6 +42,11 @@ type Syncer struct {
 	// the entries it needs are at least this old, so that Ready means a
 	// delete is really checked.
 	Propagation time.Duration
+	// Reread is how soon a run follows one that could not read what some
+	// rule needs, whatever else starts runs: once the read works again
+	// (a grant restored), the rule is checked and repaired within this,
+	// not at the next periodic run.
+	Reread time.Duration
 
 	// written records, per logical cluster, when this process added each
 	// resource to the cluster's configuration. It only delays readiness;
@@ -73,6 +78,8 @@ type Syncer struct {
 	// leading: this replica runs the syncs; synced: a run since put every
 	// configuration the rules want in place (ReadyCheck).
 	leading, synced atomic.Bool
+	// unread is what the last run could not read, by rule (ReadyCheck).
+	unread atomic.Pointer[unreadRules]
 }
 
 // DefaultPropagation is the default of Syncer.Propagation: how long a new
@@ -85,7 +92,7 @@ const DefaultPropagation = 2 * time.Second
 
 // NewSyncer returns a Syncer; call Start to run it.
 func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
-	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation,
+	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation, Reread: DefaultReread,
 		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1), eventWriters: make(chan struct{}, 2)}
 	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
 	watch := func(gvr schema.GroupVersionResource) *virtualworkspace.Watched {
@@ -204,14 +211,16 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	}
 	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}, cache: &s.exports}
 	exports.prefetch(ctx, s.lastExports)
+	settings := s.Settings()
 	plan := ComputePlan(ctx, rules, bindings, s.Resolve, exports.read)
+	plan.KeepInstalled(installedProtection(configObjs, settings.ConfigurationName), bindings)
 	s.lastExports = exports.keys()
+	s.noteUnread(plan)
 	if indexListErr == nil {
 		// Without the index configurations nothing is known intact, and
 		// no resource gets a stamp.
 		plan.Stamps = PlanStamps(rules, liveIndexEpochs(indexObjs))
 	}
-	settings := s.Settings()
 	if settings.Settle {
 		if s.stampsSeen == nil {
 			s.stampsSeen = map[schema.GroupResource]stampSeen{}

@@ -19,6 +19,24 @@ import (
 // ErrNotFound wraps every error for a path that does not exist.
 var ErrNotFound = errors.New("workspace not found")
 
+// UnreadError is the error for a path that could not be read: reading a
+// workspace along it was forbidden, failed or timed out, or one is not
+// scheduled yet. Unlike ErrNotFound it says nothing about whether the
+// workspace is there, so a caller must not act as if it were gone.
+type UnreadError struct {
+	// Path is the path being resolved.
+	Path string
+	// LastKnown is the logical cluster Path last resolved to in this
+	// process, however long ago, or "" when it never did (or was since
+	// found gone): what the caller may go on using while reads fail.
+	LastKnown logicalcluster.Name
+	Err       error
+}
+
+func (e *UnreadError) Error() string { return e.Err.Error() }
+
+func (e *UnreadError) Unwrap() error { return e.Err }
+
 // WorkspaceGetter reads one Workspace object in the workspace at parent.
 type WorkspaceGetter interface {
 	GetWorkspace(ctx context.Context, parent logicalcluster.Path, name string) (*tenancyv1alpha1.Workspace, error)
@@ -27,7 +45,9 @@ type WorkspaceGetter interface {
 // Resolver walks a workspace path one segment at a time, reading each
 // Workspace in its parent, so nested paths resolve as well as direct
 // children of root. Results are cached for a while; callers that find a
-// cached cluster gone call Forget.
+// cached cluster gone call Forget. An expired result is not used to
+// resolve, but is kept as the path's last known cluster, which a failure
+// to read reports (UnreadError) until a read finds the path gone.
 type Resolver struct {
 	getter WorkspaceGetter
 	ttl    time.Duration
@@ -74,13 +94,15 @@ func (r *Resolver) Resolve(ctx context.Context, path string) (logicalcluster.Nam
 		prefix := strings.Join(segments[:i+1], ":")
 		ws, err := r.getter.GetWorkspace(ctx, parent, segments[i])
 		if apierrors.IsNotFound(err) {
+			// Gone: nothing below it is known any more.
+			r.Forget(prefix)
 			return "", fmt.Errorf("%w: %q (while resolving %q)", ErrNotFound, prefix, path)
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading workspace %q (while resolving %q): %w", prefix, path, err)
+			return "", r.unread(path, fmt.Errorf("reading workspace %q (while resolving %q): %w", prefix, path, err))
 		}
 		if ws.Spec.Cluster == "" {
-			return "", fmt.Errorf("workspace %q is not scheduled yet (phase %q)", prefix, ws.Status.Phase)
+			return "", r.unread(path, fmt.Errorf("workspace %q is not scheduled yet (phase %q)", prefix, ws.Status.Phase))
 		}
 		cluster = logicalcluster.Name(ws.Spec.Cluster)
 		r.store(prefix, entry{cluster: cluster, uid: string(ws.UID)})
@@ -115,6 +137,14 @@ func (r *Resolver) ForgetCluster(cluster logicalcluster.Name) {
 	for _, p := range paths {
 		r.Forget(p)
 	}
+}
+
+// unread is the UnreadError of path for err, with the path's last known
+// cluster.
+func (r *Resolver) unread(path string, err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &UnreadError{Path: path, LastKnown: r.cache[path].cluster, Err: err}
 }
 
 func (r *Resolver) cached(path string) (entry, bool) {

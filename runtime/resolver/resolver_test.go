@@ -16,7 +16,9 @@ import (
 
 // fakeTree is a workspace hierarchy keyed by "parentCluster/name".
 type fakeTree struct {
-	ws    map[string]*tenancyv1alpha1.Workspace
+	ws map[string]*tenancyv1alpha1.Workspace
+	// fail answers reads of "parentCluster/name" with an error.
+	fail  map[string]error
 	calls int
 }
 
@@ -29,6 +31,9 @@ func (f *fakeTree) add(parent, name, cluster, uid string) {
 
 func (f *fakeTree) GetWorkspace(_ context.Context, parent logicalcluster.Path, name string) (*tenancyv1alpha1.Workspace, error) {
 	f.calls++
+	if err := f.fail[parent.String()+"/"+name]; err != nil {
+		return nil, err
+	}
 	if ws, ok := f.ws[parent.String()+"/"+name]; ok {
 		return ws, nil
 	}
@@ -36,7 +41,7 @@ func (f *fakeTree) GetWorkspace(_ context.Context, parent logicalcluster.Path, n
 }
 
 func newTree() *fakeTree {
-	f := &fakeTree{ws: map[string]*tenancyv1alpha1.Workspace{}}
+	f := &fakeTree{ws: map[string]*tenancyv1alpha1.Workspace{}, fail: map[string]error{}}
 	f.add("root", "network", "c-network", "u1")
 	f.add("root", "org", "c-org", "u2")
 	f.add("c-org", "team", "c-team", "u3")
@@ -120,5 +125,89 @@ func TestResolveExpires(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if got, _ := r.Resolve(ctx, "root:network"); got != "c-network-2" {
 		t.Fatalf("expired entry not re-read: got %q", got)
+	}
+}
+
+// TestResolveUnread: a path that cannot be read is an UnreadError, never
+// ErrNotFound, and carries the cluster the path last resolved to, however
+// long ago, until a read finds the path gone.
+func TestResolveUnread(t *testing.T) {
+	workspaces := schema.GroupResource{Group: "tenancy.kcp.io", Resource: "workspaces"}
+	forbidden := apierrors.NewForbidden(workspaces, "team", errors.New("no grant"))
+	forbidTeam := func(f *fakeTree) { f.fail["c-org/team"] = forbidden }
+	tests := []struct {
+		name string
+		// resolved are resolved first; then the cache's lifetime passes
+		// and each change is made, with a Resolve of path after each.
+		resolved  []string
+		changes   []func(*fakeTree)
+		path      string
+		wantKnown logicalcluster.Name
+		wantMsg   string
+	}{{
+		name:    "never resolved",
+		changes: []func(*fakeTree){forbidTeam},
+		path:    "root:org:team:network",
+		wantMsg: `reading workspace "root:org:team" (while resolving "root:org:team:network"): workspaces.tenancy.kcp.io "team" is forbidden: no grant`,
+	}, {
+		name:      "the grant on an intermediate workspace removed",
+		resolved:  []string{"root:org:team:network"},
+		changes:   []func(*fakeTree){forbidTeam},
+		path:      "root:org:team:network",
+		wantKnown: "c-deep",
+		wantMsg:   `reading workspace "root:org:team" (while resolving "root:org:team:network"): workspaces.tenancy.kcp.io "team" is forbidden: no grant`,
+	}, {
+		name:      "the last segment unreadable",
+		resolved:  []string{"root:org:team:network"},
+		changes:   []func(*fakeTree){func(f *fakeTree) { f.fail["c-team/network"] = apierrors.NewServiceUnavailable("shard down") }},
+		path:      "root:org:team:network",
+		wantKnown: "c-deep",
+		wantMsg:   `reading workspace "root:org:team:network" (while resolving "root:org:team:network"): shard down`,
+	}, {
+		name:     "recreated and not scheduled yet",
+		resolved: []string{"root:network"},
+		changes: []func(*fakeTree){func(f *fakeTree) {
+			f.ws["root/network"] = &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "network", UID: "u7"},
+				Status: tenancyv1alpha1.WorkspaceStatus{Phase: "Scheduling"}}
+		}},
+		path:      "root:network",
+		wantKnown: "c-network",
+		wantMsg:   `workspace "root:network" is not scheduled yet (phase "Scheduling")`,
+	}, {
+		name:     "found gone, then unreadable",
+		resolved: []string{"root:org:team:network"},
+		changes:  []func(*fakeTree){func(f *fakeTree) { delete(f.ws, "c-org/team") }, forbidTeam},
+		path:     "root:org:team:network",
+		wantMsg:  `reading workspace "root:org:team" (while resolving "root:org:team:network"): workspaces.tenancy.kcp.io "team" is forbidden: no grant`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := newTree()
+			r := New(tree, time.Second)
+			now := time.Now()
+			r.now = func() time.Time { return now }
+			ctx := context.Background()
+			for _, p := range tt.resolved {
+				if _, err := r.Resolve(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now = now.Add(2 * time.Second)
+			var err error
+			for _, change := range tt.changes {
+				change(tree)
+				_, err = r.Resolve(ctx, tt.path)
+			}
+			var unread *UnreadError
+			if !errors.As(err, &unread) || errors.Is(err, ErrNotFound) {
+				t.Fatalf("want an UnreadError and not ErrNotFound, got %#v", err)
+			}
+			if unread.LastKnown != tt.wantKnown || unread.Path != tt.path {
+				t.Errorf("last known %q for %q, want %q for %q", unread.LastKnown, unread.Path, tt.wantKnown, tt.path)
+			}
+			if err.Error() != tt.wantMsg {
+				t.Errorf("message %q, want %q", err.Error(), tt.wantMsg)
+			}
+		})
 	}
 }
