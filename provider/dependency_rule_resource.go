@@ -95,11 +95,13 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"(`depctrl_provider_binding`).\n\n" +
 			"Every field is validated at plan time with the attribute named in the error. With `wait_for_enforcement` (the default), " +
 			"apply returns only when the rule's status says the webhook enforces this generation, and fails with the rule's own " +
-			"condition message otherwise (a dependency cycle, a type the named export does not serve, a workspace that does not exist, " +
+			"condition message otherwise (a dependency cycle, a type the named export does not serve, a field path a subresource of the " +
+			"dependent type writes, a workspace that does not exist, " +
 			"a workspace that has not bound the export or accepted its claims), naming the attribute when the condition does.\n\n" +
 			"A new or changed rule is also checked at plan against the exports it names, read with the provider's own credentials: a " +
-			"group, resource, version or kind the export does not serve, or a field path the dependent's structural schema does not " +
-			"have, fails the plan on that attribute. What the provider cannot read at plan is left to the controller.\n\n" +
+			"group, resource, version or kind the export does not serve, a field path the dependent's structural schema does not " +
+			"have, or one in what a subresource of the dependent type writes, fails the plan on that attribute. What the provider " +
+			"cannot read at plan is left to the controller.\n\n" +
 			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.\n\n" +
 			"Destroy deletes the rule and then waits, within the delete timeout, until the controller has removed what it " +
 			"installed for it: the rule's entry in the reference index configuration of its workspace, and the deletion webhook " +
@@ -165,7 +167,12 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 						"field_ref": schema.SingleNestedAttribute{
 							Required: true,
 							MarkdownDescription: "Where the dependent names the protected object: `{ path = \".spec.vpcRef.name\" }`. " +
-								"A segment ending in `[*]` looks at every element of a list: `.spec.networks[*].vpc`.",
+								"A segment ending in `[*]` looks at every element of a list: `.spec.networks[*].vpc`. A path into `.status` of a " +
+								"dependent type with a status subresource, or at the scale subresource's `specReplicasPath`, is refused (the plan " +
+								"fails on it, or the rule is never `Ready`): writes there pass no webhook, so the index cannot see the reference " +
+								"they make. On a type without a status " +
+								"subresource `.status` is written with the object and works, but every deletion of the protected type then reads " +
+								"the dependents in full, and its objects are never settled.",
 							Attributes: map[string]schema.Attribute{
 								"path": req("The field path."),
 							},

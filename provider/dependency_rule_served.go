@@ -25,6 +25,16 @@ const planReadTimeout = 15 * time.Second
 // do not serve.
 const notServedSummary = "DependencyRule names a type that is not served"
 
+// servedSummary heads the diagnostic of a problem of the given reason
+// (controller.CheckServed). A path in what a subresource writes names a
+// served type; what is wrong is where it looks.
+func servedSummary(reason string) string {
+	if reason == controller.ReasonFieldPathInSubresource {
+		return "DependencyRule references a field that a subresource writes"
+	}
+	return notServedSummary
+}
+
 // ModifyPlan checks a new or changed rule against the exports it names, as
 // they are now, with the provider's own credentials: the same check the
 // controller makes for TypesServed, so that a rule that would protect
@@ -62,7 +72,7 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 	problems := controller.CheckServed(controller.SpecInput(ws+"/"+plan.Name.ValueString(), spec), read(ws, spec.Dependent.APIExportName), deps)
 	for _, p := range problems {
 		ap := attributePath(p.Field)
-		resp.Diagnostics.AddAttributeError(ap, notServedSummary, fmt.Sprintf(
+		resp.Diagnostics.AddAttributeError(ap, servedSummary(p.Reason), fmt.Sprintf(
 			"%s: %s (%s). Checked at plan against the export as it is now; if this apply also changes the export, apply that change first.",
 			ap, p.Detail, p.Reason))
 	}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 // TestAddServedDiagnostics: each problem of a TypesServed message lands on
@@ -57,5 +58,21 @@ func TestAddServedDiagnostics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServedSummary: a plan-time problem is headed by what is wrong: a type
+// not served, or a path that a subresource writes, which names a type that
+// is served.
+func TestServedSummary(t *testing.T) {
+	tests := []struct{ reason, want string }{
+		{controller.ReasonVersionNotServed, notServedSummary},
+		{controller.ReasonFieldPathNotInSchema, notServedSummary},
+		{controller.ReasonFieldPathInSubresource, "DependencyRule references a field that a subresource writes"},
+	}
+	for _, tt := range tests {
+		if got := servedSummary(tt.reason); got != tt.want {
+			t.Errorf("servedSummary(%s) = %q, want %q", tt.reason, got, tt.want)
+		}
 	}
 }

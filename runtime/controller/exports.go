@@ -86,7 +86,7 @@ func servedResource(s *apisv1alpha1.APIResourceSchema) (ServedResource, error) {
 		if err != nil {
 			return ServedResource{}, fmt.Errorf("decoding the schema of version %s of APIResourceSchema %s: %w", v.Name, s.Name, err)
 		}
-		r.Versions = append(r.Versions, ServedVersion{Name: v.Name, Served: v.Served, Schema: props})
+		r.Versions = append(r.Versions, ServedVersion{Name: v.Name, Served: v.Served, Schema: props, Subresources: *v.Subresources.DeepCopy()})
 	}
 	return r, nil
 }

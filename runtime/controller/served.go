@@ -40,6 +40,10 @@ type ServedVersion struct {
 	Served bool
 	// Schema is the version's OpenAPI schema, nil when it has none.
 	Schema *apiextensionsv1.JSONSchemaProps
+	// Subresources are the version's: a path in what they write is
+	// written by requests no reference index webhook sees
+	// (inSubresource).
+	Subresources apiextensionsv1.CustomResourceSubresources
 }
 
 // Problem is one way a rule disagrees with what its exports serve.
@@ -55,9 +59,11 @@ func (p Problem) String() string { return p.Field + ": " + p.Detail }
 // CheckServed checks rule r against what its exports serve: the dependent
 // against dependent (the export spec.dependent.apiExportName names, in the
 // rule's workspace), dependency i against dependencies[i], and each field
-// path against the dependent's schema. A nil export is not checked. A type
-// the export does not serve in that group, resource, version or kind has no
-// objects, so a rule naming it protects nothing.
+// path against the dependent's schema and what its subresources write. A
+// nil export is not checked. A type the export does not serve in that
+// group, resource, version or kind has no objects, so a rule naming it
+// protects nothing; a path a subresource writes changes out of the index's
+// sight (inSubresource).
 func CheckServed(r RuleInput, dependent *ExportTypes, dependencies []*ExportTypes) []Problem {
 	var problems []Problem
 	var schema *ServedVersion
@@ -82,6 +88,9 @@ func CheckServed(r RuleInput, dependent *ExportTypes, dependencies []*ExportType
 		if reason, detail := fieldInSchema(schema.Schema, path); reason != "" {
 			problems = append(problems, Problem{Reason: reason, Field: field + ".fieldRef.path", Detail: fmt.Sprintf(
 				"%s does not fit the schema of %s %s served by export %s: %s", d.FieldPath, r.Dependent.Resource, r.Dependent.Version, dependent.Name, detail)})
+		}
+		if detail := inSubresource(dependent, r.Dependent.Group, r.Dependent.Resource, path); detail != "" {
+			problems = append(problems, Problem{Reason: ReasonFieldPathInSubresource, Field: field + ".fieldRef.path", Detail: detail})
 		}
 	}
 	return problems
