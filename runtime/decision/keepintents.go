@@ -18,13 +18,13 @@ import (
 
 // keepIntents refuses an update of a protected object that drops an intent
 // that is still fresh, unless the webhook itself makes it (it withdraws,
-// retracts and prunes intents) or the intent's dependent is already stored
-// and references the object (its write is over; a deletion finds it by
-// reading the dependents). An intent stands for a dependent's write that may
-// not be stored yet; an update that drops it (`kubectl replace`, a tool that
-// writes whole objects) would let a deletion decided after it miss that
-// write. The refusal is a conflict: the writer reads the object again, with
-// the intent, and retries.
+// retracts and prunes intents) or the intent's write is over and left its
+// dependent stored and referencing the object (intent.Held: a deletion finds
+// it by reading the dependents). An intent stands for a dependent's write
+// that may not be stored yet; an update that drops it (`kubectl replace`,
+// a tool that writes whole objects) would let a deletion decided after it
+// miss that write. The refusal is a conflict: the writer reads the object
+// again, with the intent, and retries.
 func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionRequest, w written) (*admissionv1.AdmissionResponse, string) {
 	if req.SubResource != "" || len(req.OldObject.Raw) == 0 {
 		return admission.Allow(""), outcomeAllowed
@@ -66,9 +66,14 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 		target, in.Key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
 }
 
-// pendingIntent returns the first of the dropped intents whose dependent is
-// not known to be stored and referencing the object: its write may still be
-// on its way. Nil means every dropped intent is over.
+// pendingIntent returns the first of the dropped intents that intent.Judge
+// does not find held: its write may still be on its way (a dependent still
+// stored at the revision the write replaces is the old copy, whatever it
+// references), or it is over without the reference. Such an intent would do
+// no harm gone, but one without a base revision (recorded by an older
+// webhook) is judged over by what the stored copy references alone, which
+// may be the old copy; so the guard keeps those until they expire, as it
+// always did. Nil means every dropped intent is held.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []intent.Recorded) (*intent.Recorded, error) {
 	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
@@ -79,11 +84,11 @@ func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.Admissio
 		if !ok || in.Name == "" || cluster == "" {
 			return &dropped[i], nil
 		}
-		found, referencing, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, meta.Name)
+		d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, meta.Name)
 		if err != nil {
 			return nil, err
 		}
-		if !found || !referencing {
+		if intent.Judge(in.Intent, d) != intent.Held {
 			return &dropped[i], nil
 		}
 	}

@@ -13,12 +13,15 @@ import (
 )
 
 // pendingBlockers returns the dependents behind the fresh intents recorded
-// on the object called name: each one that, read now, references it, or is
-// not stored (yet). The dependents listed by the reference index are the
+// on the object called name: each one whose write may still be stored, or
+// is over and left it referencing the object (intent.Judge, from a read of
+// the dependent now). The dependents listed by the reference index are the
 // stored ones; an intent stands for a write admitted but perhaps not yet
-// stored, which that list cannot see. A dependent that is stored and no
-// longer references the object does not block; one that is not found does,
-// until its intent is withdrawn (its deletion does that) or expires.
+// stored, which that list cannot see. So a dependent not found blocks, until
+// its intent is withdrawn (its deletion does that) or expires, and so does
+// one still stored at the revision the write replaces, whatever that old
+// copy references. Only a write that is over and left the dependent not
+// referencing the object lets it go.
 func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string) ([]Blocker, error) {
 	fresh, _ := intent.On(annotations, v.now(), v.opts.IntentLifetime)
 	if len(fresh) == 0 {
@@ -40,14 +43,16 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 		if in.Name == "" {
 			b.Name = in.GenerateName + "*"
 		} else {
-			found, referencing, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
+			d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s %s, which is recorded as referencing the object: %w", p.Dependent.GroupResource(), in.Name, err)
 			}
-			if found && !referencing {
+			switch intent.Judge(in.Intent, d) {
+			case intent.Released:
 				continue
+			case intent.Held:
+				b.Pending = false
 			}
-			b.Pending = !found
 		}
 		if !seen[b] {
 			seen[b] = true
@@ -71,22 +76,28 @@ func byDependentResource(protections []registry.Protection) map[string]registry.
 }
 
 // Referencing implements DependentFinder with a GET of the dependent, which
-// the API server answers from storage.
-func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error) {
+// the API server answers from storage. A dependent being deleted references
+// nothing, so that chains of finalizers cannot deadlock.
+func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
 	res := f.raw.Get().AbsPath(frontproxy.Path(cluster, p.Dependent, namespace, dependent)...).SetHeader("Accept", "application/json").Do(ctx)
 	if err := res.Error(); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, false, nil
+			return intent.Dependent{}, nil
 		}
-		return false, false, err
+		return intent.Dependent{}, err
 	}
 	body, _ := res.Raw()
 	obj := map[string]interface{}{}
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return false, false, fmt.Errorf("decoding %s %s: %w", p.Dependent.GroupResource(), dependent, err)
+		return intent.Dependent{}, fmt.Errorf("decoding %s %s: %w", p.Dependent.GroupResource(), dependent, err)
+	}
+	d := intent.Dependent{Found: true}
+	if md, ok := obj["metadata"].(map[string]interface{}); ok {
+		d.ResourceVersion, _ = md["resourceVersion"].(string)
 	}
 	if f.IgnoreDeleting && len(itemDeleting.Values(obj)) > 0 {
-		return true, false, nil
+		return d, nil
 	}
-	return true, references(obj, p.Paths, name), nil
+	d.References = references(obj, p.Paths, name)
+	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,11 +23,22 @@ import (
 )
 
 // TestPendingBlockers: an intent on the object being deleted blocks while
-// its dependent is not stored, or is stored and references the object.
+// its dependent is not stored, or is still stored at the revision its write
+// replaces (whatever that old copy references), or is stored since and
+// references the object.
 func TestPendingBlockers(t *testing.T) {
 	now := time.Now()
 	encoded := func(resource, name, generateName string, at time.Time) string {
 		v, err := intent.Encode(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// update is the intent of an update of the VM called name admitted
+	// against its revision base.
+	update := func(name, base string) string {
+		v, err := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Base: base})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +67,41 @@ func TestPendingBlockers(t *testing.T) {
 			name:    "a stored dependent that no longer references it does not",
 			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "other-vpc"}},
+		},
+		{
+			name:     "an update moving the reference here, held before it is stored: the old copy at its base blocks as being written",
+			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "7"}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e (being written)",
+		},
+		{
+			name:     "an update adding the reference, held: the old copy at its base references nothing",
+			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": ""}, revisions: map[string]string{"default/vm-e": "7"}},
+			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
+		},
+		{
+			name:     "a read older than the update's base blocks as well",
+			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "6"}},
+			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
+		},
+		{
+			name:    "the update stored, or beaten by another write, without the reference: it does not block",
+			intents: map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:  &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "8"}},
+		},
+		{
+			name:     "the update stored with the reference blocks as a stored dependent",
+			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc"}, revisions: map[string]string{"default/vm-e": "8"}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e",
+		},
+		{
+			name:     "the updated dependent deleted meanwhile blocks until the intent is withdrawn or expires",
+			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			finder:   &fakeFinder{},
+			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
 		},
 		{
 			name:    "an expired intent is not read",
@@ -124,13 +171,13 @@ func TestPendingBlockers(t *testing.T) {
 	}
 }
 
-// TestFrontProxyReferencing reads one dependent with a GET and checks its
-// fields against the rules' paths.
+// TestFrontProxyReferencing reads one dependent with a GET: the revision
+// it is stored at, and its fields checked against the rules' paths.
 func TestFrontProxyReferencing(t *testing.T) {
 	objects := map[string]string{
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref"},"spec":{"vpcRef":{"name":"vpc"}}}`,
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other"},"spec":{"vpcRef":{"name":"other"}}}`,
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref","resourceVersion":"41"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other","resourceVersion":"42"},"spec":{"vpcRef":{"name":"other"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","resourceVersion":"43","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
 		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-secret": "",
 	}
 	f := objectFinder(t, objects, func(r *http.Request, _ []byte) {
@@ -140,27 +187,32 @@ func TestFrontProxyReferencing(t *testing.T) {
 	})
 	p := registry.Protection{Dependent: vmGVR, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
 	for _, tt := range []struct {
-		name                     string
-		found, referencing, fail bool
+		name string
+		want intent.Dependent
+		fail bool
 	}{
-		{name: "vm-ref", found: true, referencing: true},
-		{name: "vm-other", found: true},
-		{name: "vm-going", found: true},
+		{name: "vm-ref", want: intent.Dependent{Found: true, ResourceVersion: "41", References: true}},
+		{name: "vm-other", want: intent.Dependent{Found: true, ResourceVersion: "42"}},
+		{name: "vm-going", want: intent.Dependent{Found: true, ResourceVersion: "43"}},
 		{name: "vm-absent"},
 		{name: "vm-secret", fail: true},
 	} {
-		found, referencing, err := f.Referencing(context.Background(), "c1", p, "apps", tt.name, "vpc")
-		if found != tt.found || referencing != tt.referencing || (err != nil) != tt.fail {
-			t.Errorf("%s: found=%v referencing=%v err=%v, want %v %v (error %v)", tt.name, found, referencing, err, tt.found, tt.referencing, tt.fail)
+		got, err := f.Referencing(context.Background(), "c1", p, "apps", tt.name, "vpc")
+		if got != tt.want || (err != nil) != tt.fail {
+			t.Errorf("%s: %+v, err=%v; want %+v (error %v)", tt.name, got, err, tt.want, tt.fail)
 		}
 	}
 }
 
 // TestKeepIntents: an update of a protected object may drop a fresh intent
-// only when the webhook itself makes it.
+// only when the webhook itself makes it, or when the intent's write is over
+// and left its dependent referencing the object (intent.Held).
 func TestKeepIntents(t *testing.T) {
 	now := time.Now()
 	fresh, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
+	// freshUpdate is the intent of an update of vm-1 admitted against its
+	// revision 7.
+	freshUpdate, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now), Base: "7"})
 	expired, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * intent.DefaultLifetime))})
 	object := func(annotations map[string]string) []byte {
 		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
@@ -168,13 +220,24 @@ func TestKeepIntents(t *testing.T) {
 	}
 	withIntents := map[string]string{intent.Key("t1"): fresh, intent.Key("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
 	tests := []struct {
-		name     string
-		after    map[string]string
-		user     string
-		selfErr  error
-		stored   map[string]string
+		name    string
+		after   map[string]string
+		user    string
+		selfErr error
+		stored  map[string]string
+		// update, when set, is the revision vm-1 is stored at, and the
+		// intent the update drops is freshUpdate.
+		update   string
 		wantCode int32
 	}{
+		{name: "an update stored since, referencing the object: its intent may go", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}, update: "8"},
+		{name: "the old copy at the update's base references the object all the same: the intent is kept", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}, update: "7", wantCode: 409},
+		{name: "the old copy at the update's base without the reference: kept", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "other"}, update: "7", wantCode: 409},
+		{name: "an update over without the reference: kept until it expires", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "other"}, update: "8", wantCode: 409},
 		{name: "dropping the intent of a dependent stored and referencing the object is harmless", after: map[string]string{"team": "a"}, user: "alice",
 			stored: map[string]string{"default/vm-1": "vpc"}},
 		{name: "one stored without the reference may be the old copy of the write in flight", after: map[string]string{"team": "a"}, user: "alice",
@@ -192,11 +255,18 @@ func TestKeepIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
-			v := NewValidator(protections, &fakeFinder{dependents: tt.stored}, readiness.When(ready), ValidatorOptions{Self: self}, logr.Discard())
+			finder := &fakeFinder{dependents: tt.stored}
+			before := withIntents
+			if tt.update != "" {
+				finder.revisions = map[string]string{"default/vm-1": tt.update}
+				before = maps.Clone(withIntents)
+				before[intent.Key("t1")] = freshUpdate
+			}
+			v := NewValidator(protections, finder, readiness.When(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update
 			req.UserInfo.Username = tt.user
-			req.OldObject.Raw, req.Object.Raw = object(withIntents), object(tt.after)
+			req.OldObject.Raw, req.Object.Raw = object(before), object(tt.after)
 			resp, _ := v.Decide(context.Background(), req)
 			if tt.wantCode == 0 {
 				if !resp.Allowed {

@@ -56,8 +56,8 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			found, referencing, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
-			if err != nil || !found || !referencing {
+			d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
+			if err != nil || !d.Found || !d.References {
 				return
 			}
 			b := Blocker{Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name}

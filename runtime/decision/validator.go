@@ -79,9 +79,9 @@ type DependentFinder interface {
 	// Terminating reports whether the logical cluster is being deleted.
 	Terminating(ctx context.Context, cluster string) (bool, error)
 	// Referencing reads the dependent of p called dependent in namespace:
-	// found is false when it does not exist, referencing whether it
-	// references the object called name.
-	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
+	// whether it is stored, at which revision, and whether it references
+	// the object called name (what intent.Judge needs).
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error)
 	// ReferencedNames returns the names of the protected objects that the
 	// dependents of p in cluster reference, read in one go. namespace is
 	// as for FindBlockers.

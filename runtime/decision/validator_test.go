@@ -28,6 +28,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
@@ -56,6 +57,9 @@ type fakeFinder struct {
 	// dependents are the stored dependents by namespace/name, with what
 	// each references; read by Referencing.
 	dependents map[string]string
+	// revisions are the resourceVersions the dependents are stored at, by
+	// namespace/name; "" when not given.
+	revisions map[string]string
 	// referencingErr fails Referencing.
 	referencingErr error
 	// placeReads counts ReferencedNames.
@@ -77,12 +81,12 @@ func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ sche
 
 func (f *fakeFinder) Terminating(context.Context, string) (bool, error) { return f.terminating, nil }
 
-func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (bool, bool, error) {
+func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
 	if f.referencingErr != nil {
-		return false, false, f.referencingErr
+		return intent.Dependent{}, f.referencingErr
 	}
 	ref, ok := f.dependents[namespace+"/"+dependent]
-	return ok, ok && ref == name, nil
+	return intent.Dependent{Found: ok, ResourceVersion: f.revisions[namespace+"/"+dependent], References: ok && ref == name}, nil
 }
 
 func (f *fakeFinder) ReferencedNames(_ context.Context, _, namespace string, p registry.Protection) (map[string]bool, error) {

@@ -161,6 +161,9 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		value, err := intent.Encode(v1alpha1.Intent{
 			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
+			// The revision the write replaces: until the dependent is
+			// stored past it, the write may still be (intent.Judge).
+			Base: objectmeta.Of(old).ResourceVersion,
 		})
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil

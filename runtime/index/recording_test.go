@@ -132,6 +132,8 @@ func TestRecordIntents(t *testing.T) {
 		// wantIntents are the objects that end up with an intent naming
 		// the VM.
 		wantIntents []string
+		// wantBase is the revision those intents say the write replaces.
+		wantBase    string
 		wantCode    int32
 		wantMessage string
 		wantOutcome string
@@ -153,9 +155,9 @@ func TestRecordIntents(t *testing.T) {
 			wantOutcome: indexLabelled,
 		},
 		{
-			name: "update adding a reference: an intent for the new one only", op: admissionv1.Update,
-			old: vm("", "vpc-b"), object: vm("", "vpc-b", "vpc-a"),
-			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
+			name: "update adding a reference: an intent for the new one only, based on the revision it replaces", op: admissionv1.Update,
+			old: vm(`,"resourceVersion":"41"`, "vpc-b"), object: vm(`,"resourceVersion":"41"`, "vpc-b", "vpc-a"),
+			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantBase: "41", wantOutcome: indexLabelled,
 		},
 		{
 			name: "update adding a reference to an object being deleted: refused", op: admissionv1.Update,
@@ -217,6 +219,9 @@ func TestRecordIntents(t *testing.T) {
 				for _, in := range fresh {
 					if in.Names("virtualmachines.compute.test.io", "apps", "vm") {
 						withIntent = append(withIntent, key)
+						if in.Base != tt.wantBase {
+							t.Errorf("the intent on %s is based on revision %q, want %q", key, in.Base, tt.wantBase)
+						}
 					}
 				}
 			}
@@ -390,41 +395,47 @@ func TestWithdrawIntents(t *testing.T) {
 	}
 }
 
-// fakeDependents answers Referencing from a set of stored dependents that
-// reference the object.
-type fakeDependents map[string]bool
+// fakeDependents answers Referencing from the stored dependents, by
+// namespace/name; one not in it is not stored.
+type fakeDependents map[string]intent.Dependent
 
-func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, _ string) (bool, bool, error) {
-	referencing, found := f[namespace+"/"+dependent]
-	return found, referencing, nil
+func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, _ string) (intent.Dependent, error) {
+	return f[namespace+"/"+dependent], nil
 }
 
 // TestStoredIntentsPruned: an object that carries more than pruneThreshold
-// fresh intents sheds those of dependents stored and referencing it, but not
-// the youngest, nor those of dependents not stored or no longer referencing.
+// fresh intents sheds those whose writes are over and left their dependents
+// referencing it, but not the youngest, nor those of dependents not stored,
+// no longer referencing, or still stored at the revision the write replaces.
 func TestStoredIntentsPruned(t *testing.T) {
 	now := time.Now()
 	annotations := map[string]string{}
 	stored := fakeDependents{}
 	var want []string
+	// Every intent is an update's, admitted against revision 10.
 	add := func(name string, at time.Time) string {
-		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at), Base: "10"})
 		annotations[intent.Key(name)] = v
 		return intent.Key(name)
 	}
 	for i := range pruneThreshold {
 		name := fmt.Sprintf("vm-%03d", i)
 		key := add(name, now.Add(-10*time.Second))
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
-			stored["apps/"+name] = true
+			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "20", References: true}
 			want = append(want, key)
 		case 1:
-			stored["apps/"+name] = false // stored, referencing something else
+			// stored, referencing something else
+			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "20"}
+		case 2:
+			// still the old copy, referencing the object under another
+			// path, say: the write may still be stored
+			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "10", References: true}
 		}
 	}
 	add("vm-young", now)
-	stored["apps/vm-young"] = true
+	stored["apps/vm-young"] = intent.Dependent{Found: true, ResourceVersion: "20", References: true}
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
 	targets.objects["apps/vpc-a"].Annotations = annotations
@@ -441,7 +452,7 @@ func TestStoredIntentsPruned(t *testing.T) {
 	select {
 	case got := <-targets.pruned:
 		if !slices.Equal(got, want) {
-			t.Fatalf("pruned %d intents %v, want the %d of stored, referencing dependents %v", len(got), got, len(want), want)
+			t.Fatalf("pruned %d intents %v, want the %d held ones (over, stored and referencing) %v", len(got), got, len(want), want)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no intents were pruned")

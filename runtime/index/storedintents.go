@@ -13,9 +13,9 @@ import (
 
 // An object's annotations hold 256 KiB in all, some 1 400 intents. So once
 // an object carries more than pruneThreshold fresh intents, recording one
-// more also removes those whose dependents are stored and reference the
-// object: their writes are over, and a deletion finds such a dependent by
-// reading the dependents. Intents younger than pruneMinAge are left alone;
+// more also removes those that intent.Judge finds held: their writes are
+// over and left their dependents stored and referencing the object, and a
+// deletion finds such a dependent by reading the dependents. Intents younger than pruneMinAge are left alone;
 // their writes are most likely still on their way.
 const (
 	pruneThreshold = 64
@@ -24,12 +24,13 @@ const (
 
 // DependentReader reads one dependent (decision.FrontProxyFinder does).
 type DependentReader interface {
-	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (found, referencing bool, err error)
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error)
 }
 
-// storedIntents returns the keys of the fresh intents on the object called name of
-// target whose dependents are stored and reference it, when there are more
-// than pruneThreshold fresh intents.
+// storedIntents returns the keys of the fresh intents on the object called
+// name of target that intent.Judge finds held, when there are more than
+// pruneThreshold fresh intents. One whose dependent is still stored at the
+// revision its write replaces stays, whatever that old copy references.
 func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []intent.Recorded) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
@@ -50,12 +51,12 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 			continue
 		}
 		p := registry.Protection{Dependent: dependent.WithVersion(in.Version), Paths: paths}
-		found, referencing, err := ix.Dependents.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
+		d, err := ix.Dependents.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
 		if err != nil {
 			ix.log.Info("reading a dependent to settle its intent failed", "cluster", cluster, "dependent", in.Resource+"/"+in.Name, "error", err.Error())
 			return keys
 		}
-		if found && referencing {
+		if intent.Judge(in.Intent, d) == intent.Held {
 			keys = append(keys, in.Key)
 		}
 	}
