@@ -207,6 +207,7 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   kubeconfig_path = %q
   webhook_users   = ["depctrl-webhook"]
   read_resources  = ["VirtualMachines"]
+  protected_resources = ["vpcs.network.example.io"]
 }`, kcp), `(?s)read_resources`},
 		{"shard: protected_resources without read_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name                = "root"
@@ -214,6 +215,12 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   webhook_users       = ["depctrl-webhook"]
   protected_resources = ["vpcs.network.example.io"]
 }`, kcp), `(?s)protected_resources needs read_resources`},
+		{"shard: read_resources without protected_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
+  name            = "root"
+  kubeconfig_path = %q
+  webhook_users   = ["depctrl-webhook"]
+  read_resources  = ["virtualmachines.compute.example.io"]
+}`, kcp), `(?s)read_resources needs protected_resources.*List\s+the\s+types\s+your\s+rules\s+protect`},
 		{"shard: reindex without read_resources", provider + fmt.Sprintf(`resource "depctrl_shard" "x" {
   name            = "root"
   kubeconfig_path = %q

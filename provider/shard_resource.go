@@ -96,7 +96,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"By default the webhook may read every resource on the shard, **secrets included**, and patch every resource, because it " +
 			"cannot know in advance which types rules will name (it patches only the objects rules protect, and only the intent " +
 			"annotations it records on them). List the dependent types in `read_resources` and the protected types in `protected_resources` " +
-			"to narrow that to exactly what rules use; what is not listed then fails closed: deletions of a protected type whose dependents " +
+			"(the two together: the plan refuses either without the other) to narrow that to exactly what rules use; what is not listed then fails closed: deletions of a protected type whose dependents " +
 			"cannot be read are denied, and so are writes of a dependent that newly references an object the webhook cannot patch " +
 			"(it records the reference on that object before the write is stored), each with a permission error. " +
 			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
@@ -134,15 +134,22 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"webhook_users":           subjectsAttribute("Users the webhook authenticates as, such as `depctrl-webhook`. At least one of `webhook_users` and `webhook_groups` is required."),
 			"webhook_groups":          subjectsAttribute("Groups of the webhook identity."),
 			"read_resources": resourceSet("The dependent types the webhook may read, as `resource.group` (`virtualmachines.compute.example.io`, "+
-				"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included. "+
+				"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included, and `patch` on everything. "+
+				"Set, it requires `protected_resources`, and the plan refuses it alone: the narrowed grant patches only the types listed there, "+
+				"and the webhook patches every protected object (without them, every new reference is refused and nothing is settled). "+
 				"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds. "+
 				"Read back from the ClusterRole on the shard, so import finds it and a type added or removed there by hand shows in the plan.",
 				"virtualmachines.compute.example.io"),
 			"protected_resources": resourceSet("The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, "+
 				"to record on an object the intent of a create or update of a dependent that newly references it, "+
 				"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. "+
-				"Requires `read_resources` (without it the webhook reads everything). A protected type not listed here makes "+
-				"every new reference to it fail closed with a permission error. Read back from the ClusterRole on the shard, like `read_resources`.",
+				"Required with `read_resources` and refused without it (without it the webhook reads and patches everything); at least one type. "+
+				"List the targets of your rules' dependencies; a type that is also a dependent goes in both sets. "+
+				"The plan cannot check that this covers every type your rules protect (rules are applied anywhere, and change after the grant): "+
+				"a protected type not listed here makes every new reference to it fail closed with a permission error "+
+				"(`cannot record on <resource>/<name> ... forbidden`), and its objects are never settled, so the webhook decides each of their deletions. "+
+				"Add the type here before the rule that protects it takes effect, or such writes are refused until it is. "+
+				"Read back from the ClusterRole on the shard, like `read_resources`.",
 				"vpcs.network.example.io"),
 			"reindex": schema.BoolAttribute{
 				Optional: true,
@@ -219,13 +226,38 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 	}
 }
 
-// ValidateConfig refuses reindex without read_resources at plan time: the
-// wildcard grant patches everything already, so the setting would do
-// nothing.
+// ValidateConfig refuses at plan time the narrowed grants that cannot work
+// or that ask for nothing:
+//
+//   - read_resources without protected_resources: the narrowed role grants
+//     patch only on the types listed there, and the webhook patches every
+//     protected object (to record the intent of a write that newly
+//     references it, and to settle it), so every new reference would be
+//     refused and nothing settled. The provider cannot derive the protected
+//     types: rules may be applied by anyone, anywhere, and change after this
+//     grant, so the plan cannot see them. Listed explicitly, they are what
+//     the operator vouches for. An empty set would mean the same as none
+//     (rules always protect something, or nothing needs narrowing), so the
+//     attribute's own validator refuses it.
+//   - protected_resources or reindex without read_resources: the wildcard
+//     grant reads and patches everything already, so they would do nothing.
+//
+// read_resources not yet known (terraform validate, or a value computed from
+// another resource) may still turn out null, so that check waits for it:
+// Terraform validates the configuration again at plan, with values known.
 func (r *shardResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	m, ok := getModel[shardModel](ctx, req.Config, &resp.Diagnostics)
 	if !ok {
 		return
+	}
+	if !m.ReadResources.IsNull() && !m.ReadResources.IsUnknown() && m.ProtectedResources.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("read_resources"), "read_resources needs protected_resources",
+			"read_resources narrows the webhook's grant on the shard to the types named, and the webhook must patch every object "+
+				"your rules protect: to record on it the intent of a write that newly references it, and to label it settled. "+
+				"It may patch them only where protected_resources lists their types, so without protected_resources "+
+				"every new reference in every consumer is refused (cannot record on <resource>/<name> ... forbidden) "+
+				"and nothing is ever settled. List the types your rules protect (the targets of their dependencies; a type may be in both sets) "+
+				"in protected_resources, or leave read_resources unset to let the webhook read and patch everything.")
 	}
 	if !m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("protected_resources"), "protected_resources needs read_resources",

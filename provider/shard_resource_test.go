@@ -167,14 +167,16 @@ func TestAccShardResource_basic(t *testing.T) {
 				Check: everyShard("configmaps", true),
 			},
 			{
-				// Narrowed to what rules use: secrets are no longer readable.
-				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"),
+				// Narrowed to what rules use: secrets are no longer readable,
+				// and only the protected type may be patched.
+				Config: shardConfig(e, grant, user, `  read_resources = ["configmaps"]`+"\n"+`  protected_resources = ["services"]`+"\n"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s0", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch`),
+						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
@@ -355,6 +357,7 @@ resource "depctrl_shard" "test" {
   kubeconfig_path = %q
   webhook_users   = ["w"]
   read_resources  = ["compute.example.io/virtualmachines"]
+  protected_resources = ["vpcs.network.example.io"]
 }
 `, s.AdminKubeconfig),
 			want: `(?s)read_resources.*must be\s+resource.group`,
@@ -701,6 +704,7 @@ resource "depctrl_shard" "this" {
   webhook_groups          = [%q]
   grant_name              = %q
   read_resources          = ["configmaps"]
+  protected_resources     = ["services"]
 }
 `, shard.Name, shard.URL, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"), user, grant)
 	id := fmt.Sprintf("%s/%s,%s,%s,ca=%s,url=%s", shard.Name, grant, filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), filepath.Join(dir, "ca.crt"), shard.URL)

@@ -44,7 +44,8 @@ resource "depctrl_shard" "this" {
   kubeconfig_path = each.value
   webhook_users   = [var.webhook_user]
   read_resources  = var.dependent_types
-  # The protected types, to refuse new references to objects being deleted.
+  # The protected types, required with read_resources: the webhook patches
+  # their objects to record each new reference and to settle them.
   protected_resources = var.dependent_types == null ? null : var.protected_types
   # Patch is granted only on named types: re-index when they are named.
   reindex = var.dependent_types != null

@@ -60,7 +60,7 @@ variable "dependent_types" {
 }
 
 variable "protected_types" {
-  description = "The protected types the webhook may get one object of at a time (resource.group); used only with dependent_types."
+  description = "The protected types (resource.group) whose objects the webhook may get, list and patch, to record new references and settle them; every type the rules protect. Used only with dependent_types, and required with it."
   type        = list(string)
   default     = ["vpcs.network.test.io", "firewallrules.network.test.io"]
 }

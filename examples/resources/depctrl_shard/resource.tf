@@ -18,8 +18,8 @@ resource "depctrl_shard" "shard_1" {
   # included).
   read_resources = ["virtualmachines.compute.example.io", "manageddatabases.compute.example.io"]
 
-  # The types they protect: read one object at a time, to refuse a new
-  # reference to an object that is being deleted.
+  # The types they protect, required with read_resources: the webhook
+  # patches their objects to record each new reference and to settle them.
   protected_resources = ["vpcs.network.example.io", "subnets.network.example.io"]
 
   # Let the webhook re-index dependents written before their rule (with an
