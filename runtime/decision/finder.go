@@ -22,6 +22,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
@@ -61,7 +62,11 @@ type FrontProxyFinder struct {
 		Enqueue(cluster string, resource schema.GroupVersionResource, objs []index.ObjectKey)
 	}
 
-	// scopes remembers which dependent resources turned out cluster-scoped.
+	// scopes remembers which dependent resources turned out
+	// cluster-scoped, per logical cluster (a scopeKey): a workspace may
+	// define a type of the same group and resource as a bound one, with
+	// another scope, and what one workspace serves says nothing of
+	// another.
 	scopes sync.Map
 }
 
@@ -95,6 +100,9 @@ func NewFrontProxyFinder(base *rest.Config) (*FrontProxyFinder, error) {
 func (f *FrontProxyFinder) RESTClient() rest.Interface { return f.raw }
 
 func (f *FrontProxyFinder) client(cluster string) (dynamic.Interface, error) {
+	if err := trust.Cluster(cluster); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(f.base)
 	cfg.Host = strings.TrimSuffix(f.base.Host, "/") + "/clusters/" + cluster
 	return dynamic.NewForConfigAndClient(cfg, f.http)
@@ -107,7 +115,7 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace 
 		blockers []Blocker
 		more     int
 	)
-	err := f.inScope(namespace, p, func(namespace string) (err error) {
+	err := f.inScope(cluster, namespace, p, func(namespace string) (err error) {
 		blockers, more, err = f.lookup(ctx, cluster, namespace, target, name, p, limit)
 		return err
 	})
@@ -121,7 +129,7 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace 
 // every dependent, whatever their index labels say.
 func (f *FrontProxyFinder) ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error) {
 	names := map[string]bool{}
-	err := f.inScope(namespace, p, func(namespace string) error {
+	err := f.inScope(cluster, namespace, p, func(namespace string) error {
 		clear(names)
 		_, err := f.list(ctx, cluster, namespace, p, listOptions{}, func(item map[string]interface{}) bool {
 			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
@@ -142,12 +150,19 @@ func (f *FrontProxyFinder) ReferencedNames(ctx context.Context, cluster, namespa
 	return names, nil
 }
 
+// scopeKey names a dependent resource in one logical cluster.
+type scopeKey struct {
+	cluster  string
+	resource schema.GroupVersionResource
+}
+
 // inScope calls read with the namespace to read p's dependents in: the
 // deleted object's, or "" (everywhere) when the dependent type is
 // cluster-scoped. A type the consumer has not bound has no dependents, and
 // read's NotFound then counts as none.
-func (f *FrontProxyFinder) inScope(namespace string, p registry.Protection, read func(namespace string) error) error {
-	if _, clusterScoped := f.scopes.Load(p.Dependent); clusterScoped {
+func (f *FrontProxyFinder) inScope(cluster, namespace string, p registry.Protection, read func(namespace string) error) error {
+	key := scopeKey{cluster: cluster, resource: p.Dependent}
+	if _, clusterScoped := f.scopes.Load(key); clusterScoped {
 		namespace = ""
 	}
 	err := read(namespace)
@@ -155,7 +170,7 @@ func (f *FrontProxyFinder) inScope(namespace string, p registry.Protection, read
 		// Not served as a namespaced resource: either the dependent type
 		// is cluster-scoped, or the consumer has not bound it at all.
 		if err = read(""); err == nil {
-			f.scopes.Store(p.Dependent, true)
+			f.scopes.Store(key, true)
 		}
 	}
 	if apierrors.IsNotFound(err) {
@@ -329,10 +344,13 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 // returns the revision the list was read at.
 func (f *FrontProxyFinder) list(ctx context.Context, cluster, namespace string, p registry.Protection, o listOptions, visit func(item map[string]interface{}) bool) (string, error) {
 	proj := listProjection(p)
-	path := frontproxy.Path(cluster, p.Dependent, namespace, "")
+	path, err := frontproxy.Path(cluster, p.Dependent, namespace, "")
+	if err != nil {
+		return "", err
+	}
 	revision, cont := "", ""
 	for {
-		req := f.raw.Get().AbsPath(path...).SetHeader("Accept", "application/json")
+		req := path.On(f.raw.Get()).SetHeader("Accept", "application/json")
 		if f.PageSize > 0 {
 			req = req.Param("limit", strconv.FormatInt(f.PageSize, 10))
 		}

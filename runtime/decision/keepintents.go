@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
@@ -75,13 +75,13 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // may be the old copy; so the guard keeps those until they expire, as it
 // always did. Nil means every dropped intent is held.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []intent.Recorded) (*intent.Recorded, error) {
-	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	cluster, clusterErr := trust.ClusterOf(req)
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
 	for i, in := range dropped {
 		p, ok := byResource[in.Resource]
-		if !ok || in.Name == "" || cluster == "" {
+		if !ok || in.Name == "" || clusterErr != nil {
 			return &dropped[i], nil
 		}
 		d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, meta.Name)

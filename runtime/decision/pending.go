@@ -79,7 +79,11 @@ func byDependentResource(protections []registry.Protection) map[string]registry.
 // the API server answers from storage. A dependent being deleted references
 // nothing, so that chains of finalizers cannot deadlock.
 func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
-	res := f.raw.Get().AbsPath(frontproxy.Path(cluster, p.Dependent, namespace, dependent)...).SetHeader("Accept", "application/json").Do(ctx)
+	path, err := frontproxy.Path(cluster, p.Dependent, namespace, dependent)
+	if err != nil {
+		return intent.Dependent{}, err
+	}
+	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
 	if err := res.Error(); err != nil {
 		if apierrors.IsNotFound(err) {
 			return intent.Dependent{}, nil

@@ -28,7 +28,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 	var all []v1alpha1.Intent
 	for k, val := range annotations {
 		var in v1alpha1.Intent
-		if strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) && json.Unmarshal([]byte(val), &in) == nil && !in.At.IsZero() {
+		if strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) && json.Unmarshal([]byte(val), &in) == nil && !in.At.IsZero() && intent.Addressable(in) {
 			all = append(all, in)
 		}
 	}

@@ -20,10 +20,14 @@ const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.i
 
 // ListMeta implements SettleObjects with a consistent LIST of metadata.
 func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
+	path, err := frontproxy.Path(cluster, gvr, namespace, "")
+	if err != nil {
+		return nil, err
+	}
 	var out []metav1.ObjectMeta
 	cont := ""
 	for {
-		req := f.raw.Get().AbsPath(frontproxy.Path(cluster, gvr, namespace, "")...).SetHeader("Accept", metadataOnly).Param("limit", "500")
+		req := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("limit", "500")
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
@@ -48,9 +52,13 @@ func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr sch
 // resourceVersion the proof started from: the API server refuses it with a
 // conflict when the object changed since, an intent recorded on it included.
 func (f *FrontProxyFinder) Settle(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name, resourceVersion, stamp string) error {
+	path, err := frontproxy.Path(cluster, gvr, namespace, name)
+	if err != nil {
+		return err
+	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "labels": map[string]string{settle.SettledLabel: stamp}}})
 	if err != nil {
 		return err
 	}
-	return f.raw.Patch(types.MergePatchType).AbsPath(frontproxy.Path(cluster, gvr, namespace, name)...).Body(body).Do(ctx).Error()
+	return path.On(f.raw.Patch(types.MergePatchType)).Body(body).Do(ctx).Error()
 }

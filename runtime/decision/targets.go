@@ -15,17 +15,21 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/frontproxy"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
-// The front-proxy implementation of index.Targets. A referenced object is looked
-// for in the dependent's namespace first and then cluster-wide: a rule does
-// not say whether its dependency is namespaced.
+// The front-proxy implementation of index.Targets. A rule does not say
+// whether its dependency is namespaced: a referenced object is looked for
+// in the dependent's namespace first and then cluster-wide. A cluster-scoped
+// dependent references the objects of that name in the whole workspace (the
+// deletion decision finds it from any namespace), so its reference is
+// recorded on every one of them, whichever namespace it is in.
 
 // Target implements Targets with a GET.
 func (f *FrontProxyFinder) Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (index.TargetState, error) {
-	return f.eachScope(namespace, func(ns string) *rest.Request {
-		return f.raw.Get().AbsPath(frontproxy.Path(cluster, target, ns, name)...)
-	}, ctx, target, name)
+	return f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
+		return path.On(f.raw.Get())
+	})
 }
 
 // Annotate implements Targets with a JSON merge patch. The same patch
@@ -37,9 +41,9 @@ func (f *FrontProxyFinder) Annotate(ctx context.Context, cluster, namespace stri
 	if err != nil {
 		return index.TargetState{}, fmt.Errorf("encoding the annotations of %s %s: %w", target.GroupResource(), name, err)
 	}
-	return f.eachScope(namespace, func(ns string) *rest.Request {
-		return f.raw.Patch(types.MergePatchType).AbsPath(frontproxy.Path(cluster, target, ns, name)...).Body(body)
-	}, ctx, target, name)
+	return f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
+		return path.On(f.raw.Patch(types.MergePatchType)).Body(body)
+	})
 }
 
 // Withdraw implements Targets with a JSON patch that tests the value before
@@ -50,41 +54,112 @@ func (f *FrontProxyFinder) Withdraw(ctx context.Context, cluster, namespace stri
 	if err != nil {
 		return fmt.Errorf("encoding the withdrawal from %s %s: %w", target.GroupResource(), name, err)
 	}
-	_, err = f.eachScope(namespace, func(ns string) *rest.Request {
-		return f.raw.Patch(types.JSONPatchType).AbsPath(frontproxy.Path(cluster, target, ns, name)...).Body(body)
-	}, ctx, target, name)
+	_, err = f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
+		return path.On(f.raw.Patch(types.JSONPatchType)).Body(body)
+	})
 	return err
 }
 
-// eachScope sends the request built for the namespace, then cluster-wide,
-// until one finds the object.
-func (f *FrontProxyFinder) eachScope(namespace string, build func(ns string) *rest.Request, ctx context.Context, target schema.GroupVersionResource, name string) (index.TargetState, error) {
+// eachScope sends the request built for the object's path in the
+// namespace, then cluster-wide, until one finds the object. Without a
+// namespace (a cluster-scoped dependent) and no cluster-scoped object of
+// that name, it sends it to every namespaced object of that name.
+func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, build func(path frontproxy.Address) *rest.Request) (index.TargetState, error) {
 	scopes := []string{namespace}
 	if namespace != "" {
 		scopes = append(scopes, "")
 	}
 	for _, ns := range scopes {
-		res := build(ns).SetHeader("Accept", "application/json").Do(ctx)
-		// Error, unlike Raw, decodes the server's Status, so that a
-		// refusal names what was refused.
-		err := res.Error()
-		if apierrors.IsNotFound(err) {
+		state, err := f.send(ctx, cluster, ns, target, name, build)
+		if err != nil || state.Found {
+			return state, err
+		}
+	}
+	if namespace != "" {
+		return index.TargetState{}, nil
+	}
+	namespaces, err := f.namespacesOf(ctx, cluster, target, name)
+	if err != nil {
+		return index.TargetState{}, err
+	}
+	all := index.TargetState{AnyNamespace: true}
+	for _, ns := range namespaces {
+		state, err := f.send(ctx, cluster, ns, target, name, build)
+		if err != nil {
+			return index.TargetState{}, err
+		}
+		if !state.Found {
 			continue
 		}
-		if err != nil {
-			return index.TargetState{}, fmt.Errorf("%s %s: %w", target.GroupResource(), name, err)
+		if !all.Found {
+			all.Annotations = state.Annotations
 		}
-		body, _ := res.Raw()
-		var o struct {
-			Metadata struct {
-				DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
-				Annotations       map[string]string `json:"annotations"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(body, &o); err != nil {
-			return index.TargetState{}, fmt.Errorf("decoding %s %s: %w", target.GroupResource(), name, err)
-		}
-		return index.TargetState{Found: true, Deleting: o.Metadata.DeletionTimestamp != nil, Annotations: o.Metadata.Annotations}, nil
+		all.Found = true
+		all.Deleting = all.Deleting || state.Deleting
 	}
-	return index.TargetState{}, nil
+	return all, nil
+}
+
+// send sends the request built for the object called name in namespace
+// ("" cluster-wide); an object that is not there is not found, not an
+// error.
+func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, build func(path frontproxy.Address) *rest.Request) (index.TargetState, error) {
+	path, err := frontproxy.Path(cluster, target, namespace, name)
+	if err != nil {
+		return index.TargetState{}, err
+	}
+	res := build(path).SetHeader("Accept", "application/json").Do(ctx)
+	// Error, unlike Raw, decodes the server's Status, so that a refusal
+	// names what was refused.
+	err = res.Error()
+	if apierrors.IsNotFound(err) {
+		return index.TargetState{}, nil
+	}
+	if err != nil {
+		return index.TargetState{}, fmt.Errorf("%s %s: %w", target.GroupResource(), name, err)
+	}
+	body, _ := res.Raw()
+	var o struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
+			Annotations       map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &o); err != nil {
+		return index.TargetState{}, fmt.Errorf("decoding %s %s: %w", target.GroupResource(), name, err)
+	}
+	return index.TargetState{Found: true, Deleting: o.Metadata.DeletionTimestamp != nil, Annotations: o.Metadata.Annotations}, nil
+}
+
+// namespacesOf returns the namespaces that hold an object of target called
+// name, read with one LIST across the workspace (metadata only).
+func (f *FrontProxyFinder) namespacesOf(ctx context.Context, cluster string, target schema.GroupVersionResource, name string) ([]string, error) {
+	if err := trust.Name(name); err != nil {
+		// Not a name any object can have, nor one to put in a selector.
+		return nil, nil
+	}
+	path, err := frontproxy.Path(cluster, target, "", "")
+	if err != nil {
+		return nil, err
+	}
+	res := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("fieldSelector", "metadata.name="+name).Do(ctx)
+	err = res.Error()
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s called %s: %w", target.GroupResource(), name, err)
+	}
+	body, _ := res.Raw()
+	var list metav1.PartialObjectMetadataList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("decoding the list of %s called %s: %w", target.GroupResource(), name, err)
+	}
+	var out []string
+	for _, o := range list.Items {
+		if o.Name == name && o.Namespace != "" {
+			out = append(out, o.Namespace)
+		}
+	}
+	return out, nil
 }

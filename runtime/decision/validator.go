@@ -38,6 +38,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // Protections finds the rules' protections of a protected resource (the
@@ -197,7 +198,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster := meta.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" && v.opts.Auditor != nil && !admission.DryRun(req) {
+			if cluster, err := trust.ClusterOf(req); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
 			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
@@ -210,15 +211,15 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if len(protections) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
-	if cluster != "" && v.opts.Candidates != nil && !admission.DryRun(req) {
+	cluster, err := trust.ClusterOf(req)
+	if err != nil {
+		log.Info("cannot decide: no logical cluster", "error", err.Error())
+		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+			fmt.Sprintf("cannot check %s for dependents: %v", target, err)), admission.OutcomeBadRequest
+	}
+	if v.opts.Candidates != nil && !admission.DryRun(req) {
 		// The rest of the namespace may be settled before it follows.
 		v.opts.Candidates.Candidate(cluster, req)
-	}
-	if cluster == "" {
-		log.Info("cannot decide: object has no logical cluster annotation")
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check %s for dependents: the object has no %s annotation", target, v1alpha1.ClusterAnnotation)), admission.OutcomeBadRequest
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
@@ -271,7 +272,7 @@ func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
 	if v.opts.Candidates == nil || admission.DryRun(req) {
 		return
 	}
-	if cluster := w.obj.Annotations[v1alpha1.ClusterAnnotation]; cluster != "" {
+	if cluster, err := trust.ClusterOf(req); err == nil {
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 }

@@ -157,13 +157,13 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:        "skip-protection allows",
-			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"}),
 			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantAllowed: true, wantOutcome: outcomeSkipped,
 		},
 		{
 			name:        "skip-protection allows members of the allowed groups",
-			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"}),
 			edit:        func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers", "platform-admins"} },
 			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			finder:      &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
@@ -171,7 +171,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:     "skip-protection is ignored for everyone else",
-			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"}),
 			edit:     func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers"} },
 			opts:     ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
@@ -180,14 +180,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:        "an ignored skip-protection still lets unreferenced objects go",
-			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "true"}),
+			req:         deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"}),
 			edit:        func(r *admissionv1.AdmissionRequest) { r.UserInfo.Groups = []string{"developers"} },
 			opts:        ValidatorOptions{SkipProtectionGroups: []string{"platform-admins"}},
 			wantAllowed: true, wantOutcome: outcomeAllowed,
 		},
 		{
 			name:     "skip-protection must be exactly true",
-			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c", v1alpha1.SkipProtectionAnnotation: "yes"}),
+			req:      deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "yes"}),
 			finder:   &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm", wantOutcome: outcomeDenied,
 		},
@@ -351,7 +351,7 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
 	valid, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1"}),
 	})
 	tests := []struct {
 		name, method, contentType, body string
@@ -421,7 +421,7 @@ func (r *scopeRecorder) Decidable(sc scope.Scope) error {
 func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
 	review, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"}),
+		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1"}),
 	})
 	tests := []struct {
 		name, path  string
@@ -562,7 +562,7 @@ func TestByDependent(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	v := NewValidator(fakeProtections{vpcGVR: five}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
-	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c"})); !resp.Allowed {
+	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1"})); !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
 	}
 	if n := finder.calls.Load(); n != 1 {

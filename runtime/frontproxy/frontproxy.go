@@ -4,23 +4,53 @@
 // (package index) read and write dependents at these paths.
 package frontproxy
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"fmt"
+	"path"
 
-// Path is the front-proxy path of a resource in a logical cluster: the
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
+)
+
+// Address is a checked front-proxy path; requests reach the front-proxy
+// only through one (Address.On), the runtime sets no path of its own.
+type Address struct{ segments []string }
+
+// On points r at the address.
+func (a Address) On(r *rest.Request) *rest.Request { return r.AbsPath(a.segments...) }
+
+// String is the path.
+func (a Address) String() string { return path.Join(a.segments...) }
+
+// Path is the front-proxy address of a resource in a logical cluster: the
 // collection, in namespace if given, and the object called name if given.
-func Path(cluster string, r schema.GroupVersionResource, namespace, name string) []string {
-	path := []string{"/clusters", cluster}
+// Every segment is checked (package trust) before it is joined: a value
+// that would leave its segment ("..", "/", an escape) or a cluster that is
+// no logical cluster name makes no address, so no value read from a request
+// or an object can address another workspace or another resource.
+func Path(cluster string, r schema.GroupVersionResource, namespace, name string) (Address, error) {
+	if err := trust.Cluster(cluster); err != nil {
+		return Address{}, fmt.Errorf("addressing %s: %w", r.GroupResource(), err)
+	}
+	segments := []string{"/clusters", cluster}
 	if r.Group == "" {
-		path = append(path, "api", r.Version)
+		segments = append(segments, "api", r.Version)
 	} else {
-		path = append(path, "apis", r.Group, r.Version)
+		segments = append(segments, "apis", r.Group, r.Version)
 	}
 	if namespace != "" {
-		path = append(path, "namespaces", namespace)
+		segments = append(segments, "namespaces", namespace)
 	}
-	path = append(path, r.Resource)
+	segments = append(segments, r.Resource)
 	if name != "" {
-		path = append(path, name)
+		segments = append(segments, name)
 	}
-	return path
+	for _, s := range segments[2:] {
+		if err := trust.Segment(s); err != nil {
+			return Address{}, fmt.Errorf("addressing %s in %s: %w", r.GroupResource(), cluster, err)
+		}
+	}
+	return Address{segments: segments}, nil
 }

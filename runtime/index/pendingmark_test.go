@@ -76,7 +76,7 @@ func TestPendingReferenceMarked(t *testing.T) {
 			}
 			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
 			ix.Targets, ix.Pending = targets, tt.marks
-			req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR),
+			req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 				Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			resp, _ := ix.Decide(context.Background(), req)
 			if !slices.Equal(tt.marks.marked, tt.wantMarked) {

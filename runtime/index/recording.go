@@ -22,6 +22,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // TargetState is what a write that references an object needs to know of
@@ -33,11 +34,17 @@ type TargetState struct {
 	Deleting bool
 	// Annotations are the object's annotations.
 	Annotations map[string]string
+	// AnyNamespace: the object was looked for by name in every namespace
+	// (a cluster-scoped dependent's reference to a namespaced type), so an
+	// object of that name created in any namespace later is referenced
+	// too.
+	AnyNamespace bool
 }
 
 // Targets reads and annotates referenced objects. Each looks for the object
 // called name of target in the logical cluster, in namespace and then
-// cluster-wide.
+// cluster-wide; without a namespace (a cluster-scoped dependent), every
+// object of that name in the workspace, whichever its namespace.
 type Targets interface {
 	// Target reads the object.
 	Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (TargetState, error)
@@ -58,7 +65,9 @@ type reference struct {
 
 func (r reference) String() string { return r.target.Resource + "/" + r.name }
 
-// referencesOf returns what obj references under s, sorted.
+// referencesOf returns what obj references under s, sorted. A value that
+// cannot be an object's name (trust.Name) references nothing: no object is
+// looked for, annotated or addressed by it.
 func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
 	seen := map[reference]bool{}
 	var out []reference
@@ -66,7 +75,7 @@ func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
 		for _, p := range r.Paths {
 			for _, v := range p.Values(obj) {
 				ref := reference{target: r.TargetGVR(), name: v}
-				if v != "" && !seen[ref] {
+				if trust.Name(v) == nil && !seen[ref] {
 					seen[ref] = true
 					out = append(out, ref)
 				}
@@ -133,18 +142,22 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	if len(refs) == 0 {
 		return nil, "", "", nil
 	}
-	annotations, _ := md["annotations"].(map[string]interface{})
-	cluster, _ := annotations[v1alpha1.ClusterAnnotation].(string)
 	name, _ := md["name"].(string)
 	generateName, _ := md["generateName"].(string)
-	namespace, _ := md["namespace"].(string)
+	// The namespace is the request's: the API server takes it from the URL
+	// and refuses an object that names another one before admission.
+	namespace := req.Namespace
 	self := req.Resource.Resource + "/" + name
 	if name == "" {
 		self = req.Resource.Resource + "/" + generateName + "*"
 	}
-	if cluster == "" {
+	cluster, err := trust.ClusterOf(req)
+	if err == nil && namespace != "" {
+		err = trust.Namespace(namespace)
+	}
+	if err != nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check what %s references: the object has no %s annotation", self, v1alpha1.ClusterAnnotation)), admission.OutcomeBadRequest, "", nil
+			fmt.Sprintf("cannot check what %s references: %v", self, err)), admission.OutcomeBadRequest, "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
@@ -181,11 +194,13 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		} else {
 			state, err = ix.Targets.Target(ctx, cluster, namespace, ref.target, ref.name)
 		}
-		if err == nil && record && !state.Found && ix.Pending != nil {
-			// Nothing to record the intent on: mark references to
-			// missing objects of the type as pending instead, so that
-			// none is settled before this write is stored. A mark stored
-			// now may come after the object was created: look again.
+		if err == nil && record && (!state.Found || state.AnyNamespace) && ix.Pending != nil {
+			// Nothing to record the intent on (or, for a reference that
+			// holds in every namespace, perhaps not on everything it
+			// will reference): mark references to missing objects of
+			// the type as pending instead, so that none is settled
+			// before this write is stored. A mark stored now may come
+			// after the object was created: look again.
 			var marked bool
 			if marked, err = ix.Pending.Mark(ctx, cluster, ref.target.GroupResource(), lookedAt); err == nil && marked {
 				state, err = ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set)
@@ -290,11 +305,19 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 	if err := json.Unmarshal([]byte(meta.Annotations[v1alpha1.IntentTargetsAnnotation]), &targets); err != nil {
 		return
 	}
-	cluster := meta.Annotations[v1alpha1.ClusterAnnotation]
+	cluster, err := trust.ClusterOf(req)
+	if err != nil {
+		return
+	}
 	resource := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
 	for _, t := range targets {
+		if trust.Name(t.Name) != nil {
+			// The annotation is the dependent's, which its writer may
+			// edit: a value that is no name addresses nothing.
+			continue
+		}
 		ref := reference{target: schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.Resource}, name: t.Name}
 		state, err := ix.Targets.Target(ctx, cluster, meta.Namespace, ref.target, ref.name)
 		if err != nil || !state.Found {

@@ -202,7 +202,7 @@ func TestRecordIntents(t *testing.T) {
 			targets.err = tt.err
 			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
 			ix.Targets = targets
-			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
+			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps", Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			if tt.old != "" {
 				req.OldObject = runtime.RawExtension{Raw: []byte(tt.old)}
 			}
@@ -297,7 +297,7 @@ func TestIntentsPruned(t *testing.T) {
 	close(ready)
 	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
 	ix.Targets = targets
-	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
+	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
 	if !resp.Allowed {
 		t.Fatalf("refused: %+v", resp.Result)
@@ -443,7 +443,7 @@ func TestStoredIntentsPruned(t *testing.T) {
 	close(ready)
 	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
 	ix.Targets, ix.Dependents = targets, stored
-	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR),
+	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
 	if !resp.Allowed {
 		t.Fatalf("refused: %+v", resp.Result)

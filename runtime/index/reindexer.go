@@ -184,11 +184,13 @@ func (r *Reindexer) reindex(ctx context.Context, it reindexItem) {
 
 	wctx, cancel := context.WithTimeout(ctx, reindexTimeout)
 	defer cancel()
-	err := r.raw.Patch(types.MergePatchType).
-		AbsPath(frontproxy.Path(it.cluster, it.resource, it.namespace, it.name)...).
-		Param("fieldManager", "depctrl-webhook").
-		Body([]byte("{}")).
-		Do(wctx).Error()
+	path, err := frontproxy.Path(it.cluster, it.resource, it.namespace, it.name)
+	if err == nil {
+		err = path.On(r.raw.Patch(types.MergePatchType)).
+			Param("fieldManager", "depctrl-webhook").
+			Body([]byte("{}")).
+			Do(wctx).Error()
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()

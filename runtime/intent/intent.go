@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // DefaultLifetime is how long an intent counts as a write that may
@@ -88,7 +89,7 @@ func On(annotations map[string]string, now time.Time, lifetime time.Duration) (f
 			continue
 		}
 		var in v1alpha1.Intent
-		if err := json.Unmarshal([]byte(v), &in); err != nil || in.At.IsZero() || (in.Name == "" && in.GenerateName == "") ||
+		if err := json.Unmarshal([]byte(v), &in); err != nil || in.At.IsZero() || !Addressable(in) ||
 			now.Sub(in.At.Time) > lifetime || in.At.Sub(now) > lifetime {
 			expired = append(expired, k)
 			continue
@@ -98,6 +99,21 @@ func On(annotations map[string]string, now time.Time, lifetime time.Duration) (f
 	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Key < fresh[j].Key })
 	sort.Strings(expired)
 	return fresh, expired
+}
+
+// Addressable reports whether the intent names a dependent the webhook can have
+// recorded it for: a name, or a prefix to generate one from, and a
+// namespace that could be an object's (package trust). Anyone who may
+// annotate the object can write an intent; one naming something else (a
+// path, say) is not the webhook's and names nothing to read.
+func Addressable(in v1alpha1.Intent) bool {
+	if in.Namespace != "" && trust.Namespace(in.Namespace) != nil {
+		return false
+	}
+	if in.Name != "" {
+		return trust.Name(in.Name) == nil
+	}
+	return in.GenerateName != "" && trust.Name(in.GenerateName+"x") == nil
 }
 
 // Names reports whether the intent is about the object called name in

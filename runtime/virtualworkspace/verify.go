@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -142,7 +143,7 @@ func (w *Watched) differences(ctx context.Context, url string, sw *shardWatch) (
 		return nil, err
 	}
 	key := func(u *unstructured.Unstructured) string {
-		return u.GetAnnotations()[clusterAnnotation] + "|" + u.GetNamespace() + "|" + u.GetName()
+		return logicalcluster.From(u).String() + "|" + u.GetNamespace() + "|" + u.GetName()
 	}
 	viewed := map[string]*unstructured.Unstructured{}
 	for _, item := range sw.informer.GetStore().List() {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,10 +31,6 @@ var (
 	// the reference index webhook, installed next to the rules.
 	MutatingWebhookConfigurationsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 )
-
-// clusterAnnotation names the logical cluster of an object read through a
-// /clusters/* wildcard.
-const clusterAnnotation = "kcp.io/cluster"
 
 // VirtualWorkspaces reaches the dep-ctrl APIExport's virtual workspaces:
 // one per shard, each serving the workspaces on that shard that bound the
@@ -131,7 +128,7 @@ func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schem
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			out = append(out, Object{URL: url, Cluster: item.GetAnnotations()[clusterAnnotation], Obj: item})
+			out = append(out, Object{URL: url, Cluster: logicalcluster.From(item).String(), Obj: item})
 		}
 		if list.GetContinue() == "" {
 			return out, nil

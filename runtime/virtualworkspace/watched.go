@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
+	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -137,7 +138,7 @@ func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
 	var out []Object
 	for _, item := range sw.informer.GetStore().List() {
 		if u, ok := item.(*unstructured.Unstructured); ok {
-			out = append(out, Object{URL: url, Cluster: u.GetAnnotations()[clusterAnnotation], Obj: u})
+			out = append(out, Object{URL: url, Cluster: logicalcluster.From(u).String(), Obj: u})
 		}
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -79,7 +80,7 @@ func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, gvk sche
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[followedKey](),
 			workqueue.TypedRateLimitingQueueConfig[followedKey]{Name: name})}
 	fw.watched = &virtualworkspace.Watched{VW: f.VW, GVR: gvr, Each: func(url string, obj *unstructured.Unstructured) {
-		fw.queue.Add(followedKey{url: url, cluster: obj.GetAnnotations()["kcp.io/cluster"], name: obj.GetName()})
+		fw.queue.Add(followedKey{url: url, cluster: logicalcluster.From(obj).String(), name: obj.GetName()})
 	}}
 	f.followed = append(f.followed, fw)
 	return fw.watched
