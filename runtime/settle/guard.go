@@ -9,19 +9,25 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 )
 
-// PublishedGuard takes back a stamp the controller published once a
-// reference index it relies on is no longer in place as the controller wrote
-// it (deleted, or changed by someone else): writes that skip the index record
-// no intent, so objects settled under the stamp that they reference would
-// stay settled. The controller does the same at its next run
-// (controller.PlanStamps); the webhook does not wait for it, since it may be
-// down.
+// PublishedGuard takes back a stamp the controller published once it no
+// longer holds: when a reference index it relies on is no longer in place as
+// the controller wrote it (deleted, or changed by someone else), since writes
+// that skip the index record no intent, so objects settled under the stamp
+// that they reference would stay settled; and when the rules it was computed
+// from changed (a rule created, edited or deleted), since an object settled
+// under the old rules was proven unreferenced under them only, while the
+// webhook already enforces the new ones. The controller does the same at its
+// next run (controller.PlanStamps); the webhook does not wait for it, since
+// it may be down.
 type PublishedGuard struct {
 	Stamps    Stamps
 	Published *PublishedStamps
 	// IndexRead reports whether every shard's reference index
 	// configurations have been read: before that, none counts as intact.
 	IndexRead func() bool
+	// RulesRead reports whether every shard's rules have been read: before
+	// that, the stamp Stamps computes is of some of them only.
+	RulesRead func() bool
 	Log       logr.Logger
 }
 
@@ -37,16 +43,28 @@ func (g *PublishedGuard) Start(ctx context.Context) error {
 func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 
 // Check withdraws every published stamp whose rules' reference indexes are
-// not all intact.
+// not all intact, or that is not the stamp of the current rules. A resource
+// no rule protects any more keeps what is published: nothing protects its
+// objects, settled or not.
 func (g *PublishedGuard) Check(ctx context.Context) {
-	if !g.IndexRead() {
+	if !g.IndexRead() || (g.RulesRead != nil && !g.RulesRead()) {
 		return
 	}
 	for _, gr := range g.Published.Stamped() {
-		if stamp, settleable := g.Stamps.Stamp(gr); stamp == "" || settleable {
+		stamp, settleable := g.Stamps.Stamp(gr)
+		if stamp == "" {
 			continue
 		}
-		g.Log.Info("a reference index the published stamp relies on is not intact: sending every deletion to the webhook again", "resource", gr.String())
+		stale := g.Published.Other(gr, stamp)
+		switch {
+		case stale:
+			g.Log.Info("the published stamp is not the current rules': sending every deletion to the webhook again until the controller publishes theirs",
+				"resource", gr.String(), "current", stamp)
+		case !settleable:
+			g.Log.Info("a reference index the published stamp relies on is not intact: sending every deletion to the webhook again", "resource", gr.String())
+		default:
+			continue
+		}
 		if err := g.Published.Withdraw(ctx, gr); err != nil {
 			g.Log.Error(err, "withdrawing a published stamp failed", "resource", gr.String())
 		}

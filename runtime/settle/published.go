@@ -52,6 +52,19 @@ func (p *PublishedStamps) Published(gr schema.GroupResource) string {
 	return stamp
 }
 
+// Other reports whether some configuration publishes a stamp for gr other
+// than stamp.
+func (p *PublishedStamps) Other(gr schema.GroupResource, stamp string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, stamps := range p.byCluster {
+		if s := stamps[gr]; s != "" && s != stamp {
+			return true
+		}
+	}
+	return false
+}
+
 // Stamped lists the resources some configuration publishes a stamp for.
 func (p *PublishedStamps) Stamped() []schema.GroupResource {
 	p.mu.Lock()
@@ -122,7 +135,7 @@ func publishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) ma
 
 // Withdraw makes every configuration that publishes a stamp for gr send all
 // of gr's deletions to the webhook again, as the controller does when a
-// reference index that the stamp relies on is gone. The webhook does it
+// reference index that the stamp relies on is gone or the rules change. The webhook does it
 // itself so that this holds while the controller is down: writes that skip
 // the index record no intent, and a settled object they reference must not
 // be deleted without a decision.

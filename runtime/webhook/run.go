@@ -152,7 +152,8 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: intent.Clock{Lifetime: intentLifetime},
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
 	}
-	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated, Log: log.WithName("published-stamps")}
+	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated,
+		RulesRead: func() bool { return rules.Ready() == nil }, Log: log.WithName("published-stamps")}
 	if err := mgr.Add(guard); err != nil {
 		return err
 	}
