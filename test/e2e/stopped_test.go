@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+)
+
+// TestComponentsStoppedAtTheWrongMoment: on the real two-shard kcp, with
+// settling on, a component stopped while what protection rests on changes
+// never lets a referenced object go. Each subtest is a row of the security
+// guide's "Components stopped at the wrong moment".
+func TestComponentsStoppedAtTheWrongMoment(t *testing.T) {
+	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
+	top, rt := install(ctx, t, e)
+	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
+	top.protectVPCs(ctx, t)
+
+	t.Run("a rule edited while the controller is stopped", func(t *testing.T) {
+		c := top.Consumers[0]
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
+		for _, name := range []string{"primary", "edited"} {
+			s.create(ctx, t, name)
+		}
+		// vm-backup names "edited" at a path no rule reads yet: the VPC
+		// is unreferenced, and settled.
+		top.object(ctx, t, c, fixtures.VirtualMachines, "vm-backup", map[string]interface{}{
+			"vpcRef": map[string]interface{}{"name": "primary"}, "backupVpc": "edited"}, nil)
+		s.waitSettled(ctx, t, "edited")
+
+		rt.StopController(t)
+		defer func() {
+			rt.StartController(t)
+			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		}()
+		top.updateRule(ctx, t, top.Compute, "vm-needs-vpc", func(r *unstructured.Unstructured) {
+			deps, _, _ := unstructured.NestedSlice(r.Object, "spec", "dependencies")
+			check.Must(t, unstructured.SetNestedField(deps[0].(map[string]interface{}), ".spec.backupVpc", "fieldRef", "path"))
+			check.Must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
+		})
+		// The webhook enforces the edited rule at once; the stamp the
+		// controller published for the old one must not outlive it.
+		check.Eventually(ctx, t, time.Minute, "the webhook to withdraw the stamp of the old rule", func() error {
+			if p := s.published(ctx, t); p != "" {
+				return fmt.Errorf("still %q", p)
+			}
+			return nil
+		})
+		top.expectDenied(ctx, t, c, fixtures.VPCs, "edited", "still referenced by VirtualMachine/vm-backup")
+	})
+}
