@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -61,10 +62,17 @@ type worker struct {
 	rng      *rand.Rand
 	vpcs     map[string]bool
 	vms      map[string]vmRef
+	// regions are the worker's cluster-scoped dependents, each
+	// referencing a VPC by name in every namespace (region-needs-vpc,
+	// which never changes).
+	regions map[string]vmRef
+	// forge is another consumer's logical cluster, which some updates
+	// claim in kcp.io/cluster: it must change nothing.
+	forge string
 	// namespace is the worker's own, so that it may delete it.
 	namespace string
 	// Clients made on the test goroutine: workers never call t.Fatal.
-	vpcAPI, vmAPI, namespaces dynamic.ResourceInterface
+	vpcAPI, vmAPI, regionAPI, namespaces dynamic.ResourceInterface
 }
 
 // create makes an object, retrying while a fresh binding is not served
@@ -98,8 +106,8 @@ type vmRef struct {
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces int
-	violations, stuck, unactionable                                             []string
+	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, regions int
+	violations, stuck, unactionable                                                                     []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -143,6 +151,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 	rule := ruleState{present: true}
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[0]))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", fixtures.Regions, fixtures.VPCs, top.Network.Path, ".spec.vpc"))
+	top.waitReady(ctx, t, top.Network, "region-needs-vpc")
 
 	ws := make([]*worker, workers)
 	for i := range ws {
@@ -153,8 +163,10 @@ func TestInvariantUnderLoad(t *testing.T) {
 		ws[i] = &worker{
 			id: i, consumer: consumer, namespace: ns,
 			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
-			vpcs: map[string]bool{}, vms: map[string]vmRef{},
+			vpcs: map[string]bool{}, vms: map[string]vmRef{}, regions: map[string]vmRef{},
+			forge:  top.Consumers[(i+1)%len(top.Consumers)].Cluster,
 			vpcAPI: d.Resource(fixtures.VPCs.GVR()).Namespace(ns), vmAPI: d.Resource(fixtures.VirtualMachines.GVR()).Namespace(ns),
+			regionAPI:  d.Resource(fixtures.Regions.GVR()),
 			namespaces: d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}),
 		}
 	}
@@ -214,6 +226,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	}
 	for _, w := range ws {
+		w.deleteRegions(ctx, tl)
 		for vm := range w.vms {
 			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
 				tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf("VM %s: %v", vm, err)) })
@@ -223,8 +236,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents; violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster), %d cluster-scoped Regions created; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.regions, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
@@ -258,7 +271,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 			}
 			w.vpcs[vpc] = true
 		}
-	case r < 60:
+	case r < 45:
 		if _, ok := w.vms[vm]; !ok {
 			ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
 			ref.guarded = rule.present && ref.style == rule.style && w.vpcs[vpc]
@@ -268,13 +281,26 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 			}
 			w.vms[vm] = ref
 		}
-	case r < 75:
+	case r < 52:
+		w.createRegion(ctx, vpc, tl, fail)
+	case r < 60:
+		w.moveReference(ctx, vm, vpc, rule, tl, fail)
+	case r < 70:
 		if _, ok := w.vms[vm]; ok {
 			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
 				fail("deleting VM %s: %v", vm, err)
 				return
 			}
 			delete(w.vms, vm)
+		}
+	case r < 75:
+		region := fmt.Sprintf("w%d-region-%d", w.id, w.rng.IntN(3))
+		if _, ok := w.regions[region]; ok {
+			if err := w.regionAPI.Delete(ctx, region, metav1.DeleteOptions{}); err != nil {
+				fail("deleting Region %s: %v", region, err)
+				return
+			}
+			delete(w.regions, region)
 		}
 	case r < 88:
 		if !w.vpcs[vpc] {
@@ -299,7 +325,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 			delete(w.vpcs, vpc)
 		case err == nil:
 			delete(w.vpcs, vpc)
-		case !strings.Contains(err.Error(), "still referenced by VirtualMachine/"):
+		case !strings.Contains(err.Error(), "still referenced by "):
 			fail("deleting %s: %v", vpc, err)
 		default:
 			// A refusal must leave the object in place.
@@ -374,10 +400,12 @@ func (w *worker) replaceVPC(ctx context.Context, vpc string, tl *tally, fail fun
 // unguard ends the guard of every VM that references vpc, which went with
 // the skip-protection annotation.
 func (w *worker) unguard(vpc string) {
-	for vm, ref := range w.vms {
-		if ref.vpc == vpc {
-			ref.guarded = false
-			w.vms[vm] = ref
+	for _, deps := range []map[string]vmRef{w.vms, w.regions} {
+		for name, ref := range deps {
+			if ref.vpc == vpc {
+				ref.guarded = false
+				deps[name] = ref
+			}
 		}
 	}
 }
@@ -391,6 +419,9 @@ const namespaceBound = 2 * time.Minute
 // waits until it is gone: whatever references what inside it, it must
 // finish. Then the namespace is made again, empty.
 func (w *worker) deleteNamespace(ctx context.Context, tl *tally, fail func(string, ...any)) {
+	// The worker's Regions live outside the namespace: while one
+	// references a VPC in it, the namespace rightly waits.
+	w.deleteRegions(ctx, tl)
 	if err := w.namespaces.Delete(ctx, w.namespace, metav1.DeleteOptions{}); err != nil {
 		fail("deleting namespace %s: %v", w.namespace, err)
 		return
@@ -517,9 +548,27 @@ func (w *worker) checkState(ctx context.Context, tl *tally) {
 			record("VM %s in %s references %s, which is gone although the rule protected it throughout: a dangling reference", vm, w.consumer.Path, ref.vpc)
 		}
 	}
+	regionsThere, err := names(w.regionAPI)
+	if err != nil {
+		record("listing Regions in %s: %v", w.consumer.Path, err)
+		return
+	}
+	for region, ref := range w.regions {
+		if !regionsThere[region] {
+			record("Region %s is missing from %s", region, w.consumer.Path)
+		}
+		if ref.guarded && !vpcsThere[ref.vpc] {
+			record("Region %s in %s references %s, which is gone although region-needs-vpc protected it throughout: a dangling reference", region, w.consumer.Path, ref.vpc)
+		}
+	}
 }
 
 func (w *worker) referenced(vpc string, rule ruleState) bool {
+	for _, ref := range w.regions {
+		if ref.vpc == vpc {
+			return true
+		}
+	}
 	if !rule.present {
 		return false
 	}
@@ -570,4 +619,58 @@ func editRulePath(ctx context.Context, t *testing.T, top *Topology, name, path s
 		_, err := top.dynamicFor(t, top.Compute.Path).Resource(rulesGVR).Update(ctx, rule, metav1.UpdateOptions{})
 		return err
 	}))
+}
+
+// createRegion creates one of the worker's cluster-scoped Regions,
+// referencing vpc in whatever namespace it is.
+func (w *worker) createRegion(ctx context.Context, vpc string, tl *tally, fail func(string, ...any)) {
+	region := fmt.Sprintf("w%d-region-%d", w.id, w.rng.IntN(3))
+	if _, ok := w.regions[region]; ok {
+		return
+	}
+	if err := w.create(ctx, w.regionAPI, fixtures.Regions, region, map[string]interface{}{"vpc": vpc}); err != nil {
+		fail("creating Region %s: %v", region, err)
+		return
+	}
+	w.regions[region] = vmRef{vpc: vpc, guarded: w.vpcs[vpc]}
+	tl.add(func(tl *tally) { tl.regions++ })
+}
+
+// moveReference makes an existing VM reference vpc instead, by an update
+// that, half the time, also claims another consumer's logical cluster in
+// kcp.io/cluster (kcp puts the real one back after admission). The VPC it
+// now references is protected from then on, wherever the update says it
+// is.
+func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleState, tl *tally, fail func(string, ...any)) {
+	ref, ok := w.vms[vm]
+	if !ok || ref.vpc == vpc {
+		return
+	}
+	patch := map[string]interface{}{"spec": vmSpec(vpc, ref.style)}
+	forged := w.rng.IntN(2) == 0
+	if forged {
+		patch["metadata"] = map[string]interface{}{"annotations": map[string]string{v1alpha1.ClusterAnnotation: w.forge}}
+	}
+	body, _ := json.Marshal(patch)
+	if _, err := w.vmAPI.Patch(ctx, vm, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		fail("moving %s's reference to %s: %v", vm, vpc, err)
+		return
+	}
+	w.vms[vm] = vmRef{vpc: vpc, style: ref.style, guarded: rule.present && ref.style == rule.style && w.vpcs[vpc]}
+	tl.add(func(tl *tally) {
+		tl.moves++
+		if forged {
+			tl.forged++
+		}
+	})
+}
+
+// deleteRegions deletes every one of the worker's Regions.
+func (w *worker) deleteRegions(ctx context.Context, tl *tally) {
+	for region := range w.regions {
+		if err := w.regionAPI.Delete(ctx, region, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf("Region %s: %v", region, err)) })
+		}
+	}
+	clear(w.regions)
 }
