@@ -43,7 +43,9 @@ func (g *PublishedGuard) Start(ctx context.Context) error {
 func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 
 // Check withdraws every published stamp whose rules' reference indexes are
-// not all intact, or that is not the stamp of the current rules. A resource
+// not all intact, or whose rules reference the type at a path no index
+// webhook sees written (WrittenUnseen), or that is not the stamp of the
+// current rules. A resource
 // no rule protects any more keeps what is published: nothing protects its
 // objects, settled or not.
 func (g *PublishedGuard) Check(ctx context.Context) {
@@ -61,7 +63,7 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 			g.Log.Info("the published stamp is not the current rules': sending every deletion to the webhook again until the controller publishes theirs",
 				"resource", gr.String(), "current", stamp)
 		case !settleable:
-			g.Log.Info("a reference index the published stamp relies on is not intact: sending every deletion to the webhook again", "resource", gr.String())
+			g.Log.Info("a reference index the published stamp relies on is not intact, or a rule references the type where no index webhook sees it written: sending every deletion to the webhook again", "resource", gr.String())
 		default:
 			continue
 		}
