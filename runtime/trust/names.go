@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -33,7 +33,7 @@ func Segment(s string) error {
 	if s == "" {
 		return fmt.Errorf("an empty path segment")
 	}
-	if errs := path.IsValidPathSegmentName(s); len(errs) > 0 {
+	if errs := content.IsPathSegmentName(s); len(errs) > 0 {
 		return fmt.Errorf("%q cannot be a path segment: %s", s, strings.Join(errs, "; "))
 	}
 	return nil
