@@ -54,4 +54,28 @@ func TestComponentsStoppedAtTheWrongMoment(t *testing.T) {
 		})
 		top.expectDenied(ctx, t, c, fixtures.VPCs, "edited", "still referenced by VirtualMachine/vm-backup")
 	})
+
+	t.Run("a rule created while the controller is stopped", func(t *testing.T) {
+		c := top.Consumers[1]
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
+		s.create(ctx, t, "db-net")
+		// The ManagedDB names the VPC before any rule reads ManagedDBs.
+		top.object(ctx, t, c, fixtures.ManagedDBs, "db-1", ref("db-net"), nil)
+		s.waitSettled(ctx, t, "db-net")
+
+		rt.StopController(t)
+		defer func() {
+			rt.StartController(t)
+			top.waitReady(ctx, t, top.Compute, "db-needs-vpc")
+		}()
+		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
+		defer top.deleteRule(ctx, t, top.Compute, "db-needs-vpc")
+		check.Eventually(ctx, t, time.Minute, "the webhook to withdraw the stamp of the rules before", func() error {
+			if p := s.published(ctx, t); p != "" {
+				return fmt.Errorf("still %q", p)
+			}
+			return nil
+		})
+		top.expectDenied(ctx, t, c, fixtures.VPCs, "db-net", "still referenced by ManagedDB/db-1")
+	})
 }
