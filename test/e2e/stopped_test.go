@@ -67,9 +67,9 @@ func TestComponentsStoppedAtTheWrongMoment(t *testing.T) {
 		defer func() {
 			rt.StartController(t)
 			top.waitReady(ctx, t, top.Compute, "db-needs-vpc")
+			top.deleteRule(ctx, t, top.Compute, "db-needs-vpc")
 		}()
 		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-		defer top.deleteRule(ctx, t, top.Compute, "db-needs-vpc")
 		check.Eventually(ctx, t, time.Minute, "the webhook to withdraw the stamp of the rules before", func() error {
 			if p := s.published(ctx, t); p != "" {
 				return fmt.Errorf("still %q", p)
