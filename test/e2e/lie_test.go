@@ -135,4 +135,3 @@ spec:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 `, fixtures.VirtualMachines.Group)
-
