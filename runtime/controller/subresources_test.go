@@ -45,7 +45,7 @@ func TestCheckServedSubresources(t *testing.T) {
 		{name: "metadata beside a status subresource", path: ".metadata.labels.vpc", versions: []apisv1alpha1.APIResourceVersion{v("v1", true, both)}},
 		{name: "the subresource in another served version", path: ".status.vpcRef.name",
 			versions: []apisv1alpha1.APIResourceVersion{v("v1", true, apiextensionsv1.CustomResourceSubresources{}), v("v2", true, status)},
-			message: "lies in .status, which virtualmachines v2 (export compute.test.io) writes through its status subresource"},
+			message:  "lies in .status, which virtualmachines v2 (export compute.test.io) writes through its status subresource"},
 		{name: "the subresource only in a version not served", path: ".status.vpcRef.name",
 			versions: []apisv1alpha1.APIResourceVersion{v("v1", true, apiextensionsv1.CustomResourceSubresources{}), v("v2", false, status)}},
 		{name: "the scale subresource's specReplicasPath", path: ".spec.replicas", versions: []apisv1alpha1.APIResourceVersion{v("v1", true, scale)},
