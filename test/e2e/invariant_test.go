@@ -106,8 +106,8 @@ type vmRef struct {
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, regions int
-	violations, stuck, unactionable                                                                     []string
+	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, held, regions int
+	violations, stuck, unactionable                                                                           []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -153,6 +153,14 @@ func TestInvariantUnderLoad(t *testing.T) {
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", fixtures.Regions, fixtures.VPCs, top.Network.Path, ".spec.vpc"))
 	top.waitReady(ctx, t, top.Network, "region-needs-vpc")
+	// Some moves are held by a slow admission step of the provider's own
+	// after the index webhook let them through: those that change the
+	// slow label.
+	probe := vmObject("slow-probe", "nothing")
+	probe.SetLabels(map[string]string{slowLabel: "probe"})
+	slowAdmission(ctx, t, top, top.Consumers[0], slowMoveHold, func(obj, old metav1.ObjectMeta) bool {
+		return obj.Labels[slowLabel] != "" && obj.Labels[slowLabel] != old.Labels[slowLabel]
+	}, probe)
 
 	ws := make([]*worker, workers)
 	for i := range ws {
@@ -236,8 +244,8 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster), %d cluster-scoped Regions created; violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.regions, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster, %d held by a slow admission step while their new VPC's delete was tried), %d cluster-scoped Regions created; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.held, tl.regions, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
@@ -636,33 +644,81 @@ func (w *worker) createRegion(ctx context.Context, vpc string, tl *tally, fail f
 	tl.add(func(tl *tally) { tl.regions++ })
 }
 
+// slowLabel on a VM, when a write changes it, makes the slow admission
+// step hold that write for slowMoveHold.
+const (
+	slowLabel    = "e2e.test.io/slow"
+	slowMoveHold = 2 * time.Second
+)
+
 // moveReference makes an existing VM reference vpc instead, by an update
 // that, half the time, also claims another consumer's logical cluster in
-// kcp.io/cluster (kcp puts the real one back after admission). The VPC it
-// now references is protected from then on, wherever the update says it
-// is.
+// kcp.io/cluster (kcp puts the real one back after admission), and, half the
+// time, is held by the slow admission step while the worker tries to delete
+// vpc: a move in flight must protect vpc already. The VPC it references is
+// protected from then on, wherever the update says it is.
 func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleState, tl *tally, fail func(string, ...any)) {
 	ref, ok := w.vms[vm]
 	if !ok || ref.vpc == vpc {
 		return
 	}
-	patch := map[string]interface{}{"spec": vmSpec(vpc, ref.style)}
+	md := map[string]interface{}{}
 	forged := w.rng.IntN(2) == 0
 	if forged {
-		patch["metadata"] = map[string]interface{}{"annotations": map[string]string{v1alpha1.ClusterAnnotation: w.forge}}
+		md["annotations"] = map[string]string{v1alpha1.ClusterAnnotation: w.forge}
 	}
-	body, _ := json.Marshal(patch)
-	if _, err := w.vmAPI.Patch(ctx, vm, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	held := w.rng.IntN(2) == 0
+	if held {
+		md["labels"] = map[string]string{slowLabel: strconv.Itoa(w.rng.Int())}
+	}
+	body, _ := json.Marshal(map[string]interface{}{"metadata": md, "spec": vmSpec(vpc, ref.style)})
+	moved := make(chan error, 1)
+	go func() {
+		_, err := w.vmAPI.Patch(ctx, vm, types.MergePatchType, body, metav1.PatchOptions{})
+		moved <- err
+	}()
+	next := vmRef{vpc: vpc, style: ref.style, guarded: rule.present && ref.style == rule.style && w.vpcs[vpc]}
+	var deleteErr error
+	tried := held && next.guarded
+	if tried {
+		// Past the index webhook, held by the slow one.
+		time.Sleep(slowMoveHold / 2)
+		deleteErr = w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+	}
+	if err := <-moved; err != nil {
 		fail("moving %s's reference to %s: %v", vm, vpc, err)
+		if tried && deleteErr == nil {
+			delete(w.vpcs, vpc)
+			w.unguard(vpc)
+		}
 		return
 	}
-	w.vms[vm] = vmRef{vpc: vpc, style: ref.style, guarded: rule.present && ref.style == rule.style && w.vpcs[vpc]}
+	w.vms[vm] = next
 	tl.add(func(tl *tally) {
 		tl.moves++
 		if forged {
 			tl.forged++
 		}
+		if tried {
+			tl.held++
+			tl.deletes++
+		}
 	})
+	if !tried {
+		return
+	}
+	switch {
+	case deleteErr == nil:
+		tl.add(func(tl *tally) {
+			tl.violations = append(tl.violations, fmt.Sprintf("%s was deleted in %s while an update moving %s's reference to it was in flight", vpc, w.consumer.Path, vm))
+		})
+		delete(w.vpcs, vpc)
+		w.unguard(vpc)
+	case strings.Contains(deleteErr.Error(), "still referenced by "):
+		tl.add(func(tl *tally) { tl.denials++ })
+	default:
+		fail("deleting %s while a move to it was in flight: %v", vpc, deleteErr)
+	}
 }
 
 // deleteRegions deletes every one of the worker's Regions.

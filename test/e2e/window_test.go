@@ -2,17 +2,11 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,60 +36,10 @@ func TestReadCommitWindow(t *testing.T) {
 	top.protectVPCs(ctx, t)
 	consumer := top.Consumers[0]
 
-	// kcp applies the webhook configurations of the workspace that exports
-	// a type to writes of it in every consumer: the slow webhook belongs
-	// to the compute provider.
-	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var review admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		var obj struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
-		_ = json.Unmarshal(review.Request.Object.Raw, &obj)
-		if strings.HasPrefix(obj.Metadata.Name, "vm-slow") {
-			time.Sleep(slowHold)
-		}
-		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-		review.Request = nil
-		_ = json.NewEncoder(w).Encode(review)
-	}))
-	defer slow.Close()
-	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: slow.Certificate().Raw}))
-	apply(ctx, t, top.admin(t, top.Compute.Path), fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: e2e-slow
-webhooks:
-- name: slow.e2e.test.io
-  clientConfig:
-    url: %s/validate
-    caBundle: %s
-  rules:
-  - apiGroups: [%q]
-    apiVersions: ["*"]
-    operations: ["CREATE", "UPDATE"]
-    resources: [%q]
-  failurePolicy: Fail
-  sideEffects: None
-  timeoutSeconds: 10
-  admissionReviewVersions: ["v1"]
-`, slow.URL, ca, fixtures.VirtualMachines.Group, fixtures.VirtualMachines.Resource))
-
+	slowAdmission(ctx, t, top, consumer, slowHold, func(obj, _ metav1.ObjectMeta) bool {
+		return strings.HasPrefix(obj.Name, "vm-slow")
+	}, vmObject("vm-slow-probe", "nothing"))
 	vms := top.objects(t, consumer, fixtures.VirtualMachines)
-	check.Eventually(ctx, t, time.Minute, "kcp to call the slow webhook", func() error {
-		start := time.Now()
-		_ = vms.Delete(ctx, "vm-slow-probe", metav1.DeleteOptions{})
-		if _, err := vms.Create(ctx, vmObject("vm-slow-probe", "nothing"), metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		if took := time.Since(start); took < 2*time.Second {
-			return fmt.Errorf("the create took %s", took)
-		}
-		return nil
-	})
 
 	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-w", map[string]interface{}{}, nil)
 	created := make(chan error, 1)
