@@ -311,6 +311,31 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a fixture
 	return ""
 }
 
+// waitIndexWebhookActive waits until kcp calls the reference index webhook
+// on VMs in ws: a dry-run create of a probe VM that carries an index stamp
+// label of its own comes back without it (the webhook drops or replaces
+// index labels a client set). A new index configuration reaches a consumer
+// on another shard through the cache server.
+func (top *Topology) waitIndexWebhookActive(ctx context.Context, t *testing.T, ws env.Workspace) {
+	t.Helper()
+	vms := top.objects(t, ws, fixtures.VirtualMachines)
+	check.Eventually(ctx, t, 2*time.Minute, "kcp to call the index webhook in "+ws.Path, func() error {
+		probe := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
+			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{refindex.StampLabel: "probe"}},
+			"spec":     ref("nothing"),
+		}}
+		created, err := vms.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if s := created.GetLabels()[refindex.StampLabel]; s == "probe" {
+			return fmt.Errorf("the index webhook did not see vm-probe yet")
+		}
+		return nil
+	})
+}
+
 // waitIndexWebhookGone waits until kcp no longer calls the reference index
 // webhook on VMs in ws. The probe VM is created with an index stamp label
 // of its own, which only survives a create no webhook saw: the webhook

@@ -151,6 +151,9 @@ func TestInvariantUnderLoad(t *testing.T) {
 	rule := ruleState{present: true}
 	top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[0]))
 	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	for _, c := range top.Consumers {
+		top.waitIndexWebhookActive(ctx, t, c)
+	}
 	top.createRule(ctx, t, top.Network, ruleObject("region-needs-vpc", fixtures.Regions, fixtures.VPCs, top.Network.Path, ".spec.vpc"))
 	top.waitReady(ctx, t, top.Network, "region-needs-vpc")
 	// Some moves are held by a slow admission step of the provider's own
@@ -207,6 +210,13 @@ func TestInvariantUnderLoad(t *testing.T) {
 			rule = ruleState{present: true, style: rng.IntN(2)}
 			top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, refPaths[rule.style]))
 			top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+			// Recreating the rule installs a new index configuration,
+			// which reaches the consumer on the other shard through the
+			// cache server: the model counts it in force once kcp calls it
+			// in every consumer.
+			for _, c := range top.Consumers {
+				top.waitIndexWebhookActive(ctx, t, c)
+			}
 			t.Logf("phase %d: rule recreated at %s", phase, refPaths[rule.style])
 		case op == 0:
 			top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc")
