@@ -177,6 +177,7 @@ func TestAccShardResource_basic(t *testing.T) {
 					statecheck.ExpectKnownValue("depctrl_shard.s0", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps verbs=get,list,watch`),
 						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch`),
+						knownvalue.StringExact(`groups=apis.kcp.io resources=apibindings verbs=list`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),
@@ -197,6 +198,7 @@ func TestAccShardResource_basic(t *testing.T) {
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact(`groups="" resources=configmaps,endpoints verbs=get,list,watch,patch`),
 						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch`),
+						knownvalue.StringExact(`groups=apis.kcp.io resources=apibindings verbs=list`),
 						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
 						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
 						knownvalue.StringExact(`urls=/ verbs=access`),

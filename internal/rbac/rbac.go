@@ -94,6 +94,12 @@ type ShardAccess struct {
 // so a workspace's teardown never waits on the other reads.
 var logicalClusterReader = rbacv1.PolicyRule{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, Verbs: []string{"get"}}
 
+// bindingReader lets a narrowed webhook tell whether a workspace binds the
+// export that serves a dependent type: a workspace may serve a type of the
+// same group and resource from a CRD of its own, whose objects are no
+// dependents. Without it every such object counts as one.
+var bindingReader = rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apibindings"}, Verbs: []string{"list"}}
+
 // ShardReader lets the webhook read dependents in every workspace of one
 // shard, and record intents on the objects they reference. It belongs in
 // that shard's system:admin logical cluster, whose RBAC kcp consults for
@@ -111,7 +117,7 @@ func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	if access.Reindex {
 		verbs = append(verbs, "patch")
 	}
-	rules = append(rules, logicalClusterReader)
+	rules = append(rules, logicalClusterReader, bindingReader)
 	rules = append(rules, byGroup(access.Dependents, verbs)...)
 	rules = append(rules, byGroup(access.Protected, []string{"get", "list", "patch"})...)
 	return grant(ShardReaderName, subjects, rules...)

@@ -68,6 +68,9 @@ type FrontProxyFinder struct {
 	// another scope, and what one workspace serves says nothing of
 	// another.
 	scopes sync.Map
+	// bindings remembers which workspaces bind the exports that serve
+	// dependent types (bindsDependentExport).
+	bindings bindings
 }
 
 // NewFrontProxyFinder returns a finder for base, whose Host is the
@@ -122,6 +125,7 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace 
 	if err != nil {
 		return nil, 0, err
 	}
+	blockers, more = f.ownBlockers(ctx, cluster, p, blockers, more)
 	return blockers, more, nil
 }
 

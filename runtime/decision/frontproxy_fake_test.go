@@ -7,19 +7,22 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // fakeFrontProxy serves objects by logical cluster the way kcp's
 // front-proxy does, closely enough for the finder: GET and PATCH of one
 // object, LIST of a collection (in a namespace or across all, by
-// metadata.name field selector), logicalclusters/cluster; a resource is
-// namespaced unless clusterScoped says otherwise in that cluster. It
-// records every request it is sent, as "METHOD path".
+// metadata.name field selector, and APIBindings by one label),
+// logicalclusters/cluster; a resource is namespaced unless clusterScoped
+// says otherwise in that cluster, and refused to the webhook where
+// forbidden says so. It records every request it is sent, as "METHOD path".
 type fakeFrontProxy struct {
 	mu            sync.Mutex
 	objects       []fakeObject
 	clusterScoped map[string]bool // "cluster|resource"
+	forbidden     map[string]bool // "cluster|resource"
 	requests      []string
 }
 
@@ -70,6 +73,12 @@ func (s *fakeFrontProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]interface{}{"metadata": map[string]interface{}{"name": "cluster"}, "status": map[string]interface{}{"phase": "Ready"}})
 		return
 	}
+	if s.forbidden[cluster+"|"+resource] {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`))
+		return
+	}
 	clusterScoped := s.clusterScoped[cluster+"|"+resource]
 	if (clusterScoped && namespace != "") || (!clusterScoped && namespace == "" && name != "") {
 		notFound(w)
@@ -77,8 +86,19 @@ func (s *fakeFrontProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if name == "" {
 		wantName := strings.TrimPrefix(r.URL.Query().Get("fieldSelector"), "metadata.name=")
+		var byLabel labels.Selector
+		if resource == "apibindings" {
+			var err error
+			if byLabel, err = labels.Parse(r.URL.Query().Get("labelSelector")); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
 		var items []interface{}
 		for _, o := range s.objects {
+			if byLabel != nil && !byLabel.Matches(labels.Set(labelsOf(o.body))) {
+				continue
+			}
 			if o.cluster == cluster && o.resource == resource && (namespace == "" || o.namespace == namespace) && (wantName == "" || o.name == wantName) {
 				items = append(items, o.body)
 			}
@@ -93,6 +113,16 @@ func (s *fakeFrontProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	notFound(w)
+}
+
+func labelsOf(body map[string]interface{}) map[string]string {
+	md, _ := body["metadata"].(map[string]interface{})
+	l, _ := md["labels"].(map[string]interface{})
+	out := map[string]string{}
+	for k, v := range l {
+		out[k], _ = v.(string)
+	}
+	return out
 }
 
 func notFound(w http.ResponseWriter) {

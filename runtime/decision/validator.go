@@ -324,6 +324,11 @@ func byDependent(protections []registry.Protection) []registry.Protection {
 				m.Paths = append(m.Paths, path)
 			}
 		}
+		for _, e := range p.DependentExports {
+			if !slices.Contains(m.DependentExports, e) {
+				m.DependentExports = append(m.DependentExports, e)
+			}
+		}
 	}
 	for i := range merged {
 		merged[i].Rule = strings.Join(state[i].rules, ", ")

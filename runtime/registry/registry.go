@@ -26,9 +26,21 @@ type Protection struct {
 	Dependent     schema.GroupVersionResource
 	DependentKind string
 	Paths         []fieldpath.Path
+	// DependentExports are the APIExports that serve the dependent type:
+	// the rule's, one; several when protections of several rules over one
+	// dependent type are merged. A consumer's objects of the dependent's
+	// group and resource are dependents only where the consumer binds one
+	// of them: a workspace may serve a type of the same name from a CRD of
+	// its own, or from another export.
+	DependentExports []Export
 	// Since is when the rule was created: a record made before it was
 	// made under another rule.
 	Since time.Time
+}
+
+// Export names an APIExport: its logical cluster and name.
+type Export struct {
+	Cluster, Name string
 }
 
 // Rule is what the registry keeps of one DependencyRule.
@@ -136,7 +148,8 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		target := d.GVR()
 		prot, ok := r.ByTarget[target]
 		if !ok {
-			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time}
+			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time,
+				DependentExports: []Export{{Cluster: clusterOf(key), Name: rule.Spec.Dependent.APIExportName}}}
 		}
 		prot.Paths = append(prot.Paths, p)
 		r.ByTarget[target] = prot

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -49,6 +50,11 @@ func TestRegisterFindUnregister(t *testing.T) {
 	}
 	if len(got[1].Paths) != 2 || got[1].DependentKind != "VirtualMachine" {
 		t.Fatalf("the VM rule should carry both paths to vpcs: %+v", got[1])
+	}
+	// The dependent's export is the one the rule names, in the rule's
+	// own workspace.
+	if want := []Export{{Cluster: "c1", Name: "compute.test.io"}}; !slices.Equal(got[1].DependentExports, want) {
+		t.Fatalf("dependent exports of the VM rule = %v, want %v", got[1].DependentExports, want)
 	}
 	// Another version of the same resource finds the same protections.
 	if len(r.Protections(schema.GroupVersionResource{Group: vpcs.Group, Version: "v2", Resource: vpcs.Resource})) != 2 {

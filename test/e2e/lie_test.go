@@ -21,7 +21,7 @@ import (
 // request whose contents lie (a reference that is a URL path, a forged
 // kcp.io/cluster on an update, a tenant's own type named like a bound one)
 // neither reaches another tenant's workspace nor gets a referenced object
-// deleted; and a cluster-scoped dependent protects a settled namespaced
+// deleted, and a tenant's own type holds nothing as a dependent; and a cluster-scoped dependent protects a settled namespaced
 // object. Each subtest is a row of the security guide's "Requests that lie".
 func TestRequestsThatLie(t *testing.T) {
 	ctx, e := integration(t, 20*time.Minute, env.TwoShards)
@@ -77,7 +77,7 @@ func TestRequestsThatLie(t *testing.T) {
 		top.expectDeleted(ctx, t, attacker, fixtures.VPCs, "vpc-ns")
 	})
 
-	t.Run("a tenant's own type named like a bound one changes nothing for others", func(t *testing.T) {
+	t.Run("a tenant's own type named like a bound one is no dependent and changes nothing for others", func(t *testing.T) {
 		shadow, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-shadow"), env.OnShard(attacker.Shard))
 		check.Must(t, err)
 		apply(ctx, t, top.admin(t, shadow.Path),
@@ -89,6 +89,13 @@ func TestRequestsThatLie(t *testing.T) {
 		// cluster-scoped VirtualMachines.
 		top.object(ctx, t, shadow, fixtures.VPCs, "vpc-x", map[string]interface{}{}, nil)
 		top.expectDeleted(ctx, t, shadow, fixtures.VPCs, "vpc-x")
+
+		// The tenant's own VirtualMachines are not the rule's dependents:
+		// one that references a VPC does not hold it.
+		top.object(ctx, t, shadow, fixtures.VPCs, "vpc-y", map[string]interface{}{}, nil)
+		_, err = top.dynamicFor(t, shadow.Path).Resource(fixtures.VirtualMachines.GVR()).Create(ctx, vmObject("own-vm", "vpc-y"), metav1.CreateOptions{})
+		check.Must(t, err)
+		top.expectDeleted(ctx, t, shadow, fixtures.VPCs, "vpc-y")
 
 		// In the attacker's own consumer, a VM in namespace b references
 		// b/vpc-x; a/vpc-x is referenced by nothing.
