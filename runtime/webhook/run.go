@@ -172,7 +172,6 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		}
 	}
 	indexer := index.NewIndexer(reg, rules, log.WithName("indexer"))
-	indexer.Targets = finder
 	indexer.Dependents = finder
 	indexer.Pending = pending
 	if o.IntentLifetime > 0 {
@@ -181,6 +180,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.RequestTimeout > 0 {
 		indexer.RequestTimeout = o.RequestTimeout
 	}
+	// Writes that reference one popular object record their intents on it
+	// together rather than queue on it one patch each.
+	indexer.Targets = index.NewGroupCommit(finder, indexer.RequestTimeout)
 	if err := mgr.Add(&admission.Server{Addr: o.Addr, CertDir: o.CertDir, Validator: validator,
 		Indexer: indexer, Log: log.WithName("server")}); err != nil {
 		return err
