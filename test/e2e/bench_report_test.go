@@ -62,9 +62,11 @@ func met(got, target time.Duration) string {
 type benchResults struct {
 	rows    []admissionRow
 	settled settleResults
-	fresh   freshnessResult
-	paging  pagingResult
-	idx     indexingResult
+	// concurrency is many writers at once (measureConcurrency).
+	concurrency concurrencyResults
+	fresh       freshnessResult
+	paging      pagingResult
+	idx         indexingResult
 	// conv is measured with the handful of rules of the admission
 	// scenarios, convMany with the 1000+ of readyWithManyRules as well.
 	conv, convMany convergenceResult
@@ -100,11 +102,11 @@ func benchmarkPage(res benchResults) string { return renderBenchmarkPage(res, th
 // section's (the "settled" template); Go only computes the figures they
 // show (benchmarkView, settleResults.view).
 //
-//go:embed benchmarks.md.gotmpl settled.md.gotmpl
+//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl
 var benchmarkTemplates embed.FS
 
-// benchmarkPageTemplate is the page; it holds "settled" too.
-var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl"))
+// benchmarkPageTemplate is the page; it holds "settled" and "concurrency" too.
+var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl"))
 
 // renderBenchmarkPage renders the page; run is a parameter so that a test
 // can fix it. The template is checked by TestBenchmarkPage, so an error
@@ -134,7 +136,10 @@ type pageView struct {
 	Many        manyView
 	// Settled is the settled-objects section's (make bench-settled
 	// logs it alone).
-	Settled      settledView
+	Settled settledView
+	// Concurrency is the many-writers section's (make
+	// bench-concurrency logs it alone).
+	Concurrency  concurrencyView
 	Convergence  []convergenceView
 	ReadyMs      string
 	ReadyVerdict string
@@ -250,6 +255,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		Pause: pause.String(), Trials: benchTrials, Registered: res.registered,
 		Propagation: controller.DefaultPropagation.String(),
 		Settled:     res.settled.view(),
+		Concurrency: res.concurrency.view(),
 	}
 	for _, r := range res.rows {
 		v.Admission = append(v.Admission, admissionView{

@@ -26,6 +26,25 @@ func spread(base, step time.Duration, n int) latencies {
 	return l
 }
 
+// syntheticConcurrency is the concurrency benchmark's cells, shaped as
+// measureConcurrency fills them: the popular object slower as writers
+// grow, a refusal in one cell.
+func syntheticConcurrency() concurrencyResults {
+	var res concurrencyResults
+	for i, w := range concurrencyWriters {
+		for j, s := range concurrencyScenarios {
+			c := concurrencyCell{scenario: s, writers: w, creates: concurrencyCreates,
+				took:      time.Duration(2000+300*i+700*i*j) * time.Millisecond,
+				latencies: spread(time.Duration(8+3*w+5*i*j)*time.Millisecond, time.Duration(1+j)*time.Millisecond, concurrencyCreates)}
+			if s == scenarioOne && w == 32 {
+				c.refused, c.firstRefusal = 1, "cannot record on vpcs/hot: context deadline exceeded"
+			}
+			res.cells = append(res.cells, c)
+		}
+	}
+	return res
+}
+
 // syntheticBenchResults fills every field of benchResults with plausible,
 // distinct values, shaped as TestBenchmark fills them.
 func syntheticBenchResults() benchResults {
@@ -76,6 +95,7 @@ func syntheticBenchResults() benchResults {
 				later:    spread(5600*us, 44*us, writeTrials),
 			},
 		},
+		concurrency: syntheticConcurrency(),
 		fresh: freshnessResult{
 			afterWrite:        spread(101*time.Millisecond, 430*us, benchTrials),
 			afterWriteSettled: spread(3600*us, 71*us, benchTrials),
@@ -202,10 +222,38 @@ func TestSettledSection(t *testing.T) {
 	t.Run("as on the page", func(t *testing.T) {
 		page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
 		section := syntheticBenchResults().settled.section()
-		if !strings.Contains(page, "\n"+section+"\n## Convergence\n") {
+		if !strings.Contains(page, "\n"+section+"\n## Many writers at once\n") {
 			t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", section)
 		}
 	})
+}
+
+// TestConcurrencySection renders the many-writers section alone, as make
+// bench-concurrency logs it: each scenario next to the same writers with no
+// reference, every target with its verdict, a refusal quoted, and the
+// section as it is on the page.
+func TestConcurrencySection(t *testing.T) {
+	res := syntheticConcurrency()
+	got := res.section()
+	for _, w := range []string{
+		"## Many writers at once\n",
+		"| all one VPC | 32 | ",
+		"| 1 000 VPCs | 1 | ",
+		"1 (target 0: **missed**)",
+		"- refused: all one VPC, 32 writers: cannot record on vpcs/hot: context deadline exceeded",
+		"(target 0.80: ",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the section lacks %q:\n%s", w, got)
+		}
+	}
+	if n := strings.Count(got, "| no reference |"); n != len(concurrencyWriters) {
+		t.Errorf("%d rows with no reference, want one per number of writers:\n%s", n, got)
+	}
+	page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
+	if !strings.Contains(page, "\n"+got+"\n## Convergence\n") {
+		t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", got)
+	}
 }
 
 // firstDifference shows the first line where got differs from want.

@@ -240,6 +240,7 @@ func TestBenchmark(t *testing.T) {
 
 	settled.teardown = bd.teardown(ctx, t, d)
 	paging := pagingCost(ctx, t, e, top, consumer, have+1)
+	concurrency := measureConcurrency(ctx, t, top)
 
 	// Convergence is measured where it is slowest: from a consumer on
 	// another shard than the protected workspace, which sees the webhook
@@ -269,7 +270,7 @@ func TestBenchmark(t *testing.T) {
 	rt.StopWebhook(t)
 	tfScale := terraformAtScale(ctx, t, e)
 	page := benchmarkPage(benchResults{
-		rows: rows, settled: settled, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
+		rows: rows, settled: settled, concurrency: concurrency, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
 		ready: readyWith1000, allReady: allReady, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
 	})
 	check.Must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
