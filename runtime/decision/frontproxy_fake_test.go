@@ -13,14 +13,18 @@ import (
 // fakeFrontProxy serves objects by logical cluster the way kcp's
 // front-proxy does, closely enough for the finder: GET and PATCH of one
 // object, LIST of a collection (in a namespace or across all, by
-// metadata.name field selector), logicalclusters/cluster; a resource is
-// namespaced unless clusterScoped says otherwise in that cluster. It
-// records every request it is sent, as "METHOD path".
+// metadata.name field selector), POST to a collection,
+// logicalclusters/cluster; a resource is namespaced unless clusterScoped
+// says otherwise in that cluster. It records every request it is sent, as
+// "METHOD path".
 type fakeFrontProxy struct {
 	mu            sync.Mutex
 	objects       []fakeObject
 	clusterScoped map[string]bool // "cluster|resource"
-	requests      []string
+	// logicalClusters are the LogicalCluster objects by cluster; a Ready
+	// one where none is given.
+	logicalClusters map[string]map[string]interface{}
+	requests        []string
 }
 
 type fakeObject struct {
@@ -67,12 +71,30 @@ func (s *fakeFrontProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = rest[1]
 	}
 	if resource == "logicalclusters" {
-		writeJSON(w, map[string]interface{}{"metadata": map[string]interface{}{"name": "cluster"}, "status": map[string]interface{}{"phase": "Ready"}})
+		lc, ok := s.logicalClusters[cluster]
+		if !ok {
+			lc = map[string]interface{}{"metadata": map[string]interface{}{"name": "cluster"}, "status": map[string]interface{}{"phase": "Ready"}}
+		}
+		writeJSON(w, lc)
 		return
 	}
 	clusterScoped := s.clusterScoped[cluster+"|"+resource]
 	if (clusterScoped && namespace != "") || (!clusterScoped && namespace == "" && name != "") {
 		notFound(w)
+		return
+	}
+	if name == "" && r.Method == http.MethodPost {
+		var body map[string]interface{}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		md, _ := body["metadata"].(map[string]interface{})
+		created, _ := md["name"].(string)
+		s.objects = append(s.objects, fakeObject{cluster: cluster, resource: resource, namespace: namespace, name: created, body: body})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(body)
 		return
 	}
 	if name == "" {
