@@ -51,7 +51,7 @@ func TestOwnTypeIsNoDependent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fp := &fakeFrontProxy{forbidden: map[string]bool{"tenant|apibindings": tt.forbidden}}
+			fp := &fakeFrontProxy{forbiddenResources: map[string]bool{"tenant|apibindings": tt.forbidden}}
 			fp.add("tenant", vpcGVR, "a", "vpc-x", map[string]interface{}{})
 			fp.add("tenant", vmGVR, "a", "vm-1", map[string]interface{}{"spec": vpcRef("vpc-x")})
 			for i, b := range tt.bindings {

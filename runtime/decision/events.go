@@ -12,9 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/frontproxy"
 )
 
 // Reason of the Event recorded when the skip-protection annotation let an
@@ -72,14 +74,23 @@ func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequ
 			log.Info("skip-protection Event not recorded: the object was not deleted (refused by another admission step, or the review did not come from kcp)")
 			return
 		}
-		c, err := a.Finder.client(cluster)
-		if err == nil {
-			_, err = c.Resource(events.GVR).Namespace(ev.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{})
-		}
-		if err != nil {
+		if err := a.Finder.createEvent(ctx, cluster, ev); err != nil {
 			log.Error(err, "recording the skip-protection Event")
 		}
 	}()
+}
+
+// createEvent creates ev in cluster, in the namespace it names.
+func (f *FrontProxyFinder) createEvent(ctx context.Context, cluster string, ev *unstructured.Unstructured) error {
+	path, err := frontproxy.Path(cluster, events.GVR, ev.GetNamespace(), "")
+	if err != nil {
+		return err
+	}
+	body, err := ev.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding the Event: %w", err)
+	}
+	return path.On(f.raw.Post()).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
 }
 
 // deletionState is what a read says of an object a review named.
@@ -113,22 +124,28 @@ func deletionShows(ctx context.Context, deadline time.Time, poll time.Duration, 
 
 // deletionState reads the object meta names in cluster.
 func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta) (deletionState, error) {
-	c, err := f.client(cluster)
+	if meta.Name == "" {
+		// Without a name the address is the collection, which says
+		// nothing of the object.
+		return stillThere, fmt.Errorf("reading %s in %s: the object has no name", gvr.GroupResource(), cluster)
+	}
+	path, err := frontproxy.Path(cluster, gvr, meta.Namespace, meta.Name)
 	if err != nil {
 		return stillThere, err
 	}
-	var o *unstructured.Unstructured
-	if meta.Namespace != "" {
-		o, err = c.Resource(gvr).Namespace(meta.Namespace).Get(ctx, meta.Name, metav1.GetOptions{})
-	} else {
-		o, err = c.Resource(gvr).Get(ctx, meta.Name, metav1.GetOptions{})
+	var o struct {
+		Metadata struct {
+			UID               types.UID    `json:"uid"`
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
 	}
+	err = f.get(ctx, path, &o)
 	switch {
 	case apierrors.IsNotFound(err):
 		return deletionShown, nil
 	case err != nil:
 		return stillThere, err
-	case o.GetUID() != meta.UID || o.GetDeletionTimestamp() != nil:
+	case o.Metadata.UID != meta.UID || o.Metadata.DeletionTimestamp != nil:
 		return deletionShown, nil
 	}
 	return stillThere, nil

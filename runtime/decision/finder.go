@@ -2,17 +2,14 @@ package decision
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -22,7 +19,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
@@ -41,10 +37,9 @@ const DefaultPageSize = 5000
 // front-proxy, which routes each logical cluster to its shard. It keeps no
 // cache of dependents: every decision reads the current state.
 type FrontProxyFinder struct {
-	base *rest.Config
-	http *http.Client
-	// raw reads LIST pages as bytes: the finder decodes only what the
-	// rules' field paths reach (fieldpath.Projection), not whole objects.
+	// raw sends every request, each to a frontproxy.Address: the finder
+	// decodes only what it reads of an answer (LIST pages only what the
+	// rules' field paths reach, fieldpath.Projection), not whole objects.
 	raw rest.Interface
 	// PageSize is the LIST page size, 0 for one response; pages bound
 	// memory per decision at a small cost in time.
@@ -85,31 +80,17 @@ func NewFrontProxyFinder(base *rest.Config) (*FrontProxyFinder, error) {
 	// network between the webhook and the front-proxy: compressing them
 	// would spend the shard's CPU on every protected DELETE to save little.
 	cfg.DisableCompression = true
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building HTTP client for the front-proxy: %w", err)
-	}
-	rawCfg := rest.CopyConfig(cfg)
-	rawCfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	raw, err := rest.UnversionedRESTClientForConfigAndClient(rawCfg, hc)
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	raw, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building REST client for the front-proxy: %w", err)
 	}
-	return &FrontProxyFinder{base: cfg, http: hc, raw: raw, PageSize: DefaultPageSize, IgnoreDeleting: true}, nil
+	return &FrontProxyFinder{raw: raw, PageSize: DefaultPageSize, IgnoreDeleting: true}, nil
 }
 
 // RESTClient is the finder's client of the front-proxy, for writers that
 // share its connection (the Reindexer).
 func (f *FrontProxyFinder) RESTClient() rest.Interface { return f.raw }
-
-func (f *FrontProxyFinder) client(cluster string) (dynamic.Interface, error) {
-	if err := trust.Cluster(cluster); err != nil {
-		return nil, err
-	}
-	cfg := rest.CopyConfig(f.base)
-	cfg.Host = strings.TrimSuffix(f.base.Host, "/") + "/clusters/" + cluster
-	return dynamic.NewForConfigAndClient(cfg, f.http)
-}
 
 // FindBlockers implements DependentFinder. It stops reading as soon as it
 // has found more than limit blockers; more is then -1 (unknown).
@@ -414,19 +395,41 @@ func references(obj map[string]interface{}, paths []fieldpath.Path, name string)
 	return false
 }
 
-// Terminating implements DependentFinder.
+// Terminating implements DependentFinder: the logical cluster's own
+// LogicalCluster object (always called "cluster") is being deleted, or says
+// so in its phase.
 func (f *FrontProxyFinder) Terminating(ctx context.Context, cluster string) (bool, error) {
-	c, err := f.client(cluster)
+	path, err := frontproxy.Path(cluster, logicalClusters, "", "cluster")
 	if err != nil {
 		return false, err
 	}
-	lc, err := c.Resource(logicalClusters).Get(ctx, "cluster", metav1.GetOptions{})
-	if err != nil {
-		return false, err
+	var lc struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
 	}
-	if lc.GetDeletionTimestamp() != nil {
+	if err := f.get(ctx, path, &lc); err != nil {
+		return false, fmt.Errorf("reading the LogicalCluster of %s: %w", cluster, err)
+	}
+	if lc.Metadata.DeletionTimestamp != nil {
 		return true, nil
 	}
-	phase, _, _ := unstructured.NestedString(lc.Object, "status", "phase")
-	return phase == "Terminating" || phase == "Deleting", nil
+	return lc.Status.Phase == "Terminating" || lc.Status.Phase == "Deleting", nil
+}
+
+// get reads the object at path into v. The error of a refused read is the
+// server's Status (apierrors tells NotFound from the rest).
+func (f *FrontProxyFinder) get(ctx context.Context, path frontproxy.Address, v any) error {
+	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
+	if err := res.Error(); err != nil {
+		return err
+	}
+	body, _ := res.Raw()
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return nil
 }

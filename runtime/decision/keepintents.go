@@ -42,7 +42,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	if v.isSelf(ctx, req.UserInfo.Username) {
 		return admission.Allow(""), outcomeAllowed
 	}
-	in, err := v.pendingIntent(ctx, req, w.old, dropped)
+	in, err := v.pendingIntent(ctx, req, w, dropped)
 	if err != nil {
 		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
 			fmt.Sprintf("cannot update %s/%s: checking the dependents its intents name failed: %v", req.Resource.Resource, w.old.Name, err)), admission.OutcomeError
@@ -74,8 +74,8 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // webhook) is judged over by what the stored copy references alone, which
 // may be the old copy; so the guard keeps those until they expire, as it
 // always did. Nil means every dropped intent is held.
-func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, dropped []intent.Recorded) (*intent.Recorded, error) {
-	cluster, clusterErr := trust.ClusterOf(req)
+func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, w written, dropped []intent.Recorded) (*intent.Recorded, error) {
+	cluster, clusterErr := trust.ClusterOf(req, w.annotations())
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
@@ -84,7 +84,7 @@ func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.Admissio
 		if !ok || in.Name == "" || clusterErr != nil {
 			return &dropped[i], nil
 		}
-		d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, meta.Name)
+		d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, w.old.Name)
 		if err != nil {
 			return nil, err
 		}

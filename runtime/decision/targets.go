@@ -3,6 +3,7 @@ package decision
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,9 +28,9 @@ import (
 
 // Target implements Targets with a GET.
 func (f *FrontProxyFinder) Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (index.TargetState, error) {
-	return f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
+	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path frontproxy.Address) *rest.Request {
 		return path.On(f.raw.Get())
-	})
+	}})
 }
 
 // Annotate implements Targets with a JSON merge patch. The same patch
@@ -41,36 +42,65 @@ func (f *FrontProxyFinder) Annotate(ctx context.Context, cluster, namespace stri
 	if err != nil {
 		return index.TargetState{}, fmt.Errorf("encoding the annotations of %s %s: %w", target.GroupResource(), name, err)
 	}
-	return f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
+	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path frontproxy.Address) *rest.Request {
 		return path.On(f.raw.Patch(types.MergePatchType)).Body(body)
-	})
+	}})
 }
 
 // Withdraw implements Targets with a JSON patch that tests the value before
-// it removes the key, so that it never removes what someone wrote since.
+// it removes the key, so that it never removes what someone wrote since. An
+// object that does not hold the value is left as it is, and that is no
+// error: there is nothing of this intent to withdraw from it.
 func (f *FrontProxyFinder) Withdraw(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name, key, value string) error {
 	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
 	body, err := json.Marshal([]map[string]any{{"op": "test", "path": path, "value": value}, {"op": "remove", "path": path}})
 	if err != nil {
 		return fmt.Errorf("encoding the withdrawal from %s %s: %w", target.GroupResource(), name, err)
 	}
-	_, err = f.eachScope(ctx, cluster, namespace, target, name, func(path frontproxy.Address) *rest.Request {
-		return path.On(f.raw.Patch(types.JSONPatchType)).Body(body)
+	_, err = f.eachScope(ctx, cluster, namespace, target, name, targetRequest{
+		build: func(path frontproxy.Address) *rest.Request {
+			return path.On(f.raw.Patch(types.JSONPatchType)).Body(body)
+		},
+		leftAsIs: failedTest,
 	})
 	return err
 }
 
-// eachScope sends the request built for the object's path in the
-// namespace, then cluster-wide, until one finds the object. Without a
-// namespace (a cluster-scoped dependent) and no cluster-scoped object of
-// that name, it sends it to every namespaced object of that name.
-func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, build func(path frontproxy.Address) *rest.Request) (index.TargetState, error) {
+// failedTest reports whether err is the API server's refusal of a JSON
+// patch that does not apply, here because its test found another value or
+// none: 422 Invalid without causes. An object that the patch would leave
+// invalid is refused with the fields at fault as causes, and is an error.
+func failedTest(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || len(d.Causes) == 0
+}
+
+// targetRequest is the request eachScope sends to each object.
+type targetRequest struct {
+	// build points the request at the object's path.
+	build func(path frontproxy.Address) *rest.Request
+	// leftAsIs, when set, tells the refusals that mean the object is
+	// there and the request had nothing to change on it.
+	leftAsIs func(error) bool
+}
+
+// eachScope sends the request to the object's path in the namespace, then
+// cluster-wide, until one finds the object. Without a namespace (a
+// cluster-scoped dependent) and no cluster-scoped object of that name, it
+// sends it to every namespaced object of that name: each is sent it
+// whatever the others answered, so that a failure on one leaves none of the
+// others unread or unwritten, and the failures are returned joined.
+func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, req targetRequest) (index.TargetState, error) {
 	scopes := []string{namespace}
 	if namespace != "" {
 		scopes = append(scopes, "")
 	}
 	for _, ns := range scopes {
-		state, err := f.send(ctx, cluster, ns, target, name, build)
+		state, err := f.send(ctx, cluster, ns, target, name, req)
 		if err != nil || state.Found {
 			return state, err
 		}
@@ -83,10 +113,12 @@ func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace str
 		return index.TargetState{}, err
 	}
 	all := index.TargetState{AnyNamespace: true}
+	var errs []error
 	for _, ns := range namespaces {
-		state, err := f.send(ctx, cluster, ns, target, name, build)
+		state, err := f.send(ctx, cluster, ns, target, name, req)
 		if err != nil {
-			return index.TargetState{}, err
+			errs = append(errs, fmt.Errorf("in namespace %s: %w", ns, err))
+			continue
 		}
 		if !state.Found {
 			continue
@@ -97,23 +129,29 @@ func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace str
 		all.Found = true
 		all.Deleting = all.Deleting || state.Deleting
 	}
+	if len(errs) > 0 {
+		return index.TargetState{}, errors.Join(errs...)
+	}
 	return all, nil
 }
 
-// send sends the request built for the object called name in namespace
-// ("" cluster-wide); an object that is not there is not found, not an
-// error.
-func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, build func(path frontproxy.Address) *rest.Request) (index.TargetState, error) {
+// send sends the request to the object called name in namespace ("",
+// cluster-wide); an object that is not there is not found, not an error,
+// and one that req leaves as it is is found, with no state read.
+func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, req targetRequest) (index.TargetState, error) {
 	path, err := frontproxy.Path(cluster, target, namespace, name)
 	if err != nil {
 		return index.TargetState{}, err
 	}
-	res := build(path).SetHeader("Accept", "application/json").Do(ctx)
+	res := req.build(path).SetHeader("Accept", "application/json").Do(ctx)
 	// Error, unlike Raw, decodes the server's Status, so that a refusal
 	// names what was refused.
 	err = res.Error()
 	if apierrors.IsNotFound(err) {
 		return index.TargetState{}, nil
+	}
+	if err != nil && req.leftAsIs != nil && req.leftAsIs(err) {
+		return index.TargetState{Found: true}, nil
 	}
 	if err != nil {
 		return index.TargetState{}, fmt.Errorf("%s %s: %w", target.GroupResource(), name, err)

@@ -3,15 +3,20 @@ package decision
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 )
@@ -101,4 +106,110 @@ func objectFinder(t *testing.T, objects map[string]string, seen func(r *http.Req
 			_, _ = w.Write([]byte(obj))
 		}
 	}))
+}
+
+// TestWithdrawFromEveryNamespace: a cluster-scoped dependent's intent is
+// withdrawn from every namespaced object of the name it references. An
+// object that does not hold the intent (never had it, or holds another
+// value) is left as it is and stops nothing; an object that cannot be
+// written stops nothing either, and every such failure is returned.
+func TestWithdrawFromEveryNamespace(t *testing.T) {
+	const key, value = "intent.dependencies.opendefense.cloud/t1", `{"name":"region-1"}`
+	namespaces := []string{"a", "b", "c"}
+	tests := []struct {
+		name string
+		// holds is what each namespace's object holds under key, "" for
+		// nothing.
+		holds     map[string]string
+		forbidden []string
+		// left is what each object holds after the withdrawal.
+		left    map[string]string
+		wantErr []string
+	}{
+		{name: "every object holds the intent",
+			holds: map[string]string{"a": value, "b": value, "c": value}, left: map[string]string{}},
+		{name: "the first object does not hold it",
+			holds: map[string]string{"b": value, "c": value}, left: map[string]string{}},
+		{name: "an object in the middle does not hold it",
+			holds: map[string]string{"a": value, "c": value}, left: map[string]string{}},
+		{name: "an object holds another value under the key",
+			holds: map[string]string{"a": "rewritten", "b": value, "c": value}, left: map[string]string{"a": "rewritten"}},
+		{name: "an object cannot be written",
+			holds: map[string]string{"a": value, "b": value, "c": value}, forbidden: []string{"a"},
+			left: map[string]string{"a": value}, wantErr: []string{"namespace a"}},
+		{name: "two objects cannot be written",
+			holds: map[string]string{"a": value, "b": value, "c": value}, forbidden: []string{"a", "c"},
+			left: map[string]string{"a": value, "c": value}, wantErr: []string{"namespace a", "namespace c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fp := &fakeFrontProxy{forbidden: map[string]bool{}}
+			for _, ns := range namespaces {
+				annotations := map[string]interface{}{"other": "kept"}
+				if v, ok := tt.holds[ns]; ok {
+					annotations[key] = v
+				}
+				fp.add("c1", vpcGVR, ns, "vpc-1", map[string]interface{}{"metadata": map[string]interface{}{"annotations": annotations}})
+			}
+			for _, ns := range tt.forbidden {
+				fp.forbidden["c1|vpcs|"+ns+"|vpc-1"] = true
+			}
+			err := serveFinder(t, fp).Withdraw(context.Background(), "c1", "", vpcGVR, "vpc-1", key, value)
+			if len(tt.wantErr) == 0 && err != nil {
+				t.Fatalf("withdraw: %v", err)
+			}
+			for _, want := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error = %v, want one that names %s", err, want)
+				}
+			}
+			for _, ns := range namespaces {
+				got := fp.annotations("c1", vpcGVR, ns, "vpc-1")
+				if got["other"] != "kept" {
+					t.Errorf("namespace %s: the object's other annotations are gone: %v", ns, got)
+				}
+				v, held := got[key]
+				want, wantHeld := tt.left[ns]
+				if held != wantHeld || (held && v != want) {
+					t.Errorf("namespace %s: holds %q (%v) after the withdrawal, want %q (%v)", ns, v, held, want, wantHeld)
+				}
+			}
+			patched := 0
+			for _, r := range fp.sent() {
+				if strings.HasPrefix(r, "PATCH /clusters/c1/apis/network.test.io/v1/namespaces/") {
+					patched++
+				}
+			}
+			if patched != len(namespaces) {
+				t.Errorf("sent %d patches to namespaced objects, want one to each of %d: %q", patched, len(namespaces), fp.sent())
+			}
+		})
+	}
+}
+
+// TestFailedTest: only the API server's refusal of a JSON patch that does
+// not apply leaves an object as it is without an error; an object the patch
+// would leave invalid names its fields, and any other refusal is an error.
+func TestFailedTest(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a JSON patch whose test failed", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "", 0, false), true},
+		{"the same, wrapped", fmt.Errorf("vpcs vpc-1: %w", apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "", 0, false)), true},
+		{"an object the patch would leave invalid", apierrors.NewInvalid(schema.GroupKind{Group: "network.test.io", Kind: "VPC"}, "vpc-1",
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations"), "x", "too long")}), false},
+		{"forbidden", apierrors.NewForbidden(vpcGVR.GroupResource(), "vpc-1", errors.New("no")), false},
+		{"a conflict", apierrors.NewConflict(vpcGVR.GroupResource(), "vpc-1", errors.New("changed")), false},
+		{"not an API error", errors.New("connection refused"), false},
+		{"no error", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := failedTest(tt.err); got != tt.want {
+				t.Fatalf("failedTest(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
 }

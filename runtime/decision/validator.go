@@ -198,7 +198,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster, err := trust.ClusterOf(req); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
+			if cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations}); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
 			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
@@ -211,7 +211,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if len(protections) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	cluster, err := trust.ClusterOf(req)
+	cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations})
 	if err != nil {
 		log.Info("cannot decide: no logical cluster", "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
@@ -272,7 +272,7 @@ func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
 	if v.opts.Candidates == nil || admission.DryRun(req) {
 		return
 	}
-	if cluster, err := trust.ClusterOf(req); err == nil {
+	if cluster, err := trust.ClusterOf(req, w.annotations()); err == nil {
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 }

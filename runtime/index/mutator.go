@@ -220,6 +220,17 @@ func intentAnnotations(md map[string]interface{}, labels map[string]string, targ
 	return annotations, true, nil
 }
 
+// annotationsOf returns the annotations of obj as JSON decoding left it;
+// none when obj has none or they are not a map of strings.
+func annotationsOf(obj map[string]interface{}) map[string]string {
+	md, _ := obj["metadata"].(map[string]interface{})
+	annotations, err := stringMap(md["annotations"])
+	if err != nil {
+		return nil
+	}
+	return annotations
+}
+
 // stringMap reads a labels map as JSON decoding left it.
 func stringMap(v interface{}) (map[string]string, error) {
 	if v == nil {

@@ -151,7 +151,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	if name == "" {
 		self = req.Resource.Resource + "/" + generateName + "*"
 	}
-	cluster, err := trust.ClusterOf(req)
+	cluster, err := trust.ClusterOf(req, trust.Annotations{Object: annotationsOf(obj), OldObject: annotationsOf(old)})
 	if err == nil && namespace != "" {
 		err = trust.Namespace(namespace)
 	}
@@ -305,7 +305,7 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 	if err := json.Unmarshal([]byte(meta.Annotations[v1alpha1.IntentTargetsAnnotation]), &targets); err != nil {
 		return
 	}
-	cluster, err := trust.ClusterOf(req)
+	cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations})
 	if err != nil {
 		return
 	}

@@ -9,7 +9,6 @@
 package trust
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,31 +18,35 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
+// Annotations are the annotations of an admission request's two objects,
+// as the caller decoded them with the rest of what it reads of them: Object
+// from req.Object, OldObject from req.OldObject. An object the caller did
+// not decode, could not, or found without annotations, has none here.
+// Decoding them here again would be another scan of the whole object on
+// every request.
+type Annotations struct {
+	Object, OldObject map[string]string
+}
+
 // ClusterOf returns the logical cluster a request acts in, read from the
 // one object of the request that kcp wrote: on a CREATE the new object, on
 // which kcp sets the kcp.io/cluster annotation whatever the client sent; on
 // an UPDATE or DELETE the stored object (oldObject). On an UPDATE the new
 // object carries what the client wrote, and storage puts the real value back
-// only after admission, so it is never read. A request without that object
-// or whose value is not a logical cluster name is refused.
-func ClusterOf(req *admissionv1.AdmissionRequest) (string, error) {
-	raw := req.OldObject.Raw
+// only after admission, so it is never read: ClusterOf picks which of
+// decoded to read by the operation, and the caller only says which object
+// each came from. A request without that object or whose value is not a
+// logical cluster name is refused.
+func ClusterOf(req *admissionv1.AdmissionRequest, decoded Annotations) (string, error) {
+	raw, annotations := req.OldObject.Raw, decoded.OldObject
 	source := "stored object (oldObject)"
 	if req.Operation == admissionv1.Create {
-		raw, source = req.Object.Raw, "created object"
+		raw, annotations, source = req.Object.Raw, decoded.Object, "created object"
 	}
 	if len(raw) == 0 {
 		return "", fmt.Errorf("the %s request carries no %s to read its logical cluster from", req.Operation, source)
 	}
-	var o struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &o); err != nil {
-		return "", fmt.Errorf("decoding the metadata of the %s: %w", source, err)
-	}
-	cluster, ok := o.Metadata.Annotations[v1alpha1.ClusterAnnotation]
+	cluster, ok := annotations[v1alpha1.ClusterAnnotation]
 	if !ok || cluster == "" {
 		return "", fmt.Errorf("the %s has no %s annotation", source, v1alpha1.ClusterAnnotation)
 	}

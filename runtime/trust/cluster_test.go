@@ -16,12 +16,33 @@ func inCluster(cluster string) runtime.RawExtension {
 	return runtime.RawExtension{Raw: raw}
 }
 
+// decodedAs returns the annotations of req's objects as a caller decodes
+// them; an object that does not decode has none.
+func decodedAs(req *admissionv1.AdmissionRequest) Annotations {
+	of := func(raw []byte) map[string]string {
+		var o struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(raw, &o) != nil {
+			return nil
+		}
+		return o.Metadata.Annotations
+	}
+	return Annotations{Object: of(req.Object.Raw), OldObject: of(req.OldObject.Raw)}
+}
+
 // TestClusterOf: the logical cluster is read from the object kcp wrote, and
-// a value the client wrote on an update never counts.
+// a value the client wrote on an update never counts, whatever the caller
+// decoded.
 func TestClusterOf(t *testing.T) {
 	tests := []struct {
-		name    string
-		req     admissionv1.AdmissionRequest
+		name string
+		req  admissionv1.AdmissionRequest
+		// decoded is what the caller hands ClusterOf; what decodedAs
+		// decodes of req when nil.
+		decoded *Annotations
 		want    string
 		wantErr string
 	}{
@@ -40,8 +61,23 @@ func TestClusterOf(t *testing.T) {
 		{name: "no annotation",
 			req:     admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"x"}}`)}},
 			wantErr: "has no kcp.io/cluster annotation"},
-		{name: "an undecodable object",
-			req: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: []byte(`{"metadata":[]}`)}}, wantErr: "decoding"},
+		{name: "an undecodable object: the caller has no annotations to hand",
+			req:     admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: runtime.RawExtension{Raw: []byte(`{"metadata":[]}`)}},
+			wantErr: "has no kcp.io/cluster annotation"},
+		{name: "an update whose caller decoded only the new object: it is not read",
+			req:     admissionv1.AdmissionRequest{Operation: admissionv1.Update, Object: inCluster("other-tenant"), OldObject: inCluster("2x9k4abc")},
+			decoded: &Annotations{Object: map[string]string{v1alpha1.ClusterAnnotation: "other-tenant"}},
+			wantErr: "the stored object (oldObject) has no kcp.io/cluster annotation"},
+		{name: "a delete: the stored object's, whatever the request's object claims",
+			req: admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: inCluster("root")},
+			decoded: &Annotations{Object: map[string]string{v1alpha1.ClusterAnnotation: "other-tenant"},
+				OldObject: map[string]string{v1alpha1.ClusterAnnotation: "root"}},
+			want: "root"},
+		{name: "a create: the created object's, whatever a stored object claims",
+			req: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: inCluster("2x9k4abc"), OldObject: inCluster("other-tenant")},
+			decoded: &Annotations{Object: map[string]string{v1alpha1.ClusterAnnotation: "2x9k4abc"},
+				OldObject: map[string]string{v1alpha1.ClusterAnnotation: "other-tenant"}},
+			want: "2x9k4abc"},
 		{name: "a path as the cluster",
 			req: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: inCluster("a/../b")}, wantErr: "not a logical cluster name"},
 		{name: "a path behind the system: prefix",
@@ -51,7 +87,11 @@ func TestClusterOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ClusterOf(&tt.req)
+			decoded := decodedAs(&tt.req)
+			if tt.decoded != nil {
+				decoded = *tt.decoded
+			}
+			got, err := ClusterOf(&tt.req, decoded)
 			check.WantError(t, err, tt.wantErr)
 			if got != tt.want {
 				t.Fatalf("ClusterOf = %q, want %q", got, tt.want)
