@@ -123,8 +123,16 @@ func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace str
 		if !state.Found {
 			continue
 		}
-		if !all.Found {
-			all.Annotations = state.Annotations
+		// The objects' annotations together: an intent a write recorded
+		// on all of them has one value everywhere, so whichever object
+		// still holds it tells the value (a withdrawal tests it).
+		for k, v := range state.Annotations {
+			if _, ok := all.Annotations[k]; !ok {
+				if all.Annotations == nil {
+					all.Annotations = map[string]string{}
+				}
+				all.Annotations[k] = v
+			}
 		}
 		all.Found = true
 		all.Deleting = all.Deleting || state.Deleting

@@ -213,3 +213,21 @@ func TestFailedTest(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetInEveryNamespace: a cluster-scoped dependent's reference reads
+// the objects of that name in every namespace together, so that an intent
+// held by any of them is seen (a withdrawal needs its value) even when the
+// first object lacks it.
+func TestTargetInEveryNamespace(t *testing.T) {
+	const key = "intent.dependencies.opendefense.cloud/t1"
+	fp := &fakeFrontProxy{}
+	fp.add("c1", vpcGVR, "a", "vpc-1", map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{"other": "a"}}})
+	fp.add("c1", vpcGVR, "b", "vpc-1", map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{"other": "b", key: "v"}}})
+	state, err := serveFinder(t, fp).Target(context.Background(), "c1", "", vpcGVR, "vpc-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !state.Found || !state.AnyNamespace || state.Annotations[key] != "v" || state.Annotations["other"] != "a" {
+		t.Fatalf("state = %+v, want found in every namespace, with b's intent and a's value of other", state)
+	}
+}

@@ -32,7 +32,9 @@ type TargetState struct {
 	Found bool
 	// Deleting is true when the object is being deleted.
 	Deleting bool
-	// Annotations are the object's annotations.
+	// Annotations are the object's annotations; with AnyNamespace, those
+	// of every object found, together (the first one's value where they
+	// differ).
 	Annotations map[string]string
 	// AnyNamespace: the object was looked for by name in every namespace
 	// (a cluster-scoped dependent's reference to a namespaced type), so an
