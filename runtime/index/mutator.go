@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,10 @@ type Indexer struct {
 	IntentLifetime time.Duration
 	// now is the clock; tests replace it.
 	now func() time.Time
+	// pruning holds the objects (objectKey) whose intents a prune is
+	// removing: one at a time per object, since each reads every
+	// dependent its fresh intents name.
+	pruning sync.Map
 }
 
 // NewIndexer returns an indexer that refuses a write while rules says it

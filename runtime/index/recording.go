@@ -238,8 +238,8 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	return nil, "", label, targets
 }
 
-// pruneIntents removes, in the background, the intents on a referenced
-// object that have expired (their writes were stored or failed long ago, and
+// pruneIntents removes, in the background and one prune per object at a
+// time, the intents on a referenced object that have expired (their writes were stored or failed long ago, and
 // what references the object is then read from the dependents themselves),
 // and, on an object that carries many, those of dependents already stored
 // (storedIntents).
@@ -248,7 +248,16 @@ func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annota
 	if len(expired) == 0 && len(fresh) <= pruneThreshold {
 		return
 	}
+	// While a prune of the object runs, writes that reference it start
+	// none: each would read the same dependents again, and on a popular
+	// object they would multiply the reads by the writes. The next write
+	// after it prunes what is left.
+	key := objectKey{cluster: cluster, namespace: namespace, target: ref.target, name: ref.name}
+	if _, running := ix.pruning.LoadOrStore(key, struct{}{}); running {
+		return
+	}
 	go func() {
+		defer ix.pruning.Delete(key)
 		ctx, cancel := context.WithTimeout(context.Background(), ix.RequestTimeout)
 		defer cancel()
 		keys := append(expired, ix.storedIntents(ctx, cluster, ref.target, ref.name, fresh)...)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
 // fakeTargets keeps referenced objects by "namespace/name" (absent ones do
@@ -457,4 +459,57 @@ func TestStoredIntentsPruned(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no intents were pruned")
 	}
+}
+
+// blockingDependents counts reads and holds each until release is closed.
+type blockingDependents struct {
+	reads   atomic.Int64
+	release chan struct{}
+}
+
+func (b *blockingDependents) Referencing(ctx context.Context, _ string, _ registry.Protection, _, _, _ string) (intent.Dependent, error) {
+	b.reads.Add(1)
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return intent.Dependent{}, nil
+}
+
+// TestOnePrunePerObject: on an object that carries more fresh intents than
+// pruneThreshold, writes that reference it while a prune of it runs start
+// no other: the prune reads every dependent its intents name, and one per
+// write would multiply those reads by the writes.
+func TestOnePrunePerObject(t *testing.T) {
+	now := time.Now()
+	annotations := map[string]string{}
+	for i := range pruneThreshold + 1 {
+		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: fmt.Sprintf("vm-%03d", i), At: metav1.NewTime(now.Add(-10 * time.Second))})
+		annotations[intent.Key(fmt.Sprintf("t%03d", i))] = v
+	}
+	targets := targetsFixture()
+	targets.objects["apps/vpc-a"].Annotations = annotations
+	ready := make(chan struct{})
+	close(ready)
+	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+	dependents := &blockingDependents{release: make(chan struct{})}
+	ix.Targets, ix.Dependents = targets, dependents
+	for range 8 {
+		resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
+			Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
+		if !resp.Allowed {
+			t.Fatalf("refused: %+v", resp.Result)
+		}
+	}
+	check.Eventually(context.Background(), t, 5*time.Second, "the first prune to read a dependent", func() error {
+		if dependents.reads.Load() == 0 {
+			return fmt.Errorf("no read yet")
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond)
+	if got := dependents.reads.Load(); got != 1 {
+		t.Fatalf("%d dependents read while the first read of the first prune is held, want 1: one prune per object at a time", got)
+	}
+	close(dependents.release)
 }

@@ -137,7 +137,7 @@ func concurrentCreates(ctx context.Context, t *testing.T, top *Topology, ws env.
 				}
 				u := &unstructured.Unstructured{Object: map[string]interface{}{
 					"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
-					"metadata": map[string]interface{}{"name": fmt.Sprintf("w%02d-%s-%04d", writers, strings.ReplaceAll(scenario, " ", "-"), i)},
+					"metadata": map[string]interface{}{"name": fmt.Sprintf("w%02d-%s-%04d", writers, slug(scenario), i)},
 					"spec":     spec,
 				}}
 				began := time.Now()
@@ -158,6 +158,11 @@ func concurrentCreates(ctx context.Context, t *testing.T, top *Topology, ws env.
 	wg.Wait()
 	cell.took = time.Since(start)
 	return cell
+}
+
+// slug is the scenario as part of an object's name.
+func slug(scenario string) string {
+	return strings.ToLower(strings.NewReplacer(" ", "-").Replace(strings.ReplaceAll(scenario, "1 000", "1000")))
 }
 
 // unthrottled is an admin client of ws with a connection of its own and no
