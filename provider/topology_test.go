@@ -104,6 +104,17 @@ resource "depctrl_root_rbac" "this" {
   controller_users = [%[4]q]
   parent_paths     = [depctrl_workspace.org.path]
 }
+
+# Where the runtime reaches the export on each shard: built from what
+# does not change as workspaces bind the export, so that it is known at
+# plan and stays put after apply.
+data "depctrl_shards" "all" {}
+
+output "virtual_workspace_urls" {
+  value = { for s in data.depctrl_shards.all.shards :
+    s.name => "${trimsuffix(s.virtual_workspace_url, "/")}/services/apiexport/${depctrl_workspace.dep_ctrl.cluster}/${depctrl_export.this.name}"
+  }
+}
 `, tp.prefix, env.ControllerUser, env.WebhookUser, env.ControllerUser, dependsOn)
 	for i, s := range tp.e.Shards {
 		fmt.Fprintf(&b, `
@@ -161,6 +172,33 @@ func TestAccTopology_basic(t *testing.T) {
 		}
 		return nil
 	}
+	// The output of virtual workspace URLs, one per shard, names every one
+	// the export's endpoint slice lists, now that workspaces on the shards
+	// bind it.
+	endpointsInOutput := func(s *terraform.State) error {
+		out, ok := s.RootModule().Outputs["virtual_workspace_urls"]
+		if !ok {
+			return fmt.Errorf("no output virtual_workspace_urls")
+		}
+		want := map[string]bool{}
+		for _, u := range out.Value.(map[string]interface{}) {
+			want[u.(string)] = true
+		}
+		slice, err := adminDynamic(t, e, tp.path("depctrl")).Resource(endpointSlicesGVR).Get(ctx, v1alpha1.DefaultAPIExportName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		endpoints, _, _ := unstructured.NestedSlice(slice.Object, "status", "endpoints")
+		if len(endpoints) == 0 {
+			return fmt.Errorf("the export's endpoint slice lists no virtual workspace")
+		}
+		for _, ep := range endpoints {
+			if u, _ := ep.(map[string]interface{})["url"].(string); !want[u] {
+				return fmt.Errorf("the endpoint slice lists %s, which the output %v does not", u, out.Value)
+			}
+		}
+		return nil
+	}
 	shardGrantsGone := func() error {
 		for _, s := range e.Shards {
 			if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, tp.prefix+":reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -187,7 +225,7 @@ func TestAccTopology_basic(t *testing.T) {
 			}
 			return shardGrantsGone()
 		},
-		Steps: slices.Concat([]resource.TestStep{
+		Steps: emptyPlanAfterEachApply(slices.Concat([]resource.TestStep{
 			{
 				// The kcp side of the installation.
 				Config: tp.base(),
@@ -201,7 +239,7 @@ func TestAccTopology_basic(t *testing.T) {
 					statecheck.ExpectKnownValue("depctrl_dependency_rule.db_needs_firewall", tfjsonpath.New("ready"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(rule, tfjsonpath.New("id"), knownvalue.StringExact(tp.path("compute")+"/vm-needs-vpc")),
 				},
-				Check: protected,
+				Check: resource.ComposeTestCheckFunc(protected, endpointsInOutput),
 			},
 			importVerified(rule, tp.path("compute")+"/vm-needs-vpc"),
 			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
@@ -274,8 +312,21 @@ func TestAccTopology_basic(t *testing.T) {
 					plancheck.ExpectResourceAction("depctrl_dependency_rule.refused", plancheck.ResourceActionDestroy),
 				}},
 			},
-		}),
+		})),
 	}))
+}
+
+// emptyPlanAfterEachApply adds to every step that applies a configuration
+// the check that a plan right after it, refreshed, is empty: what apply
+// leaves in state is what kcp then says, outputs included.
+func emptyPlanAfterEachApply(steps []resource.TestStep) []resource.TestStep {
+	for i, s := range steps {
+		if s.Config == "" || s.ImportState || s.PlanOnly || s.ExpectError != nil {
+			continue
+		}
+		steps[i].ConfigPlanChecks.PostApplyPostRefresh = append(s.ConfigPlanChecks.PostApplyPostRefresh, plancheck.ExpectEmptyPlan())
+	}
+	return steps
 }
 
 // managedDBRule is a rule in the compute workspace whose ManagedDBs
