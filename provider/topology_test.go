@@ -156,6 +156,12 @@ func TestAccTopology_basic(t *testing.T) {
 		consumers[i] = tp.path(fmt.Sprintf("consumer-%d", i))
 	}
 	rule := "depctrl_dependency_rule.vm_needs_vpc"
+	// VPCs that name a gateway VM: with vm_needs_vpc, a cycle.
+	cycleRule := ruleHCL{
+		Workspace: "depctrl_provider_binding.network.workspace_path", ExportPath: "depctrl_provider_binding.compute.workspace_path",
+		Group: "network.test.io", Kind: "VPC", Resource: "vpcs",
+		DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
+	}.HCL("cycle", "vpc-needs-vm")
 	compute := adminDynamic(t, e, tp.path("compute"))
 
 	// fixtures installs what the API providers and consumers do themselves:
@@ -272,16 +278,26 @@ func TestAccTopology_basic(t *testing.T) {
 				},
 			},
 			{
-				// A rule that closes a cycle fails with the controller's
-				// own message.
-				Config: tp.withRules(".spec.networks[*].vpc", ruleHCL{
-					Workspace: "depctrl_provider_binding.network.workspace_path", ExportPath: "depctrl_provider_binding.compute.workspace_path",
-					Group: "network.test.io", Kind: "VPC", Resource: "vpcs",
-					DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
-				}.HCL("cycle", "vpc-needs-vm")),
-				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*CycleDetected`),
+				// A rule that closes a cycle with one in kcp fails at plan,
+				// on the dependency that closes it, naming both rules.
+				Config:   tp.withRules(".spec.networks[*].vpc", cycleRule),
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)DependencyRule closes a dependency cycle.*` + wrapped(fmt.Sprintf(
+					"dependency[0]: with it, rule %s/vpc-needs-vm closes a dependency cycle with rule %s/vm-needs-vpc: "+
+						"vpcs.network.test.io -> virtualmachines.compute.test.io (rule %[1]s/vpc-needs-vm) -> vpcs.network.test.io (rule %[2]s/vm-needs-vpc)",
+					tp.path("network"), tp.path("compute"))) + `.*CycleDetected`),
 			},
 			{
+				// So does the apply of it, before it writes anything.
+				Config:      tp.withRules(".spec.networks[*].vpc", cycleRule),
+				ExpectError: regexp.MustCompile(`(?s)DependencyRule closes a dependency cycle.*` + wrapped("rule "+tp.path("network")+"/vpc-needs-vm closes a dependency cycle with rule "+tp.path("compute")+"/vm-needs-vpc")),
+			},
+			{
+				PreConfig: func() {
+					if _, err := adminDynamic(t, e, tp.path("network")).Resource(v1alpha1.GroupVersionResource).Get(ctx, "vpc-needs-vm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						t.Fatalf("the rule that closes a cycle was written (err=%v)", err)
+					}
+				},
 				// A dependency in a workspace that does not exist.
 				Config:      tp.withRules(".spec.networks[*].vpc", failingDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
