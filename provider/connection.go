@@ -37,6 +37,10 @@ type Connection struct {
 	// reads every schema it serves.
 	exports controller.ExportCache
 
+	// rulePlans is what this run plans of rules, and what those plans
+	// read of the rules in kcp, for the cycle check at plan.
+	rulePlans rulePlans
+
 	// shards are the provider block's shard_credentials, by Shard name.
 	shards map[string]shardCredentials
 }

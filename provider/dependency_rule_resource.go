@@ -100,8 +100,11 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"a workspace that has not bound the export or accepted its claims), naming the attribute when the condition does.\n\n" +
 			"A new or changed rule is also checked at plan against the exports it names, read with the provider's own credentials: a " +
 			"group, resource, version or kind the export does not serve, a field path the dependent's structural schema does not " +
-			"have, or one in what a subresource of the dependent type writes, fails the plan on that attribute. What the provider " +
-			"cannot read at plan is left to the controller.\n\n" +
+			"have, or one in what a subresource of the dependent type writes, fails the plan on that attribute. So does a rule that " +
+			"would close a dependency cycle, on the `dependency` that closes it, naming the rules on the cycle: it is checked against " +
+			"the other rules of the installation, those kcp holds (read through the dep-ctrl export's virtual workspaces, which the " +
+			"provider's credentials must reach as the runtime's do) and those the same plan creates, changes or deletes. What the " +
+			"provider cannot read at plan is left to the controller.\n\n" +
 			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.\n\n" +
 			"Destroy deletes the rule and then waits, within the delete timeout, until the controller has removed what it " +
 			"installed for it: the rule's entry in the reference index configuration of its workspace, and the deletion webhook " +

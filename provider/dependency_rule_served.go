@@ -35,28 +35,48 @@ func servedSummary(reason string) string {
 	return notServedSummary
 }
 
-// ModifyPlan checks a new or changed rule against the exports it names, as
-// they are now, with the provider's own credentials: the same check the
-// controller makes for TypesServed, so that a rule that would protect
-// nothing fails the plan with the attribute named. Whatever the provider
-// cannot read (values not known yet, an export that does not exist yet or
+// ModifyPlan records what this plan does with the rule, for the cycle
+// checks of the others, and checks a new or changed rule, with the
+// provider's own credentials, as the controller would: against the exports
+// it names, as they are now (TypesServed), so that a rule that would
+// protect nothing fails the plan with the attribute named; and against
+// every other rule of the installation, in kcp and in this plan (Acyclic),
+// so that a rule that would close a dependency cycle fails the plan on the
+// dependency that closes it (checkCycles). Whatever the provider cannot
+// read (values not known yet, an export or rules that do not exist yet or
 // that it may not read) is left to the controller, and apply reports it.
 func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.conn == nil {
+	if r.conn == nil {
+		return
+	}
+	var before *plannedRule
+	var state ruleModel
+	if !req.State.Raw.IsNull() {
+		state, _ = getModel[ruleModel](ctx, req.State, &resp.Diagnostics)
+		b := plannedRuleOf(&state)
+		before = &b
+	}
+	if req.Plan.Raw.IsNull() {
+		r.conn.rulePlans.plan(before, nil)
 		return
 	}
 	plan, ok := getModel[ruleModel](ctx, req.Plan, &resp.Diagnostics)
-	if !ok || plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() || plan.Name.IsUnknown() {
+	if !ok || plan.Name.IsUnknown() {
+		return
+	}
+	after := plannedRuleOf(&plan)
+	r.conn.rulePlans.plan(before, &after)
+	if plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() {
 		return
 	}
 	spec, unknown := plan.spec()
 	if len(unknown) > 0 || len(plan.object().Validate()) > 0 {
 		return
 	}
-	if !req.State.Raw.IsNull() {
-		state, _ := getModel[ruleModel](ctx, req.State, &resp.Diagnostics)
-		if before, _ := state.spec(); reflect.DeepEqual(before, spec) {
-			// Unchanged: its TypesServed condition says how it stands.
+	if before != nil {
+		if was, _ := state.spec(); reflect.DeepEqual(was, spec) {
+			// Unchanged: its TypesServed and Acyclic conditions say how
+			// it stands.
 			return
 		}
 	}
@@ -76,6 +96,7 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 			"%s: %s (%s). Checked at plan against the export as it is now; if this apply also changes the export, apply that change first.",
 			ap, p.Detail, p.Reason))
 	}
+	r.checkCycles(ctx, after, &resp.Diagnostics)
 }
 
 // exportsAtPlan reads exports with the provider's credentials, each once

@@ -40,13 +40,12 @@ type exportResource struct{ resourceType }
 
 type exportResourceModel struct {
 	workspaceObjectModel
-	RuntimeUsers         types.Set    `tfsdk:"runtime_users"`
-	RuntimeGroups        types.Set    `tfsdk:"runtime_groups"`
-	SchemaName           types.String `tfsdk:"schema_name"`
-	PermissionClaims     types.List   `tfsdk:"permission_claims"`
-	AccessRules          types.List   `tfsdk:"access_rules"`
-	IdentityHash         types.String `tfsdk:"identity_hash"`
-	VirtualWorkspaceURLs types.List   `tfsdk:"virtual_workspace_urls"`
+	RuntimeUsers     types.Set    `tfsdk:"runtime_users"`
+	RuntimeGroups    types.Set    `tfsdk:"runtime_groups"`
+	SchemaName       types.String `tfsdk:"schema_name"`
+	PermissionClaims types.List   `tfsdk:"permission_claims"`
+	AccessRules      types.List   `tfsdk:"access_rules"`
+	IdentityHash     types.String `tfsdk:"identity_hash"`
 	timed
 }
 
@@ -61,7 +60,12 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"hold the leader-election lease, record events).\n\n" +
 			"When a newer provider version bundles a changed schema, apply points the export at the new schema and only then " +
 			"deletes the old one, so rules stay readable throughout. A schema, claim or RBAC rule changed outside Terraform shows " +
-			"in the next plan and apply restores it.",
+			"in the next plan and apply restores it.\n\n" +
+			"The export's virtual workspace URLs are not an attribute: kcp lists a shard's URL in the export's endpoint slice only " +
+			"once a workspace on that shard binds the export, so a list kept in state would change after the apply that adds such " +
+			"a binding. Each shard's URL is known before: `<virtual_workspace_url>/services/apiexport/<cluster>/<name>`, with " +
+			"`virtual_workspace_url` from the `depctrl_shards` data source and `cluster` of the dep-ctrl workspace, as the example " +
+			"below outputs.",
 		Attributes: map[string]schema.Attribute{
 			"id":             importIDAttribute(workspaceObjectIDDoc),
 			"workspace_path": workspacePathAttribute("The path of the dep-ctrl workspace that hosts the export, such as `root:depctrl`."),
@@ -76,10 +80,9 @@ func (r *exportResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Computed:            true,
 				MarkdownDescription: "The name of the APIResourceSchema the export serves. It changes when a provider upgrade bundles a new schema.",
 			},
-			"permission_claims":      computedList("The export's permission claims, as `group/resource: verbs`."),
-			"access_rules":           computedList("The rules of the `" + rbac.ExportAccessName + "` ClusterRole given to the runtime identities, one per line."),
-			"identity_hash":          computedKept("The export's identity hash, which kcp assigns."),
-			"virtual_workspace_urls": computedList("The virtual workspace URLs of the export, one per shard that hosts a binding; empty until a workspace binds the export."),
+			"permission_claims": computedList("The export's permission claims, as `group/resource: verbs`."),
+			"access_rules":      computedList("The rules of the `" + rbac.ExportAccessName + "` ClusterRole given to the runtime identities, one per line."),
+			"identity_hash":     computedKept("The export's identity hash, which kcp assigns."),
 		},
 		Blocks: timeoutsOnly(ctx, "the {op} of the export", sameTimeouts(defaultExportTimeout)),
 	}
@@ -249,18 +252,6 @@ func (r *exportResource) read(ctx context.Context, client dynamic.Interface, m *
 		m.RuntimeUsers = keepNullIfEmpty(m.RuntimeUsers, stringSet(nil))
 		m.RuntimeGroups = keepNullIfEmpty(m.RuntimeGroups, stringSet(nil))
 	}
-
-	var slice apisv1alpha1.APIExportEndpointSlice
-	var urls []string
-	if found, err := getObject(ctx, client, endpointSlicesGVR, name, &slice); err != nil {
-		return false, err
-	} else if found {
-		for _, e := range slice.Status.APIExportEndpoints {
-			urls = append(urls, e.URL)
-		}
-		sort.Strings(urls)
-	}
-	m.VirtualWorkspaceURLs = stringList(urls)
 	return true, nil
 }
 

@@ -32,6 +32,7 @@ var (
 	apiExportsGVR          = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}
 	apiBindingsGVR         = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apibindings"}
 	endpointSlicesGVR      = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}
+	logicalClustersGVR     = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
 	// The kinds of webhook configuration the controller installs where its
 	// export is bound, which the provider removes if it left them behind.
 	webhookConfigurationGVRs = []schema.GroupVersionResource{

@@ -60,7 +60,17 @@ func (r *rootRBACResource) Schema(ctx context.Context, _ resource.SchemaRequest,
 			"export's virtual workspace, so it needs nothing else there. The dep-ctrl workspace's own place does not matter: a nested one, " +
 			"such as `root:platform:deps`, needs nothing in `root:platform` (the webhook of `TestProcessesGuide` runs from `root:<org>:depctrl` " +
 			"with grants in it and on the shards alone); list `root:platform` only when a rule's export path runs through it.\n\n" +
-			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan.",
+			"The grant in `root` adds nothing that kcp does not already give every authenticated user there: kcp's `root` " +
+			"workspace binds the ClusterRoles `system:kcp:tenancy:reader` (`get`, `list` and `watch` of workspaces, workspace types " +
+			"and logical clusters) and `system:kcp:workspace:access` (`access` to the workspace) to the group `system:authenticated`, " +
+			"by the ClusterRoleBindings `system:kcp:authenticated:tenancy:reader` and `system:kcp:tenancy:authenticated:access` " +
+			"(kcp v0.32; the root shard creates them again whenever it starts). It is needed where an operator removed or narrowed " +
+			"those bindings, and it keeps the controller working if that happens later. The grants in `parent_paths` are needed in " +
+			"any case: in other workspaces a default kcp grants no such thing.\n\n" +
+			"There is one of these per installation. A grant removed or changed outside Terraform shows in the next plan: with its " +
+			"ClusterRole or ClusterRoleBinding in `root` deleted, the resource is gone and the plan creates it again; a parent " +
+			"workspace whose grant is missing or differs drops out of `parent_paths` until apply restores it; rules or subjects " +
+			"changed in `root` show in `rules`, `controller_users` and `controller_groups`.",
 		Attributes: map[string]schema.Attribute{
 			"id": importIDAttribute("`root` followed by the `parent_paths`, joined by `,`, and `/<name>` when `name` is not the default: the import ID."),
 			"name": nameAttribute(rbac.WorkspaceReaderName, "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp.",
@@ -246,15 +256,24 @@ func (r *rootRBACResource) remove(ctx context.Context, name string, paths []stri
 	}
 }
 
-// Read checks the grant in every workspace. Where it is missing or its
-// rules differ, that workspace drops out of parent_paths in state (or the
-// rules differ, for root), so the plan shows what apply will restore.
+// Read checks the grant in every workspace. The grant in root is the
+// resource itself: when its ClusterRole or ClusterRoleBinding is gone, the
+// resource is gone, and the plan creates it again with the configuration's
+// values. Where a parent workspace's grant is missing, or its rules or
+// subjects differ from what was applied, that workspace drops out of
+// parent_paths in state; root's rules and subjects are read back into
+// rules and the controller subjects. So the plan shows what apply will
+// restore, and nothing else.
 func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	state, ok := getModel[rootRBACModel](ctx, req.State, &resp.Diagnostics)
 	if !ok {
 		return
 	}
 	want := ruleStrings(rbac.WorkspaceReader(nil).Role.Rules)
+	// The subjects as applied, before root's binding is read over them: a
+	// parent workspace's grant is intact when it names these. An import
+	// knows none, and takes root's.
+	wantSubjects := state.grant(ctx).Binding.Subjects
 	var intact []string
 	for _, p := range state.paths(ctx) {
 		client, ok := r.conn.dynamicIn(p, &resp.Diagnostics)
@@ -276,20 +295,22 @@ func (r *rootRBACResource) Read(ctx context.Context, req resource.ReadRequest, r
 			return
 		}
 		if p == "root" {
-			if roleFound {
-				state.Rules = stringList(ruleStrings(role.Rules))
-			} else {
-				state.Rules = stringList(nil)
+			if !roleFound || !bindingFound {
+				tflog.Info(ctx, "the grant in root is gone; planning to create it again", map[string]interface{}{
+					"name": state.Name.ValueString(), "cluster_role": roleFound, "cluster_role_binding": bindingFound})
+				removeFromState(ctx, resp, state.identity(ctx))
+				return
 			}
-			users, groups := stringSet(nil), stringSet(nil)
-			if bindingFound {
-				users, groups = splitSubjects(binding.Subjects)
+			state.Rules = stringList(ruleStrings(role.Rules))
+			if len(wantSubjects) == 0 {
+				wantSubjects = binding.Subjects
 			}
+			users, groups := splitSubjects(binding.Subjects)
 			state.ControllerUsers = keepNullIfEmpty(state.ControllerUsers, users)
 			state.ControllerGroups = keepNullIfEmpty(state.ControllerGroups, groups)
 			continue
 		}
-		if roleFound && bindingFound && slices.Equal(ruleStrings(role.Rules), want) && sameSubjects(binding.Subjects, state.grant(ctx).Binding.Subjects) {
+		if roleFound && bindingFound && slices.Equal(ruleStrings(role.Rules), want) && sameSubjects(binding.Subjects, wantSubjects) {
 			intact = append(intact, p)
 		}
 	}

@@ -90,6 +90,12 @@ func TestAccRootRBACResource_basic(t *testing.T) {
 	if err := canResolve(org.Path); !apierrors.IsForbidden(err) {
 		t.Fatalf("before the grant the controller identity must not read workspaces in %s, got %v", org.Path, err)
 	}
+	// In root it may already: kcp binds system:kcp:tenancy:reader and
+	// workspace access there to every authenticated user, which is all the
+	// grant in root gives (the resource's documentation says so).
+	if err := canResolve("root"); err != nil {
+		t.Fatalf("before the grant the controller identity should read workspaces in root, as every authenticated user may: %v", err)
+	}
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -150,6 +156,33 @@ func TestAccRootRBACResource_basic(t *testing.T) {
 				Check: func(*terraform.State) error {
 					if err := exists(org.Path)(); err != nil {
 						return err
+					}
+					return canResolve(org.Path)
+				},
+			},
+			{
+				// Drift: the binding in root is deleted by hand. The grant
+				// in root is gone, so the plan creates it again, with the
+				// configuration's values: parent_paths, whose grant is
+				// intact, and controller_users show no change.
+				PreConfig: func() {
+					check.Must(t, root.Resource(clusterRoleBindingsGVR).Delete(ctx, name, metav1.DeleteOptions{}))
+				},
+				Config: rootRBACConfig(e, name, user, org.Path),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
+						plancheck.ExpectKnownValue(addr, tfjsonpath.New("parent_paths"), knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(org.Path)})),
+						plancheck.ExpectKnownValue(addr, tfjsonpath.New("controller_users"), knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(user)})),
+						plancheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact("root,"+org.Path+"/"+name)),
+					},
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+				Check: func(*terraform.State) error {
+					for _, p := range []string{"root", org.Path} {
+						if err := exists(p)(); err != nil {
+							return err
+						}
 					}
 					return canResolve(org.Path)
 				},

@@ -22,10 +22,11 @@ func NewShardsDataSource() datasource.DataSource {
 type shardsDataSource struct{ dataSourceType }
 
 var shardObjectType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"name":         types.StringType,
-	"base_url":     types.StringType,
-	"external_url": types.StringType,
-	"labels":       types.MapType{ElemType: types.StringType},
+	"name":                  types.StringType,
+	"base_url":              types.StringType,
+	"external_url":          types.StringType,
+	"virtual_workspace_url": types.StringType,
+	"labels":                types.MapType{ElemType: types.StringType},
 }}
 
 type shardsDataSourceModel struct {
@@ -47,7 +48,10 @@ func (d *shardsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 						"name":         schema.StringAttribute{Computed: true, MarkdownDescription: "The Shard object's name."},
 						"base_url":     schema.StringAttribute{Computed: true, MarkdownDescription: "The URL at which the shard itself serves, for `depctrl_shard.url`."},
 						"external_url": schema.StringAttribute{Computed: true, MarkdownDescription: "The URL clients use to reach workspaces on the shard, usually the front-proxy."},
-						"labels":       schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "The Shard object's labels, which workspace shard selectors match."},
+						"virtual_workspace_url": schema.StringAttribute{Computed: true, MarkdownDescription: "The URL of the shard's virtual workspaces (`spec.virtualWorkspaceURL`, by default the shard's own address). " +
+							"The dep-ctrl export's virtual workspace on the shard is at `<virtual_workspace_url>/services/apiexport/<dep-ctrl workspace cluster>/<export name>`: " +
+							"the URL the export's endpoint slice lists for the shard once a workspace there binds the export, and that the runtime then connects to."},
+						"labels": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "The Shard object's labels, which workspace shard selectors match."},
 					},
 				},
 			},
@@ -74,10 +78,11 @@ func (d *shardsDataSource) Read(ctx context.Context, _ datasource.ReadRequest, r
 	var shards []attr.Value
 	for _, s := range items {
 		obj, diags := types.ObjectValue(shardObjectType.AttrTypes, map[string]attr.Value{
-			"name":         types.StringValue(s.Name),
-			"base_url":     types.StringValue(s.Spec.BaseURL),
-			"external_url": types.StringValue(s.Spec.ExternalURL),
-			"labels":       stringMap(s.Labels),
+			"name":                  types.StringValue(s.Name),
+			"base_url":              types.StringValue(s.Spec.BaseURL),
+			"external_url":          types.StringValue(s.Spec.ExternalURL),
+			"virtual_workspace_url": types.StringValue(s.Spec.VirtualWorkspaceURL),
+			"labels":                stringMap(s.Labels),
 		})
 		resp.Diagnostics.Append(diags...)
 		shards = append(shards, obj)

@@ -19,6 +19,8 @@ func TestAccShardsDataSource_basic(t *testing.T) {
 		shards = append(shards, knownvalue.ObjectPartial(map[string]knownvalue.Check{
 			"name":     knownvalue.StringExact(s.Name),
 			"base_url": knownvalue.StringRegexp(regexp.MustCompile(`^https://`)),
+			// sharded-test-server serves virtual workspaces from the shards.
+			"virtual_workspace_url": knownvalue.StringRegexp(regexp.MustCompile(`^https://`)),
 		}))
 	}
 	resource.Test(t, resource.TestCase{

@@ -104,6 +104,17 @@ resource "depctrl_root_rbac" "this" {
   controller_users = [%[4]q]
   parent_paths     = [depctrl_workspace.org.path]
 }
+
+# Where the runtime reaches the export on each shard: built from what
+# does not change as workspaces bind the export, so that it is known at
+# plan and stays put after apply.
+data "depctrl_shards" "all" {}
+
+output "virtual_workspace_urls" {
+  value = { for s in data.depctrl_shards.all.shards :
+    s.name => "${trimsuffix(s.virtual_workspace_url, "/")}/services/apiexport/${depctrl_workspace.dep_ctrl.cluster}/${depctrl_export.this.name}"
+  }
+}
 `, tp.prefix, env.ControllerUser, env.WebhookUser, env.ControllerUser, dependsOn)
 	for i, s := range tp.e.Shards {
 		fmt.Fprintf(&b, `
@@ -145,6 +156,12 @@ func TestAccTopology_basic(t *testing.T) {
 		consumers[i] = tp.path(fmt.Sprintf("consumer-%d", i))
 	}
 	rule := "depctrl_dependency_rule.vm_needs_vpc"
+	// VPCs that name a gateway VM: with vm_needs_vpc, a cycle.
+	cycleRule := ruleHCL{
+		Workspace: "depctrl_provider_binding.network.workspace_path", ExportPath: "depctrl_provider_binding.compute.workspace_path",
+		Group: "network.test.io", Kind: "VPC", Resource: "vpcs",
+		DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
+	}.HCL("cycle", "vpc-needs-vm")
 	compute := adminDynamic(t, e, tp.path("compute"))
 
 	// fixtures installs what the API providers and consumers do themselves:
@@ -157,6 +174,33 @@ func TestAccTopology_basic(t *testing.T) {
 		for _, c := range consumers {
 			if err := tp.expectProtected(ctx, t, c, "vm-1"); err != nil {
 				return err
+			}
+		}
+		return nil
+	}
+	// The output of virtual workspace URLs, one per shard, names every one
+	// the export's endpoint slice lists, now that workspaces on the shards
+	// bind it.
+	endpointsInOutput := func(s *terraform.State) error {
+		out, ok := s.RootModule().Outputs["virtual_workspace_urls"]
+		if !ok {
+			return fmt.Errorf("no output virtual_workspace_urls")
+		}
+		want := map[string]bool{}
+		for _, u := range out.Value.(map[string]interface{}) {
+			want[u.(string)] = true
+		}
+		slice, err := adminDynamic(t, e, tp.path("depctrl")).Resource(endpointSlicesGVR).Get(ctx, v1alpha1.DefaultAPIExportName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		endpoints, _, _ := unstructured.NestedSlice(slice.Object, "status", "endpoints")
+		if len(endpoints) == 0 {
+			return fmt.Errorf("the export's endpoint slice lists no virtual workspace")
+		}
+		for _, ep := range endpoints {
+			if u, _ := ep.(map[string]interface{})["url"].(string); !want[u] {
+				return fmt.Errorf("the endpoint slice lists %s, which the output %v does not", u, out.Value)
 			}
 		}
 		return nil
@@ -187,7 +231,7 @@ func TestAccTopology_basic(t *testing.T) {
 			}
 			return shardGrantsGone()
 		},
-		Steps: slices.Concat([]resource.TestStep{
+		Steps: emptyPlanAfterEachApply(slices.Concat([]resource.TestStep{
 			{
 				// The kcp side of the installation.
 				Config: tp.base(),
@@ -201,7 +245,7 @@ func TestAccTopology_basic(t *testing.T) {
 					statecheck.ExpectKnownValue("depctrl_dependency_rule.db_needs_firewall", tfjsonpath.New("ready"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(rule, tfjsonpath.New("id"), knownvalue.StringExact(tp.path("compute")+"/vm-needs-vpc")),
 				},
-				Check: protected,
+				Check: resource.ComposeTestCheckFunc(protected, endpointsInOutput),
 			},
 			importVerified(rule, tp.path("compute")+"/vm-needs-vpc"),
 			withConfig(importPlansNothing(rule, tp.path("compute")+"/vm-needs-vpc"), tp.withRules(".spec.vpcRef.name", "")),
@@ -234,16 +278,26 @@ func TestAccTopology_basic(t *testing.T) {
 				},
 			},
 			{
-				// A rule that closes a cycle fails with the controller's
-				// own message.
-				Config: tp.withRules(".spec.networks[*].vpc", ruleHCL{
-					Workspace: "depctrl_provider_binding.network.workspace_path", ExportPath: "depctrl_provider_binding.compute.workspace_path",
-					Group: "network.test.io", Kind: "VPC", Resource: "vpcs",
-					DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
-				}.HCL("cycle", "vpc-needs-vm")),
-				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*CycleDetected`),
+				// A rule that closes a cycle with one in kcp fails at plan,
+				// on the dependency that closes it, naming both rules.
+				Config:   tp.withRules(".spec.networks[*].vpc", cycleRule),
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)DependencyRule closes a dependency cycle.*` + wrapped(fmt.Sprintf(
+					"dependency[0]: with it, rule %s/vpc-needs-vm closes a dependency cycle with rule %s/vm-needs-vpc: "+
+						"vpcs.network.test.io -> virtualmachines.compute.test.io (rule %[1]s/vpc-needs-vm) -> vpcs.network.test.io (rule %[2]s/vm-needs-vpc)",
+					tp.path("network"), tp.path("compute"))) + `.*CycleDetected`),
 			},
 			{
+				// So does the apply of it, before it writes anything.
+				Config:      tp.withRules(".spec.networks[*].vpc", cycleRule),
+				ExpectError: regexp.MustCompile(`(?s)DependencyRule closes a dependency cycle.*` + wrapped("rule "+tp.path("network")+"/vpc-needs-vm closes a dependency cycle with rule "+tp.path("compute")+"/vm-needs-vpc")),
+			},
+			{
+				PreConfig: func() {
+					if _, err := adminDynamic(t, e, tp.path("network")).Resource(v1alpha1.GroupVersionResource).Get(ctx, "vpc-needs-vm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						t.Fatalf("the rule that closes a cycle was written (err=%v)", err)
+					}
+				},
 				// A dependency in a workspace that does not exist.
 				Config:      tp.withRules(".spec.networks[*].vpc", failingDBRule("dangling", "${depctrl_workspace.org.path}:nowhere", "regions", ".spec.region")),
 				ExpectError: regexp.MustCompile(`DependencyRule not enforced[\s\S]*WorkspaceNotFound`),
@@ -274,8 +328,21 @@ func TestAccTopology_basic(t *testing.T) {
 					plancheck.ExpectResourceAction("depctrl_dependency_rule.refused", plancheck.ResourceActionDestroy),
 				}},
 			},
-		}),
+		})),
 	}))
+}
+
+// emptyPlanAfterEachApply adds to every step that applies a configuration
+// the check that a plan right after it, refreshed, is empty: what apply
+// leaves in state is what kcp then says, outputs included.
+func emptyPlanAfterEachApply(steps []resource.TestStep) []resource.TestStep {
+	for i, s := range steps {
+		if s.Config == "" || s.ImportState || s.PlanOnly || s.ExpectError != nil {
+			continue
+		}
+		steps[i].ConfigPlanChecks.PostApplyPostRefresh = append(s.ConfigPlanChecks.PostApplyPostRefresh, plancheck.ExpectEmptyPlan())
+	}
+	return steps
 }
 
 // managedDBRule is a rule in the compute workspace whose ManagedDBs

@@ -13,3 +13,15 @@ resource "depctrl_export" "this" {
 output "export_identity" {
   value = depctrl_export.this.identity_hash
 }
+
+# Where the runtime reaches the export on each shard: the URL the export's
+# endpoint slice lists for a shard once a workspace there binds the export.
+# Built from the shards, it is known at plan and does not change as
+# workspaces bind the export.
+data "depctrl_shards" "all" {}
+
+output "export_virtual_workspace_urls" {
+  value = { for s in data.depctrl_shards.all.shards :
+    s.name => "${trimsuffix(s.virtual_workspace_url, "/")}/services/apiexport/${depctrl_workspace.dep_ctrl.cluster}/${depctrl_export.this.name}"
+  }
+}

@@ -1,11 +1,11 @@
-package controller
+package cycles
 
 import (
 	"reflect"
 	"testing"
 )
 
-func TestFindCycles(t *testing.T) {
+func TestFind(t *testing.T) {
 	tests := []struct {
 		name  string
 		edges []Edge
@@ -54,9 +54,27 @@ func TestFindCycles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := FindCycles(tt.edges); !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("FindCycles = %v, want %v", got, tt.want)
+			if got := Find(tt.edges); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Find = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestOf(t *testing.T) {
+	edges := []Edge{
+		{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c3/vm-needs-vpc-too", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"},
+		{"c4/db-needs-vpc", "dbs", "vpcs"},
+	}
+	got, ok := Of(edges, "c2/vpc-needs-vm")
+	want := Cycle{
+		Path:  "vpcs -> vms (rule c2/vpc-needs-vm) -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too)",
+		Rules: []string{"c1/vm-needs-vpc", "c2/vpc-needs-vm", "c3/vm-needs-vpc-too"},
+	}
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Of(c2/vpc-needs-vm) = %+v, %v; want %+v, true", got, ok, want)
+	}
+	if got, ok := Of(edges, "c4/db-needs-vpc"); ok {
+		t.Fatalf("Of(c4/db-needs-vpc) = %+v, true; a rule leading into a cycle is not on it", got)
 	}
 }

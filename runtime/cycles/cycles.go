@@ -1,6 +1,12 @@
-package controller
+// Package cycles finds dependency cycles between rules: types whose objects
+// can protect each other forever. The controller reports them on the rules
+// (the Acyclic condition), and the Terraform provider refuses, at plan, a
+// rule that would close one. It is pure: it knows types and rule names, not
+// where either comes from.
+package cycles
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -12,14 +18,36 @@ type Edge struct {
 	From, To string
 }
 
-// FindCycles returns, for every rule whose edge lies on a cycle between
+// Find returns, for every rule whose edge lies on a cycle between
 // different types, that cycle in a readable, stable order, each step with
 // the rules that make it ("compute.io/vms -> network.io/vpcs (rule
 // c1/vm-needs-vpc) -> compute.io/vms (rule c2/vpc-needs-vm)"). Objects on such a
 // cycle can protect each other forever; deleting one needs skip-protection.
 // A type referencing its own kind (a VPC naming a parent VPC) is not a
 // cycle: its instances can still be deleted leaf first.
-func FindCycles(edges []Edge) map[string]string {
+func Find(edges []Edge) map[string]string {
+	out := map[string]string{}
+	for rule, c := range find(edges) {
+		out[rule] = c.Path
+	}
+	return out
+}
+
+// Cycle is one rule's cycle: the walk Find describes, and every rule that
+// makes a step of it, sorted.
+type Cycle struct {
+	Path  string
+	Rules []string
+}
+
+// Of returns the cycle of rule, as Find describes it, and whether rule is
+// on one.
+func Of(edges []Edge, rule string) (Cycle, bool) {
+	c, ok := find(edges)[rule]
+	return c, ok
+}
+
+func find(edges []Edge) map[string]Cycle {
 	adj := map[string][]string{}
 	nodes := map[string]bool{}
 	rules := map[[2]string][]string{}
@@ -38,7 +66,7 @@ func FindCycles(edges []Edge) map[string]string {
 	for n, c := range comp {
 		members[c] = append(members[c], n)
 	}
-	out := map[string]string{}
+	out := map[string]Cycle{}
 	for _, e := range edges {
 		if e.From == e.To || comp[e.From] != comp[e.To] {
 			continue
@@ -50,7 +78,7 @@ func FindCycles(edges []Edge) map[string]string {
 
 // describeCycle walks from start through its component back to start and
 // names each step with the rules that make it.
-func describeCycle(start string, component []string, adj map[string][]string, rules map[[2]string][]string) string {
+func describeCycle(start string, component []string, adj map[string][]string, rules map[[2]string][]string) Cycle {
 	in := map[string]bool{}
 	for _, n := range component {
 		in[n] = true
@@ -82,7 +110,7 @@ func describeCycle(start string, component []string, adj map[string][]string, ru
 			}
 		}
 	}
-	return start
+	return Cycle{Path: start}
 }
 
 // stronglyConnected labels every node with its component (Tarjan).
@@ -131,18 +159,22 @@ func stronglyConnected(nodes map[string]bool, adj map[string][]string) map[strin
 	return comp
 }
 
-// describePath writes a walk over types, each step followed by its rules.
-func describePath(path []string, rules map[[2]string][]string) string {
+// describePath writes a walk over types, each step followed by its rules,
+// and collects those rules.
+func describePath(path []string, rules map[[2]string][]string) Cycle {
 	var b strings.Builder
+	var all []string
 	b.WriteString(path[0])
 	for i := 1; i < len(path); i++ {
 		by := append([]string(nil), rules[[2]string{path[i-1], path[i]}]...)
 		sort.Strings(by)
+		all = append(all, by...)
 		word := "rule"
 		if len(by) > 1 {
 			word = "rules"
 		}
 		b.WriteString(" -> " + path[i] + " (" + word + " " + strings.Join(by, ", ") + ")")
 	}
-	return b.String()
+	sort.Strings(all)
+	return Cycle{Path: b.String(), Rules: slices.Compact(all)}
 }
