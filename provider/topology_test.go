@@ -3,8 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -163,15 +167,22 @@ func TestAccTopology_basic(t *testing.T) {
 		DependencyGroup: "compute.test.io", DependencyResource: "virtualmachines", Field: ".spec.gatewayVM",
 	}.HCL("cycle", "vpc-needs-vm")
 	compute := adminDynamic(t, e, tp.path("compute"))
+	// A tenant's workspace that Terraform did not create, as consumers
+	// usually are: what the runtime wrote there outlives the destroy.
+	tenant := tp.path("tenant")
+	tenants := append(slices.Clone(consumers), tenant)
 
 	// fixtures installs what the API providers and consumers do themselves:
 	// the network and compute APIs, and consumers binding them.
 	fixturesAndRuntime := func() {
-		tp.applyFixtures(ctx, t, consumers)
+		_, err := e.CreateWorkspace(ctx, "root", tp.prefix+"-tenant", env.OnShard(e.Shards[len(e.Shards)-1].Name))
+		check.Must(t, err)
+		t.Cleanup(func() { _ = e.DeleteWorkspace(context.Background(), tenant) })
+		tp.applyFixtures(ctx, t, tenants)
 		runtimetest.Start(ctx, t, e, tp.path("depctrl"))
 	}
 	protected := func(*terraform.State) error {
-		for _, c := range consumers {
+		for _, c := range tenants {
 			if err := tp.expectProtected(ctx, t, c, "vm-1"); err != nil {
 				return err
 			}
@@ -229,7 +240,32 @@ func TestAccTopology_basic(t *testing.T) {
 			if _, err := adminDynamic(t, e, "root").Resource(clusterRolesGVR).Get(ctx, tp.prefix+":workspace-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("root grant left behind (err=%v)", err)
 			}
-			return shardGrantsGone()
+			if err := shardGrantsGone(); err != nil {
+				return err
+			}
+			// In the tenant's workspace, what the runtime wrote stays, and
+			// is what the topology guide says stays.
+			left, err := tracesIn(ctx, adminDynamic(t, e, tenant))
+			if err != nil {
+				return err
+			}
+			t.Logf("left behind in %s, Terraform not having created it:\n  %s", tenant, strings.Join(left, "\n  "))
+			if len(left) == 0 {
+				return fmt.Errorf("nothing of the runtime's in %s, where a VM references a VPC: the listing does not see it", tenant)
+			}
+			for _, l := range left {
+				if !documentedTrace(l) {
+					return fmt.Errorf("%s is left behind in %s, but the topology guide does not say that it stays", l, tenant)
+				}
+			}
+			// The guide's command removes them.
+			if err := runGuideCommand(ctx, t, e, "<consumer workspace>", tenant); err != nil {
+				return err
+			}
+			if left, err := tracesIn(ctx, adminDynamic(t, e, tenant)); err != nil || len(left) > 0 {
+				return fmt.Errorf("after the topology guide's command, still left in %s: %v (err=%v)", tenant, left, err)
+			}
+			return nil
 		},
 		Steps: emptyPlanAfterEachApply(slices.Concat([]resource.TestStep{
 			{
@@ -343,6 +379,98 @@ func emptyPlanAfterEachApply(steps []resource.TestStep) []resource.TestStep {
 		steps[i].ConfigPlanChecks.PostApplyPostRefresh = append(s.ConfigPlanChecks.PostApplyPostRefresh, plancheck.ExpectEmptyPlan())
 	}
 	return steps
+}
+
+// documentedTraces are the labels and annotations the runtime writes on
+// objects in consumer workspaces, as the topology guide lists them under
+// what a destroy leaves behind ("label <key>" or "annotation <key>"; a key
+// ending in / stands for every key it starts).
+var documentedTraces = []string{
+	"label ref.dependencies.opendefense.cloud/",
+	"label dependencies.opendefense.cloud/indexed",
+	"label dependencies.opendefense.cloud/intent",
+	"label dependencies.opendefense.cloud/settled",
+	"annotation intent.dependencies.opendefense.cloud/",
+	"annotation dependencies.opendefense.cloud/intent-targets",
+}
+
+func documentedTrace(trace string) bool {
+	_, key, _ := strings.Cut(trace, ": ")
+	for _, d := range documentedTraces {
+		if key == d || (strings.HasSuffix(d, "/") && strings.HasPrefix(key, d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// runGuideCommand runs the command of the topology guide's section on what
+// a destroy leaves behind that is written for the workspace placeholder,
+// against the workspace at path, as kcp-admin. Without kubectl and jq it
+// says so and runs nothing.
+func runGuideCommand(ctx context.Context, t *testing.T, e *env.Env, placeholder, path string) error {
+	t.Helper()
+	for _, tool := range []string{"kubectl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Logf("not running the topology guide's command to remove what stays: no %s on PATH", tool)
+			return nil
+		}
+	}
+	guide, err := os.ReadFile("../templates/guides/topology.md.tmpl")
+	if err != nil {
+		return err
+	}
+	var command string
+	for _, block := range strings.Split(string(guide), "```sh\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if strings.Contains(block, "/clusters/"+placeholder) {
+			command = block
+		}
+	}
+	if command == "" {
+		return fmt.Errorf("the topology guide has no command for %s", placeholder)
+	}
+	command = strings.NewReplacer("https://<front-proxy>", e.FrontProxyURL, placeholder, path).Replace(command)
+	cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", command)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.AdminKubeconfig)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s\n%s", command, out)
+	if err != nil {
+		return fmt.Errorf("the topology guide's command failed: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// projectKey matches the keys of labels and annotations of the project's
+// own domain, and its subdomains.
+var projectKey = regexp.MustCompile(`^([a-z0-9-]+\.)?` + regexp.QuoteMeta(v1alpha1.Group) + `/`)
+
+// tracesIn lists, for every VPC and VirtualMachine in a consumer workspace,
+// each label and annotation of the project's, as
+// "<kind>/<namespace>/<name>: label|annotation <key>".
+func tracesIn(ctx context.Context, d dynamic.Interface) ([]string, error) {
+	var out []string
+	for _, a := range []fixtures.APIType{fixtures.VPCs, fixtures.VirtualMachines} {
+		list, err := d.Resource(a.GVR()).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", a.Resource, err)
+		}
+		for _, o := range list.Items {
+			at := a.Kind + "/" + o.GetNamespace() + "/" + o.GetName() + ": "
+			for k := range o.GetLabels() {
+				if projectKey.MatchString(k) {
+					out = append(out, at+"label "+k)
+				}
+			}
+			for k := range o.GetAnnotations() {
+				if projectKey.MatchString(k) {
+					out = append(out, at+"annotation "+k)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // managedDBRule is a rule in the compute workspace whose ManagedDBs
