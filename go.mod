@@ -175,3 +175,5 @@ tool (
 	github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 )
+
+replace github.com/kcp-dev/multicluster-provider => ./third_party/multicluster-provider

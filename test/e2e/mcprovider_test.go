@@ -32,6 +32,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestAPIExportProviderBeforeBindings: a multicluster manager with the kcp
@@ -73,6 +74,7 @@ func TestAPIExportProviderBeforeBindings(t *testing.T) {
 		if t.Failed() {
 			t.Logf("the manager's log:\n%s", logs.String())
 		}
+		runtimetest.KeepLog(t, "manager.log", []byte(logs.String()))
 	}()
 
 	apply(ctx, t, top.admin(t, provider.Path), depCtrlBindingYAML(top.DepCtrl.Path))
