@@ -23,15 +23,18 @@ import (
 // second).
 //
 // Its view is never partial: List fails until the watch of every URL it is
-// given has delivered its initial list. A resource the export only claims,
-// on a shard where no workspace accepted the claim yet, is listed as none
-// (as ListShard does); once served, the informer's next list (within 30 s)
-// brings what is there. It may lag the servers by the time a
-// watch event takes to arrive; Changed and Each are called once an event is
-// in the view, so a run started from them sees the change. A watch that
-// cannot list yet retries on its own. Objects are kept per logical cluster
-// (kcp's informer): a wildcard list holds objects of one name from many
-// workspaces.
+// given has delivered its initial list, and while the watch of one has
+// ended and could not be started again (the shard cannot be reached): what
+// it held then is kept, but may lack any change made since, so it is
+// handed out again only once a list or a new watch has succeeded. A
+// resource the export only claims, on a shard where no workspace accepted
+// the claim yet, is listed as none (as ListShard does); once served, the
+// informer's next list (within 30 s) brings what is there. It may lag the
+// servers by the time a watch event takes to arrive; Changed and Each are
+// called once an event is in the view, so a run started from them sees the
+// change. A watch that cannot list yet retries on its own. Objects are kept
+// per logical cluster (kcp's informer): a wildcard list holds objects of
+// one name from many workspaces.
 type Watched struct {
 	VW  *VirtualWorkspaces
 	GVR schema.GroupVersionResource
@@ -52,6 +55,7 @@ type Watched struct {
 
 type shardWatch struct {
 	informer cache.SharedIndexInformer
+	live     *liveness
 	stop     context.CancelFunc
 }
 
@@ -65,8 +69,8 @@ func (w *Watched) Start(ctx context.Context) {
 }
 
 // initialListWait bounds how long List waits for a new watch's initial
-// list: a shard that does not answer fails the run (to be retried) instead
-// of holding it.
+// list, or for a watch that ended to be current again: a shard that does
+// not answer fails the run (to be retried) instead of holding it.
 const initialListWait = 10 * time.Second
 
 // List returns the objects of every workspace at urls, as ListAll would.
@@ -120,8 +124,11 @@ func (w *Watched) Follow(urls []string) error {
 
 // ListShard returns the objects of every workspace at url, one followed
 // URL. It waits up to initialListWait for the watch's initial list, and
-// fails while it has not arrived. Every change after what it returns
-// reaches Changed and Each.
+// fails while it has not arrived; and it fails while the view is stale:
+// once the watch has ended (the shard cannot be reached) and until a list
+// or a new watch succeeds, the view may lack any change made meanwhile, so
+// it is no more complete than one never listed. Every change after what it
+// returns reaches Changed and Each.
 func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
 	w.mu.Lock()
 	sw, ok := w.byURL[url]
@@ -130,10 +137,18 @@ func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
 		return nil, fmt.Errorf("watching %s at %s: not followed", w.GVR.GroupResource(), url)
 	}
 	wait, cancel := context.WithTimeout(ctx, initialListWait)
-	synced := cache.WaitForCacheSync(wait.Done(), sw.informer.HasSynced)
-	cancel()
-	if !synced {
+	defer cancel()
+	if !cache.WaitForCacheSync(wait.Done(), sw.informer.HasSynced) {
 		return nil, fmt.Errorf("watching %s at %s: the initial list has not arrived yet", w.GVR.GroupResource(), url)
+	}
+	caughtUp, loss, err := sw.live.wait(wait)
+	if err != nil {
+		return nil, fmt.Errorf("watching %s at %s: the view may be stale: %w", w.GVR.GroupResource(), url, err)
+	}
+	if !caughtUp {
+		if err := w.catchUp(wait, url, sw, loss); err != nil {
+			return nil, fmt.Errorf("watching %s at %s: the view may be stale: it could not be read for a while, and %w", w.GVR.GroupResource(), url, err)
+		}
 	}
 	var out []Object
 	for _, item := range sw.informer.GetStore().List() {
@@ -144,6 +159,30 @@ func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
 	return out, nil
 }
 
+// catchUpPoll is how often catchUp compares the view with a list.
+const catchUpPoll = 200 * time.Millisecond
+
+// catchUp waits until the view of url, live again after it was stale, is
+// equal to a list: until then, the changes made while it was stale may be
+// missing from it, still on their way. loss is the one it recovers from.
+func (w *Watched) catchUp(ctx context.Context, url string, sw *shardWatch, loss int) error {
+	for {
+		d, err := w.differences(ctx, url, sw)
+		if err != nil {
+			return err
+		}
+		if len(d) == 0 {
+			sw.live.caughtUpAfter(loss)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d objects in it still differ from a list", len(d))
+		case <-time.After(catchUpPoll):
+		}
+	}
+}
+
 // watch starts the watch of one virtual workspace URL.
 func (w *Watched) watch(url string) (*shardWatch, error) {
 	c, err := w.VW.Client(url, "*")
@@ -151,6 +190,7 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 		return nil, err
 	}
 	res := c.Resource(w.GVR)
+	live := newLiveness()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			l, err := res.List(ctx, opts)
@@ -158,18 +198,25 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 				// The shard has none: the view is empty, not missing. The
 				// watch that follows fails the same way, and the informer
 				// lists again (backing off up to 30 s) until it is served.
+				live.listed(false, nil)
 				return &unstructured.UnstructuredList{}, nil
 			}
+			live.listed(true, err)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return res.Watch(ctx, opts)
+			wi, err := res.Watch(ctx, opts)
+			live.watchStarted(notServedYet(w.GVR, err), err)
+			if err != nil {
+				return nil, err
+			}
+			return newEndingWatch(wi, live.ended), nil
 		},
 	}
 	// kcp's informer keys its store by logical cluster as well as name: a
 	// wildcard list holds objects of one name from many workspaces, which
 	// client-go's informer would keep one of.
-	inf := kcpinformers.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	inf := kcpinformers.NewSharedIndexInformer(classicListWatch{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if w.Changed != nil || w.Each != nil {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { w.changed(url, obj) },
@@ -192,7 +239,7 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 	}
 	ctx, stop := context.WithCancel(w.base)
 	go inf.RunWithContext(ctx)
-	return &shardWatch{informer: inf, stop: stop}, nil
+	return &shardWatch{informer: inf, live: live, stop: stop}, nil
 }
 
 // changed tells Changed and Each of one event.

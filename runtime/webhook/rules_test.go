@@ -69,15 +69,18 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("watch") == "true" {
-		// An empty watch that ends soon: a watching client lists again.
-		// A stuck one stays open, unless it is asked for the initial
-		// list as events, which the fake does not serve.
-		end := time.After(100 * time.Millisecond)
+		// An empty watch that ends after a while: a watching client lists
+		// again, which is how it learns what the fake changed (the fake
+		// sends no events). It lasts long enough not to count as a
+		// failed watch, so the view is current while it is open. A stuck
+		// one stays open, unless it is asked for the initial list as
+		// events, which the fake does not serve.
+		end := time.After(1500 * time.Millisecond)
 		if f.stuck && r.URL.Query().Get("sendInitialEvents") != "true" {
 			end = nil
-			w.WriteHeader(http.StatusOK)
-			w.(http.Flusher).Flush()
 		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
 		f.mu.Unlock()
 		select {
 		case <-r.Context().Done():

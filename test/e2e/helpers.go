@@ -299,16 +299,26 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a fixture
 	if u == nil {
 		return ""
 	}
+	stamp, err := stampIn(u, a)
+	check.Must(t, err)
+	return stamp
+}
+
+// stampIn is the stamp whose settled objects of type a the deletion webhook
+// configuration u leaves out, "" for none.
+func stampIn(u *unstructured.Unstructured, a fixtures.APIType) (string, error) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	check.Must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg))
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
+		return "", err
+	}
 	for _, w := range cfg.Webhooks {
 		for _, r := range w.Rules {
 			if slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Operations, admissionregistrationv1.Delete) {
-				return settle.StampOf(w.ObjectSelector)
+				return settle.StampOf(w.ObjectSelector), nil
 			}
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // waitIndexWebhookActive waits until kcp calls the reference index webhook

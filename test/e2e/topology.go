@@ -36,6 +36,7 @@ type Topology struct {
 
 type topologyOptions struct {
 	placement      []env.WorkspaceOption
+	compute        []env.WorkspaceOption
 	nestedDepCtrl  bool
 	beforeBindings func(*Topology)
 }
@@ -46,6 +47,12 @@ type topologyOption func(*topologyOptions)
 // (not the consumers) with opts, such as env.OnShard.
 func placedOn(opts ...env.WorkspaceOption) topologyOption {
 	return func(o *topologyOptions) { o.placement = append(o.placement, opts...) }
+}
+
+// computeOn schedules the compute workspace, which holds the rules and
+// the reference index configuration, with opts instead of placedOn's.
+func computeOn(opts ...env.WorkspaceOption) topologyOption {
+	return func(o *topologyOptions) { o.compute = append(o.compute, opts...) }
 }
 
 // nestedDepCtrl puts the dep-ctrl workspace below a parent of its own
@@ -91,7 +98,11 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 	check.Must(t, err)
 	top.Network, err = e.CreateWorkspace(ctx, top.Org.Path, "network", opts...)
 	check.Must(t, err)
-	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute", opts...)
+	computeOpts := opts
+	if o.compute != nil {
+		computeOpts = o.compute
+	}
+	top.Compute, err = e.CreateWorkspace(ctx, "root", prefix+"-compute", computeOpts...)
 	check.Must(t, err)
 	for i, s := range e.Shards {
 		ws, err := e.CreateWorkspace(ctx, "root", fmt.Sprintf("%s-consumer-%d", prefix, i), env.OnShard(s.Name))

@@ -88,6 +88,8 @@ func (p *Process) Exited() (bool, error) {
 func (p *Process) Stop(grace time.Duration) error {
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	// A paused group (Pause) handles the SIGTERM once continued.
+	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
@@ -115,4 +117,22 @@ func (p *Process) Stop(grace time.Duration) error {
 func groupAlive(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Pause stops the process group with SIGSTOP: its sockets stay open and
+// the kernel keeps queueing what arrives, but nothing is read or answered,
+// as with a process that hangs. Resume continues it.
+func (p *Process) Pause() error {
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stopping %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// Resume continues a paused process group with SIGCONT.
+func (p *Process) Resume() error {
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("continuing %s: %w", p.name, err)
+	}
+	return nil
 }

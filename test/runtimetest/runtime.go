@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -69,6 +71,7 @@ type Runtime struct {
 	ControllerReadyzURL  string
 	ControllerMetricsURL string
 	probePort            int
+	ctrlKubeconfig       string
 	controller           *env.Process
 	webhook              *env.Process
 	ctrlArgs             []string
@@ -122,8 +125,9 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
 	}
+	r.ctrlKubeconfig = kubeconfigFor(env.ControllerUser)
 	r.ctrlArgs = []string{
-		"--kubeconfig", kubeconfigFor(env.ControllerUser),
+		"--kubeconfig", r.ctrlKubeconfig,
 		"--webhook-url", r.WebhookURL,
 		"--webhook-ca-bundle-file", caFile,
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[3]),
@@ -347,4 +351,78 @@ func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...str
 		KeepLog(t, filepath.Base(logFile), data)
 	})
 	return p, logFile
+}
+
+// ProxyController makes the controller reach kcp, the front-proxy and every
+// shard's virtual workspace alike, through the HTTP proxy at proxyURL (its
+// kubeconfig's proxy-url), from its next start on: a test's proxy can then
+// cut it off from one shard.
+func (r *Runtime) ProxyController(t *testing.T, proxyURL string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(r.ctrlKubeconfig)
+	check.Must(t, err)
+	for _, c := range cfg.Clusters {
+		c.ProxyURL = proxyURL
+	}
+	check.Must(t, clientcmd.WriteToFile(*cfg, r.ctrlKubeconfig))
+}
+
+// MoveWebhook restarts the webhook serving admission requests at addr
+// (host:port) instead of WebhookURL's port, and waits until it is ready;
+// later restarts keep it there. WebhookURL, which the controller installs,
+// stays as it was: something else must serve it then, such as a balancer
+// in front of this webhook and its replicas (StartWebhookReplica).
+func (r *Runtime) MoveWebhook(ctx context.Context, t *testing.T, addr string) {
+	t.Helper()
+	r.StopWebhook(t)
+	r.whArgs = append(r.whArgs, "--bind-address", addr)
+	r.StartWebhook(ctx, t)
+}
+
+// WebhookReplica is one more webhook process of a Runtime.
+type WebhookReplica struct {
+	*env.Process
+	// Addr is where it serves admission requests (host:port).
+	Addr                  string
+	ReadyzURL, MetricsURL string
+}
+
+// StartWebhookReplica starts one more webhook with the same arguments
+// (settling flags included) on ports of its own, plus extra (later flags
+// win), logging to <name>.log in the runtime's directory, and waits until
+// it is ready. It is stopped with the test, continued first if paused.
+func (r *Runtime) StartWebhookReplica(ctx context.Context, t *testing.T, name string, extra ...string) *WebhookReplica {
+	t.Helper()
+	ports := freePorts(t, 3)
+	w := &WebhookReplica{
+		Addr:       fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1]),
+		ReadyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[2]),
+	}
+	args := append(append([]string(nil), r.whArgs...),
+		"--bind-address", w.Addr,
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	args = append(args, extra...)
+	logFile := filepath.Join(r.Dir, name+".log")
+	p, err := env.StartProcess(name, filepath.Join(r.bin, "depctrl-webhook"), args, r.Dir, logFile)
+	check.Must(t, err)
+	w.Process = p
+	t.Cleanup(func() {
+		if err := p.Stop(10 * time.Second); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+		data, _ := os.ReadFile(logFile)
+		if t.Failed() {
+			t.Logf("==> %s <==\n%s", filepath.Base(logFile), Tail(string(data), 60))
+		}
+		KeepLog(t, filepath.Base(logFile), data)
+	})
+	check.Eventually(ctx, t, time.Minute, name+" to become ready", func() error {
+		if done, err := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v", name, err)
+		}
+		return Readyz(w.ReadyzURL)
+	})
+	return w
 }

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+)
+
+// connectProxy is an HTTP CONNECT proxy that a runtime process reaches kcp
+// through (its kubeconfig's proxy-url, runtimetest.ProxyController), so
+// that a test can cut the process off from one shard while it still
+// reaches the others and the front-proxy: Cut refuses new tunnels to a port
+// and resets those open, as a network that lost the route would; Heal lets
+// them through again. Every kcp process of the test environment listens on
+// a port of its own, so a port names a shard.
+type connectProxy struct {
+	URL string
+	ln  net.Listener
+
+	mu sync.Mutex
+	// cut are the ports no tunnel may reach.
+	cut map[string]bool
+	// open are the tunnels' connections (both ends), by target port.
+	open map[string]map[net.Conn]bool
+	// opened and refused count the tunnels asked for, by target port.
+	opened, refused map[string]int
+}
+
+func startConnectProxy(t *testing.T) *connectProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check.Must(t, err)
+	p := &connectProxy{URL: "http://" + ln.Addr().String(), ln: ln, cut: map[string]bool{},
+		open: map[string]map[net.Conn]bool{}, opened: map[string]int{}, refused: map[string]int{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, conns := range p.open {
+			for c := range conns {
+				_ = c.Close()
+			}
+		}
+	})
+	return p
+}
+
+func (p *connectProxy) serve(c net.Conn) {
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if req.Method != http.MethodConnect {
+		_, _ = io.WriteString(c, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+		_ = c.Close()
+		return
+	}
+	_, port, err := net.SplitHostPort(req.Host)
+	if err != nil {
+		_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut[port] {
+		p.refused[port]++
+		p.mu.Unlock()
+		_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+		_ = c.Close()
+		return
+	}
+	p.opened[port]++
+	p.mu.Unlock()
+	upstream, err := net.DialTimeout("tcp", req.Host, 10*time.Second)
+	if err != nil {
+		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+		_ = c.Close()
+		return
+	}
+	if !p.track(port, c, upstream) {
+		// Cut while dialling.
+		_ = c.Close()
+		_ = upstream.Close()
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		p.untrack(port, c, upstream)
+		return
+	}
+	splice(c, br, upstream)
+	p.untrack(port, c, upstream)
+}
+
+// splice copies both ways until either side ends, then closes both.
+func splice(client net.Conn, fromClient io.Reader, upstream net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(upstream, fromClient); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(client, upstream); done <- struct{}{} }()
+	<-done
+	_ = client.Close()
+	_ = upstream.Close()
+	<-done
+}
+
+func (p *connectProxy) track(port string, conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut[port] {
+		return false
+	}
+	if p.open[port] == nil {
+		p.open[port] = map[net.Conn]bool{}
+	}
+	for _, c := range conns {
+		p.open[port][c] = true
+	}
+	return true
+}
+
+func (p *connectProxy) untrack(port string, conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+		delete(p.open[port], c)
+	}
+}
+
+// Cut refuses every new tunnel to port and resets those open.
+func (p *connectProxy) Cut(port string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut[port] = true
+	for c := range p.open[port] {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // a reset, not an orderly close
+		}
+		_ = c.Close()
+	}
+	delete(p.open, port)
+}
+
+// Heal lets tunnels to port through again.
+func (p *connectProxy) Heal(port string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.cut, port)
+}
+
+// Counts returns how many tunnels to port were opened and refused so far.
+func (p *connectProxy) Counts(port string) (opened, refused int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.opened[port], p.refused[port]
+}
+
+// portOf is the port of a URL such as a shard's.
+func portOf(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	check.Must(t, err)
+	if u.Port() == "" {
+		t.Fatalf("%s names no port", rawURL)
+	}
+	return u.Port()
+}
+
+// describe names the counts, for logs.
+func (p *connectProxy) describe(port string) string {
+	opened, refused := p.Counts(port)
+	return fmt.Sprintf("%d tunnels to port %s opened, %d refused", opened, port, refused)
+}
