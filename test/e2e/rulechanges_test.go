@@ -26,9 +26,8 @@ import (
 const faultHold = 30 * time.Second
 
 // ruleChanges is a rule created, edited and deleted over VPCs that are
-// settled in every consumer, as TestControllerPartitionedFromAShard and
-// TestWebhookReplicaStopped make each change while a component cannot
-// follow it. Before the changes, vm-needs-vpc protects VPCs, and in each
+// settled in every consumer, as TestControllerPartitionedFromAShard makes
+// each change while a component cannot follow it. Before the changes, vm-needs-vpc protects VPCs, and in each
 // consumer:
 //
 //   - by-created is referenced by ManagedDB db-created at .spec.vpcRef.name,
