@@ -336,9 +336,17 @@ func KeepLog(t *testing.T, name string, data []byte) {
 // test.
 func (r *Runtime) StartControllerReplica(t *testing.T, name string, extra ...string) (*env.Process, string) {
 	t.Helper()
-	logFile := filepath.Join(r.Dir, name+".log")
 	args := append(append([]string(nil), r.ctrlArgs...), extra...)
-	p, err := env.StartProcess(name, filepath.Join(r.bin, "depctrl-controller"), args, r.Dir, logFile)
+	return r.startReplica(t, name, "depctrl-controller", args)
+}
+
+// startReplica starts binary as one more process called name, logging to
+// <name>.log in the runtime's directory, and stops it with the test, its
+// log's tail shown when the test failed and the log kept when asked.
+func (r *Runtime) startReplica(t *testing.T, name, binary string, args []string) (*env.Process, string) {
+	t.Helper()
+	logFile := filepath.Join(r.Dir, name+".log")
+	p, err := env.StartProcess(name, filepath.Join(r.bin, binary), args, r.Dir, logFile)
 	check.Must(t, err)
 	t.Cleanup(func() {
 		if err := p.Stop(10 * time.Second); err != nil {
@@ -404,20 +412,8 @@ func (r *Runtime) StartWebhookReplica(ctx context.Context, t *testing.T, name st
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]))
 	args = append(args, extra...)
-	logFile := filepath.Join(r.Dir, name+".log")
-	p, err := env.StartProcess(name, filepath.Join(r.bin, "depctrl-webhook"), args, r.Dir, logFile)
-	check.Must(t, err)
+	p, _ := r.startReplica(t, name, "depctrl-webhook", args)
 	w.Process = p
-	t.Cleanup(func() {
-		if err := p.Stop(10 * time.Second); err != nil {
-			t.Errorf("stopping %s: %v", name, err)
-		}
-		data, _ := os.ReadFile(logFile)
-		if t.Failed() {
-			t.Logf("==> %s <==\n%s", filepath.Base(logFile), Tail(string(data), 60))
-		}
-		KeepLog(t, filepath.Base(logFile), data)
-	})
 	check.Eventually(ctx, t, time.Minute, name+" to become ready", func() error {
 		if done, err := p.Exited(); done {
 			return fmt.Errorf("%s exited: %v", name, err)
