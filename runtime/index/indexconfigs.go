@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -32,6 +33,61 @@ type Configurations struct {
 	// watched holds the clusters a watch event already decided while
 	// Populate was reading; its older read must not undo those.
 	watched map[string]bool
+	// trusted holds, for each cluster whose configuration is intact, the
+	// resource version it was seen at.
+	trusted map[string]string
+}
+
+// trust records what the registry was told of the configuration in
+// cluster: intact at resourceVersion, or not (epoch ""); c.mu must be held.
+func (c *Configurations) trust(cluster, epoch, resourceVersion string) {
+	c.Registry.SetIndexConfiguration(cluster, epoch)
+	if epoch == "" {
+		delete(c.trusted, cluster)
+		return
+	}
+	if c.trusted == nil {
+		c.trusted = map[string]string{}
+	}
+	c.trusted[cluster] = resourceVersion
+}
+
+// Behind names a cluster whose configuration the registry trusts at an
+// older version than metas, the configurations listed on one shard, or
+// trusts although metas lacks it; onShard tells the clusters of that
+// shard. "" when there is none. A configuration metas has that the
+// registry does not trust only costs full reads, until its event comes.
+func (c *Configurations) Behind(metas []virtualworkspace.Meta, onShard func(cluster string) bool) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed := map[string]bool{}
+	for _, m := range metas {
+		if m.Obj.Name != v1alpha1.WebhookConfigurationName {
+			continue
+		}
+		listed[m.Cluster] = true
+		if rv, ok := c.trusted[m.Cluster]; ok && (m.Obj.DeletionTimestamp != nil || olderVersion(rv, m.Obj.ResourceVersion)) {
+			return m.Cluster
+		}
+	}
+	for cluster := range c.trusted {
+		if !listed[cluster] && onShard(cluster) {
+			return cluster
+		}
+	}
+	return ""
+}
+
+// olderVersion reports whether resource version a is older than b: by
+// number within one shard's storage, where both are one; else unless they
+// are equal.
+func olderVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x < y
 }
 
 // Apply records the configurations one shard's read returned, except those
@@ -49,7 +105,7 @@ func (c *Configurations) Apply(objs []virtualworkspace.Object) {
 			c.Log.Error(err, "decoding a reference index configuration", "cluster", o.Cluster)
 			continue
 		}
-		c.Registry.SetIndexConfiguration(o.Cluster, v1alpha1.IntactIndexEpoch(cfg))
+		c.trust(o.Cluster, v1alpha1.IntactIndexEpoch(cfg), cfg.ResourceVersion)
 	}
 }
 
@@ -86,7 +142,7 @@ func (c *Configurations) Observe(ctx context.Context, cl client.Client, cluster,
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		c.Registry.SetIndexConfiguration(cluster, "")
+		c.trust(cluster, "", "")
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading the reference index configuration in %s: %w", cluster, err)
@@ -95,6 +151,6 @@ func (c *Configurations) Observe(ctx context.Context, cl client.Client, cluster,
 	if epoch == "" {
 		c.Log.Info("reference index configuration changed by someone other than the controller: its rules' labels are not trusted until it is rewritten", "cluster", cluster)
 	}
-	c.Registry.SetIndexConfiguration(cluster, epoch)
+	c.trust(cluster, epoch, cfg.ResourceVersion)
 	return nil
 }

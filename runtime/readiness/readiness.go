@@ -5,6 +5,7 @@
 package readiness
 
 import (
+	"context"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,9 +19,10 @@ import (
 // request. The webhook's RuleSync (package webhook) is one; tests use When.
 type Rules interface {
 	// Decidable returns nil when every rule of the workspaces sc names
-	// (of every workspace, when it names none) is registered, and
-	// otherwise why not: the request is then refused, to be retried.
-	Decidable(sc scope.Scope) error
+	// (of every workspace, when it names none) is registered, at its
+	// current version, and otherwise why not: the request is then
+	// refused, to be retried. It may wait, until ctx ends, to find out.
+	Decidable(ctx context.Context, sc scope.Scope) error
 }
 
 // When is the readiness of a registry that knows every rule once
@@ -29,7 +31,7 @@ func When(initialized <-chan struct{}) Rules { return readyWhen(initialized) }
 
 type readyWhen <-chan struct{}
 
-func (c readyWhen) Decidable(scope.Scope) error {
+func (c readyWhen) Decidable(context.Context, scope.Scope) error {
 	select {
 	case <-c:
 		return nil

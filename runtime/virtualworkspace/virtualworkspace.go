@@ -82,9 +82,15 @@ func (v *VirtualWorkspaces) URLs(ctx context.Context) ([]string, error) {
 // Client returns a dynamic client for cluster ("*" for all) at the virtual
 // workspace url.
 func (v *VirtualWorkspaces) Client(url, cluster string) (dynamic.Interface, error) {
+	return dynamic.NewForConfigAndClient(v.clusterConfig(url, cluster), v.http)
+}
+
+// clusterConfig is the configuration of a client of cluster ("*" for all)
+// at the virtual workspace url.
+func (v *VirtualWorkspaces) clusterConfig(url, cluster string) *rest.Config {
 	cfg := rest.CopyConfig(v.Home)
 	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/" + cluster
-	return dynamic.NewForConfigAndClient(cfg, v.http)
+	return cfg
 }
 
 // Object is something read through a wildcard: the object and where it lives.

@@ -11,5 +11,10 @@ var rulesRegistered = prometheus.NewGauge(prometheus.GaugeOpts{
 })
 
 func init() {
-	metrics.Registry.MustRegister(rulesRegistered)
+	metrics.Registry.MustRegister(rulesRegistered, confirmations)
 }
+
+var confirmations = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "depctrl_webhook_rule_confirmations_total",
+	Help: "Reads of a shard's rules that confirmed the registry current (outcome current), found it behind after waiting for the watch to catch up (behind), or could not read the shard (unread).",
+}, []string{"outcome"})

@@ -88,12 +88,37 @@ type RuleSync struct {
 	// started is when Start began; now is the clock.
 	started time.Time
 	now     func() time.Time
+
+	// MaxAge is how long before a request is decided the read that
+	// confirmed the registry current for it may have begun (current.go);
+	// the zero value is DefaultMaxAge.
+	MaxAge time.Duration
+	// Versions reads the metadata of the rules of one shard from the
+	// server; the default lists it through VW.
+	Versions func(ctx context.Context, url string) ([]virtualworkspace.Meta, error)
+	// IndexVersions reads the metadata of the reference index
+	// configurations of one shard from the server, as Versions the rules.
+	IndexVersions func(ctx context.Context, url string) ([]virtualworkspace.Meta, error)
+	// ctx is Start's: confirmations outlive the request that starts them.
+	ctx context.Context
+	// urls are the shards' virtual workspace URLs as last read.
+	urls []string
+	// versions holds the version of each rule the registry was last
+	// given, by key; a rule being deleted has none.
+	versions map[string]ruleVersion
+	// confirmed holds, by shard, when the last confirmation that found
+	// the registry current began; unconfirmed why the last one did not.
+	confirmed   map[string]time.Time
+	unconfirmed map[string]error
+	// confirming is the confirmation under way, if any.
+	confirming *confirmation
 }
 
 // NewRuleSync returns a RuleSync with an empty registry.
 func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
 		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
+		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{},
 		PartialReadyAfter: DefaultPartialReadyAfter, now: time.Now}
 }
 
@@ -153,11 +178,16 @@ func (s *RuleSync) unreadLocked() string {
 }
 
 // Decidable reports whether every rule of the clusters sc names is
-// registered: always once every shard was read; before that, when each of
-// them was seen in the read of its shard. A scope that names no clusters
-// needs every shard.
-func (s *RuleSync) Decidable(sc scope.Scope) error {
-	return s.untilInitialized(func() error { return s.decidableLocked(sc) })
+// registered, and current: registered always once every shard was read;
+// before that, when each of them was seen in the read of its shard (a
+// scope that names no clusters needs every shard). Current once a read of
+// the rules begun no longer than MaxAge ago confirmed it (current.go); it
+// waits, up to ctx's end, for one that can.
+func (s *RuleSync) Decidable(ctx context.Context, sc scope.Scope) error {
+	if err := s.untilInitialized(func() error { return s.decidableLocked(sc) }); err != nil {
+		return err
+	}
+	return s.current(ctx, sc)
 }
 
 // decidableLocked is Decidable before every shard is read; s.mu must be
@@ -188,6 +218,7 @@ func (s *RuleSync) decidableLocked(sc scope.Scope) error {
 func (s *RuleSync) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.started = s.now()
+	s.ctx = ctx
 	s.mu.Unlock()
 	backoff := 500 * time.Millisecond
 	for {
@@ -219,6 +250,9 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	urls, err := s.VW.URLs(ctx)
 	s.mu.Lock()
 	s.urlsErr = err
+	if err == nil {
+		s.urls = urls
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return 0, err
@@ -299,6 +333,7 @@ func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 		if s.watched[key] {
 			continue
 		}
+		s.versions[key] = ruleVersion{uid: string(o.Obj.GetUID()), generation: o.Obj.GetGeneration()}
 		rule := &v1alpha1.DependencyRule{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, rule); err != nil {
 			s.Log.Error(err, "decoding rule", "rule", key)
@@ -311,6 +346,7 @@ func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
 	for key := range s.fromShard[url] {
 		if !seen[key] && !s.watched[key] {
 			s.Registry.Unregister(key)
+			delete(s.versions, key)
 		}
 	}
 	s.fromShard[url] = seen
@@ -330,6 +366,7 @@ func (s *RuleSync) Observe(ctx context.Context, c client.Client, cluster, name s
 		s.watched[key] = true
 	}
 	if apierrors.IsNotFound(err) {
+		delete(s.versions, key)
 		if s.Registry.Unregister(key) != nil {
 			s.Log.Info("rule removed", "rule", key)
 		}
@@ -343,10 +380,12 @@ func (s *RuleSync) Observe(ctx context.Context, c client.Client, cluster, name s
 	}
 	enforced := metav1.Condition{Type: v1alpha1.ConditionEnforced, ObservedGeneration: rule.Generation}
 	if !rule.DeletionTimestamp.IsZero() {
+		delete(s.versions, key)
 		s.Registry.Unregister(key)
 		s.mu.Unlock()
 		return nil
 	}
+	s.versions[key] = ruleVersion{uid: string(rule.UID), generation: rule.Generation}
 	if _, regErr := s.Registry.Register(key, rule); regErr != nil {
 		// Keep enforcing the previous generation, if any: a bad edit must
 		// not open a gap in protection.

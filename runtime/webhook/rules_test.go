@@ -109,6 +109,19 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 && limit < len(items) {
 		items, listMeta["continue"] = items[:limit], strconv.Itoa(offset+limit)
 	}
+	if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+		// The metadata of each, as the API server serves it to a
+		// metadata client.
+		metas := make([]map[string]interface{}, 0, len(items))
+		for _, item := range items {
+			metas = append(metas, map[string]interface{}{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": item["metadata"]})
+		}
+		w.Header().Set("Content-Type", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+		_ = json.NewEncoder(w).Encode(map[string]interface{}{
+			"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": listMeta, "items": metas,
+		})
+		return
+	}
 	_ = json.NewEncoder(w).Encode(map[string]interface{}{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "DependencyRuleList", "metadata": listMeta, "items": items,
 	})
@@ -229,7 +242,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	s.started = clock
 
-	if err := s.Decidable(scope.Of("cluster-a")); err == nil || err != readiness.ErrNotInitialized {
+	if err := s.Decidable(ctx, scope.Of("cluster-a")); err == nil || err != readiness.ErrNotInitialized {
 		t.Errorf("before any read: Decidable = %v, want %v", err, readiness.ErrNotInitialized)
 	}
 	f.set(func() { f.down["shard-b"] = true })
@@ -249,7 +262,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Decidable(tt.scope)
+			err := s.Decidable(ctx, tt.scope)
 			switch {
 			case tt.refused == "" && err != nil:
 				t.Errorf("Decidable = %v, want nil", err)
@@ -277,7 +290,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	}
 	close(s.initialized)
 	for _, sc := range []scope.Scope{scope.Of("cluster-b"), scope.Of("cluster-gone"), scope.Unnamed} {
-		if err := s.Decidable(sc); err != nil {
+		if err := s.Decidable(ctx, sc); err != nil {
 			t.Errorf("every shard read: Decidable(%v) = %v, want nil", sc, err)
 		}
 	}
@@ -303,7 +316,7 @@ func TestRuleSyncReadyBeforeAnyBinding(t *testing.T) {
 	if err := s.Ready(); err != nil {
 		t.Errorf("Ready() = %v, want ready", err)
 	}
-	if err := s.Decidable(scope.Unnamed); err != nil {
+	if err := s.Decidable(ctx, scope.Unnamed); err != nil {
 		t.Errorf("Decidable = %v, want nil", err)
 	}
 }

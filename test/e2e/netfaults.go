@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +183,118 @@ func portOf(t *testing.T, rawURL string) string {
 		t.Fatalf("%s names no port", rawURL)
 	}
 	return u.Port()
+}
+
+// balancer forwards the TCP connections made to its address to backends
+// (host:port), a new connection to the next backend in rotation, as a
+// Service does for the ready pods behind it. TLS passes through: kcp talks
+// to the webhook replicas themselves.
+type balancer struct {
+	ln net.Listener
+
+	mu       sync.Mutex
+	rotation []string
+	next     int
+	// open are the connections (both ends) to each backend.
+	open map[string]map[net.Conn]bool
+	// served counts the connections forwarded to each backend.
+	served map[string]int
+}
+
+// startBalancer listens at addr and forwards to backends, all in rotation.
+func startBalancer(t *testing.T, addr string, backends ...string) *balancer {
+	t.Helper()
+	var ln net.Listener
+	// addr was just freed by the process that served it.
+	check.Eventually(t.Context(), t, 30*time.Second, "listening at "+addr, func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	b := &balancer{ln: ln, rotation: slices.Clone(backends), open: map[string]map[net.Conn]bool{}, served: map[string]int{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go b.serve(c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, conns := range b.open {
+			for c := range conns {
+				_ = c.Close()
+			}
+		}
+	})
+	return b
+}
+
+func (b *balancer) serve(c net.Conn) {
+	b.mu.Lock()
+	if len(b.rotation) == 0 {
+		b.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	backend := b.rotation[b.next%len(b.rotation)]
+	b.next++
+	b.served[backend]++
+	b.mu.Unlock()
+	upstream, err := net.DialTimeout("tcp", backend, 10*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	b.mu.Lock()
+	if !slices.Contains(b.rotation, backend) {
+		// Taken out of rotation while dialling.
+		b.mu.Unlock()
+		_ = c.Close()
+		_ = upstream.Close()
+		return
+	}
+	if b.open[backend] == nil {
+		b.open[backend] = map[net.Conn]bool{}
+	}
+	b.open[backend][c], b.open[backend][upstream] = true, true
+	b.mu.Unlock()
+	splice(c, c, upstream)
+	b.mu.Lock()
+	delete(b.open[backend], c)
+	delete(b.open[backend], upstream)
+	b.mu.Unlock()
+}
+
+// Rotate puts exactly backends in rotation, and resets the connections to
+// every other backend, so that the clients connect again, to those.
+func (b *balancer) Rotate(backends ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rotation = slices.Clone(backends)
+	for backend, conns := range b.open {
+		if slices.Contains(backends, backend) {
+			continue
+		}
+		for c := range conns {
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = c.Close()
+		}
+		delete(b.open, backend)
+	}
+}
+
+// Served is how many connections were forwarded to backend so far.
+func (b *balancer) Served(backend string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.served[backend]
 }
 
 // describe names the counts, for logs.

@@ -1,0 +1,46 @@
+package virtualworkspace
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+)
+
+// Meta is the metadata of an object read through a wildcard, and the
+// logical cluster it lives in.
+type Meta struct {
+	Cluster string
+	Obj     metav1.PartialObjectMetadata
+}
+
+// ListShardMetadata lists the metadata of gvr across every workspace of one
+// virtual workspace, straight from the server: what a caller compares
+// with what its watches delivered, at the cost of the objects' metadata.
+func (v *VirtualWorkspaces) ListShardMetadata(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]Meta, error) {
+	c, err := metadata.NewForConfigAndClient(v.clusterConfig(url, "*"), v.http)
+	if err != nil {
+		return nil, err
+	}
+	var out []Meta
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := c.Resource(gvr).List(ctx, opts)
+		if notServedYet(gvr, err) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the metadata of %s at %s: %w", gvr.GroupResource(), url, err)
+		}
+		for i := range list.Items {
+			out = append(out, Meta{Cluster: logicalcluster.From(&list.Items[i]).String(), Obj: list.Items[i]})
+		}
+		if list.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}

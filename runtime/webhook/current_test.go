@@ -1,0 +1,212 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+)
+
+// editRule changes the field path of the rule called name on shard and
+// bumps its generation, as the API server does on a spec change; it
+// returns the rule as now stored.
+func (f *fakeShards) editRule(t *testing.T, shard, name, path string) *v1alpha1.DependencyRule {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.rules[shard] {
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetName() != name {
+			continue
+		}
+		u.SetGeneration(u.GetGeneration() + 1)
+		rule := &v1alpha1.DependencyRule{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, rule); err != nil {
+			t.Fatal(err)
+		}
+		rule.Spec.Dependencies[0].FieldRef.Path = path
+		edited, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(m)
+		for k, v := range edited {
+			m[k] = v
+		}
+		return rule
+	}
+	t.Fatalf("no rule %s on %s", name, shard)
+	return nil
+}
+
+// startedRuleSync is a RuleSync over f that read every shard, on a clock
+// the test moves with advance.
+func startedRuleSync(t *testing.T, f *fakeShards) (s *RuleSync, advance func(time.Duration)) {
+	t.Helper()
+	s = NewRuleSync(f.virtualWorkspaces(t), registry.New(), logr.Discard())
+	clock := time.Unix(1000, 0)
+	var mu sync.Mutex
+	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	if _, err := s.populate(context.Background()); err != nil {
+		t.Fatalf("populate: %v", err)
+	}
+	close(s.initialized)
+	return s, func(d time.Duration) { mu.Lock(); defer mu.Unlock(); clock = clock.Add(d) }
+}
+
+// observeStored gives s the rule as the watch would: Observe reads it
+// through a client.
+func observeStored(t *testing.T, s *RuleSync, cluster string, rule *v1alpha1.DependencyRule) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stored := rule.DeepCopy()
+	stored.ResourceVersion = ""
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	if err := s.Observe(context.Background(), c, cluster, rule.Name); err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+}
+
+func registeredPath(t *testing.T, s *RuleSync, key string) string {
+	t.Helper()
+	r, ok := s.Registry.Get(key)
+	if !ok {
+		t.Fatalf("rule %s not registered", key)
+	}
+	for _, p := range r.ByTarget {
+		return p.Paths[0].String()
+	}
+	return ""
+}
+
+// TestDecidableAfterAPause: a replica whose process stood still while a
+// rule was edited resumes with the rule's old version registered and the
+// watch event still on its way. Its first request finds the last
+// confirmation older than MaxAge, reads the rules again, and waits for the
+// registry to hold the new version: it is refused while the event does
+// not come, and decided once it has come, with the new path in force.
+func TestDecidableAfterAPause(t *testing.T) {
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	key := registry.Key("cluster-a", "vm-needs-vpc")
+	ctx := context.Background()
+	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+		t.Fatalf("Decidable with the registry current: %v", err)
+	}
+
+	edited := f.editRule(t, "shard-a", "vm-needs-vpc", ".spec.network.vpc")
+	advance(time.Minute) // the process stood still meanwhile
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := s.Decidable(short, scope.Of("cluster-a"))
+	if err == nil || !strings.Contains(err.Error(), "retry later") || !strings.Contains(err.Error(), "current rules") {
+		t.Fatalf("Decidable with the edit unread after a pause = %v, want a refusal saying the rules are not confirmed current", err)
+	}
+	if got := registeredPath(t, s, key); got != ".spec.vpcRef.name" {
+		t.Fatalf("registered path %q; the test expects the old one until the event comes", got)
+	}
+
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		observeStored(t, s, "cluster-a", edited)
+	}()
+	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+		t.Fatalf("Decidable once the edit's event came: %v", err)
+	}
+	if got := registeredPath(t, s, key); got != ".spec.network.vpc" {
+		t.Errorf("decided with path %q registered, want the edited .spec.network.vpc", got)
+	}
+}
+
+// TestDecidableNeedsOnlyItsShards: a shard that cannot be read is
+// confirmed current for no request once its last confirmation is older
+// than MaxAge, and the refusal names it; requests whose rules live on the
+// other shard are decided.
+func TestDecidableNeedsOnlyItsShards(t *testing.T) {
+	f := newFakeShards(t, "shard-a", "shard-b")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	ctx := context.Background()
+	if err := s.Decidable(ctx, scope.Unnamed); err != nil {
+		t.Fatalf("Decidable with every shard up: %v", err)
+	}
+	f.set(func() { f.down["shard-b"] = true })
+	advance(time.Minute)
+	tests := []struct {
+		name    string
+		scope   scope.Scope
+		refused bool
+	}{
+		{"rules on the shard up", scope.Of("cluster-a"), false},
+		{"rules on the shard down", scope.Of("cluster-b"), true},
+		{"rules on both", scope.Of("cluster-a", "cluster-b"), true},
+		{"a cluster no read found", scope.Of("cluster-new"), true},
+		{"no clusters named", scope.Unnamed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Decidable(ctx, tt.scope)
+			switch {
+			case !tt.refused && err != nil:
+				t.Errorf("Decidable = %v, want nil", err)
+			case tt.refused && (err == nil || !strings.Contains(err.Error(), "/shard-b") || !strings.Contains(err.Error(), "retry later")):
+				t.Errorf("Decidable = %v, want a refusal naming shard-b", err)
+			}
+		})
+	}
+}
+
+// TestOneConfirmationServesManyRequests: requests that arrive together
+// after the last confirmation aged share one read of each shard; a request
+// that finds it older than half of MaxAge is decided at once, and starts
+// the next read ahead of need.
+func TestOneConfirmationServesManyRequests(t *testing.T) {
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	ctx := context.Background()
+	lists := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists["shard-a"] }
+
+	advance(time.Minute)
+	before := lists()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+				t.Errorf("Decidable: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := lists() - before; got != 1 {
+		t.Errorf("50 requests read the shard %d times, want once", got)
+	}
+
+	advance(DefaultMaxAge/2 + time.Millisecond)
+	before = lists()
+	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+		t.Fatalf("Decidable within MaxAge: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for lists() == before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if lists() == before {
+		t.Error("a request past half of MaxAge started no read ahead of need")
+	}
+}
