@@ -176,7 +176,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	default:
 		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
-	if err := v.rules.Decidable(ctx, admission.ScopeOf(ctx)); err != nil {
+	if err := v.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Now); err != nil {
 		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 

@@ -410,7 +410,7 @@ type scopeRecorder struct {
 	err   error
 }
 
-func (r *scopeRecorder) Decidable(_ context.Context, sc scope.Scope) error {
+func (r *scopeRecorder) Decidable(_ context.Context, sc scope.Scope, _ readiness.Freshness) error {
 	r.asked = append(r.asked, sc)
 	return r.err
 }

@@ -94,7 +94,7 @@ func observeIndex(outcome string, start time.Time) {
 // object without a valid stamp is simply read in full when that happens.
 func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	if req.Operation == admissionv1.Delete {
-		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx)) == nil {
+		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Recent) == nil {
 			ix.withdrawIntents(ctx, req)
 		}
 		return admission.Allow(""), indexUnchanged
@@ -125,7 +125,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), admission.OutcomeBadRequest
 	}
 
-	if err := ix.rules.Decidable(ctx, admission.ScopeOf(ctx)); err != nil {
+	if err := ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Recent); err != nil {
 		// Not knowing the rules over this type, it can neither label the
 		// object nor tell whether the write makes a new reference to an
 		// object being deleted. A pod gets such requests only when reached

@@ -20,10 +20,26 @@ import (
 type Rules interface {
 	// Decidable returns nil when every rule of the workspaces sc names
 	// (of every workspace, when it names none) is registered, at its
-	// current version, and otherwise why not: the request is then
-	// refused, to be retried. It may wait, until ctx ends, to find out.
-	Decidable(ctx context.Context, sc scope.Scope) error
+	// version as of a read no older than fresh allows, and otherwise why
+	// not: the request is then refused, to be retried. It may wait, until
+	// ctx ends, to find out.
+	Decidable(ctx context.Context, sc scope.Scope, fresh Freshness) error
 }
+
+// Freshness is how recent the read that confirms the rules current must
+// be.
+type Freshness int
+
+const (
+	// Recent: begun no longer than the registry's MaxAge before the
+	// call. A write is decided on such rules: until objects are settled
+	// under a changed rule, which takes --settle-after, a write decided
+	// on the rules before the change costs no protection.
+	Recent Freshness = iota
+	// Now: begun after the call. A deletion is decided on such rules: no
+	// rule change made before the request can be missed.
+	Now
+)
 
 // When is the readiness of a registry that knows every rule once
 // initialized is closed, and none before.
@@ -31,7 +47,7 @@ func When(initialized <-chan struct{}) Rules { return readyWhen(initialized) }
 
 type readyWhen <-chan struct{}
 
-func (c readyWhen) Decidable(context.Context, scope.Scope) error {
+func (c readyWhen) Decidable(context.Context, scope.Scope, Freshness) error {
 	select {
 	case <-c:
 		return nil

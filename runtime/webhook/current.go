@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
@@ -19,7 +20,8 @@ import (
 // The registry is current for a request when a read of the rules'
 // metadata straight from the server, begun no longer than MaxAge before the
 // request is decided, found every rule of the shards the request depends on
-// at the version the registry holds (or a later one).
+// at the version the registry holds (or a later one); for a deletion, a read
+// begun after it arrived.
 //
 // The watches deliver every change of a rule within moments while they
 // run, but not to a replica whose process was stopped (a frozen node, a
@@ -33,10 +35,16 @@ import (
 // shard, and it refuses the requests that depend on that shard, to be
 // retried, from MaxAge after the change at the latest.
 //
-// One read confirms the registry for every request decided in the MaxAge
-// after it began; a request that finds the last one older than half of
-// MaxAge starts the next one ahead of need, so that under steady traffic no
-// request waits for one.
+// That bound is a write's (readiness.Recent): one read confirms the
+// registry for every write decided in the MaxAge after it began, and a
+// write that finds the last one older than half of MaxAge starts the next
+// one ahead of need, so that under steady traffic no write waits for one. A
+// write decided on the rules before a change costs no protection while no
+// object is settled under the new rules, which takes --settle-after. A
+// deletion (readiness.Now) waits for a read begun after it arrived, shared
+// by every deletion that arrived before that read began: a replica cut off
+// from a shard just before a rule there changed would otherwise decide it
+// on the rules before the change for up to MaxAge.
 
 // DefaultMaxAge is RuleSync.MaxAge's default.
 const DefaultMaxAge = 2 * time.Second
@@ -78,13 +86,16 @@ func (s *RuleSync) maxAge() time.Duration {
 }
 
 // current returns nil once a confirmation begun no earlier than MaxAge
-// before the call found the registry current for every shard sc depends
-// on, and otherwise why not, once the confirmation that could tell has
-// ended or ctx has.
-func (s *RuleSync) current(ctx context.Context, sc scope.Scope) error {
+// before the call (fresh Recent), or after it (Now), found the registry
+// current for every shard sc depends on, and otherwise why not, once the
+// confirmation that could tell has ended or ctx has.
+func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
 	s.mu.Lock()
 	now := s.now()
 	oldest := now.Add(-s.maxAge())
+	if fresh == readiness.Now {
+		oldest = now
+	}
 	for {
 		stale := s.staleLocked(sc, oldest)
 		if len(stale) == 0 {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
@@ -104,7 +105,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 	s, advance := startedRuleSync(t, f)
 	key := registry.Key("cluster-a", "vm-needs-vpc")
 	ctx := context.Background()
-	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
 		t.Fatalf("Decidable with the registry current: %v", err)
 	}
 
@@ -112,7 +113,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 	advance(time.Minute) // the process stood still meanwhile
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	err := s.Decidable(short, scope.Of("cluster-a"))
+	err := s.Decidable(short, scope.Of("cluster-a"), readiness.Recent)
 	if err == nil || !strings.Contains(err.Error(), "retry later") || !strings.Contains(err.Error(), "current rules") {
 		t.Fatalf("Decidable with the edit unread after a pause = %v, want a refusal saying the rules are not confirmed current", err)
 	}
@@ -124,7 +125,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		observeStored(t, s, "cluster-a", edited)
 	}()
-	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
 		t.Fatalf("Decidable once the edit's event came: %v", err)
 	}
 	if got := registeredPath(t, s, key); got != ".spec.network.vpc" {
@@ -142,7 +143,7 @@ func TestDecidableNeedsOnlyItsShards(t *testing.T) {
 	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
 	s, advance := startedRuleSync(t, f)
 	ctx := context.Background()
-	if err := s.Decidable(ctx, scope.Unnamed); err != nil {
+	if err := s.Decidable(ctx, scope.Unnamed, readiness.Recent); err != nil {
 		t.Fatalf("Decidable with every shard up: %v", err)
 	}
 	f.set(func() { f.down["shard-b"] = true })
@@ -160,7 +161,7 @@ func TestDecidableNeedsOnlyItsShards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Decidable(ctx, tt.scope)
+			err := s.Decidable(ctx, tt.scope, readiness.Recent)
 			switch {
 			case !tt.refused && err != nil:
 				t.Errorf("Decidable = %v, want nil", err)
@@ -187,7 +188,7 @@ func TestOneConfirmationServesManyRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+			if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
 				t.Errorf("Decidable: %v", err)
 			}
 		})
@@ -199,7 +200,7 @@ func TestOneConfirmationServesManyRequests(t *testing.T) {
 
 	advance(DefaultMaxAge/2 + time.Millisecond)
 	before = lists()
-	if err := s.Decidable(ctx, scope.Of("cluster-a")); err != nil {
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
 		t.Fatalf("Decidable within MaxAge: %v", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -208,5 +209,46 @@ func TestOneConfirmationServesManyRequests(t *testing.T) {
 	}
 	if lists() == before {
 		t.Error("a request past half of MaxAge started no read ahead of need")
+	}
+}
+
+// TestDeletionNeedsARead begun after it: a replica cut off from the shard
+// of a rule moments after its last read confirmed the registry current
+// decides writes on that read for MaxAge, but no deletion: each waits for a
+// read begun after it arrived, which cannot be made, and is refused
+// naming the shard; once the shard answers and the registry holds what it
+// serves, a deletion is decided again.
+func TestDeletionNeedsARead(t *testing.T) {
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	ctx := context.Background()
+	lists := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists["shard-a"] }
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+		t.Fatalf("a deletion with the shard up: %v", err)
+	}
+	advance(time.Millisecond)
+	before := lists()
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+		t.Fatalf("a deletion with the shard up: %v", err)
+	}
+	if lists() == before {
+		t.Error("a deletion was decided on a read begun before it arrived")
+	}
+
+	f.set(func() { f.down["shard-a"] = true })
+	advance(time.Millisecond)
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+		t.Errorf("a write within MaxAge of the last read: %v", err)
+	}
+	err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now)
+	if err == nil || !strings.Contains(err.Error(), "/shard-a") || !strings.Contains(err.Error(), "retry later") {
+		t.Errorf("a deletion with the shard cut off = %v, want a refusal naming shard-a", err)
+	}
+
+	f.set(func() { f.down["shard-a"] = false })
+	advance(time.Millisecond)
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+		t.Errorf("a deletion once the shard is back: %v", err)
 	}
 }

@@ -181,13 +181,13 @@ func (s *RuleSync) unreadLocked() string {
 // registered, and current: registered always once every shard was read;
 // before that, when each of them was seen in the read of its shard (a
 // scope that names no clusters needs every shard). Current once a read of
-// the rules begun no longer than MaxAge ago confirmed it (current.go); it
-// waits, up to ctx's end, for one that can.
-func (s *RuleSync) Decidable(ctx context.Context, sc scope.Scope) error {
+// the rules begun no longer ago than fresh allows confirmed it (current.go);
+// it waits, up to ctx's end, for one that can.
+func (s *RuleSync) Decidable(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
 	if err := s.untilInitialized(func() error { return s.decidableLocked(sc) }); err != nil {
 		return err
 	}
-	return s.current(ctx, sc)
+	return s.current(ctx, sc, fresh)
 }
 
 // decidableLocked is Decidable before every shard is read; s.mu must be

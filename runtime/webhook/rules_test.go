@@ -242,7 +242,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	s.started = clock
 
-	if err := s.Decidable(ctx, scope.Of("cluster-a")); err == nil || err != readiness.ErrNotInitialized {
+	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err == nil || err != readiness.ErrNotInitialized {
 		t.Errorf("before any read: Decidable = %v, want %v", err, readiness.ErrNotInitialized)
 	}
 	f.set(func() { f.down["shard-b"] = true })
@@ -262,7 +262,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Decidable(ctx, tt.scope)
+			err := s.Decidable(ctx, tt.scope, readiness.Recent)
 			switch {
 			case tt.refused == "" && err != nil:
 				t.Errorf("Decidable = %v, want nil", err)
@@ -290,7 +290,7 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	}
 	close(s.initialized)
 	for _, sc := range []scope.Scope{scope.Of("cluster-b"), scope.Of("cluster-gone"), scope.Unnamed} {
-		if err := s.Decidable(ctx, sc); err != nil {
+		if err := s.Decidable(ctx, sc, readiness.Recent); err != nil {
 			t.Errorf("every shard read: Decidable(%v) = %v, want nil", sc, err)
 		}
 	}
@@ -316,7 +316,7 @@ func TestRuleSyncReadyBeforeAnyBinding(t *testing.T) {
 	if err := s.Ready(); err != nil {
 		t.Errorf("Ready() = %v, want ready", err)
 	}
-	if err := s.Decidable(ctx, scope.Unnamed); err != nil {
+	if err := s.Decidable(ctx, scope.Unnamed, readiness.Recent); err != nil {
 		t.Errorf("Decidable = %v, want nil", err)
 	}
 }

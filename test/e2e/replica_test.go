@@ -74,3 +74,78 @@ func TestWebhookReplicaStopped(t *testing.T) {
 	}
 	t.Logf("kcp's connections to the webhook: %d to replica a, %d to replica b", lb.Served(a), lb.Served(b.Addr))
 }
+
+// TestWebhookReplicaCutOffFromTheRules: on the real two-shard kcp, with
+// settling on, webhook replica b reaches kcp through a proxy that cuts it
+// off from the shard that holds the rules (shard-1: the compute workspace
+// and its reference index configuration), while it still reaches the
+// front-proxy and the root shard, and kcp still reaches it. Its watch of
+// the rules there ends, and the registry keeps the rules it held. While b
+// is cut off and out of rotation, a rule over VPCs is created, then edited,
+// then deleted (ruleChanges); once replica a enforces the change, b is put
+// alone in rotation, still cut off: every deletion of the VPC the change
+// made referenced goes to b, and b refuses each itself, to be retried, as
+// it cannot confirm that its rules are current, rather than decide it on
+// the rules it held. Once the cut heals and both are in rotation, the
+// change converges.
+func TestWebhookReplicaCutOffFromTheRules(t *testing.T) {
+	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
+	if len(e.Shards) < 2 {
+		t.Skip("needs two shards")
+	}
+	home, away := e.Shards[0], e.Shards[1]
+	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
+	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
+		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
+	}
+	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
+	ports, err := env.FreePorts(1)
+	check.Must(t, err)
+	a := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	rt.MoveWebhook(ctx, t, a)
+	proxy := startConnectProxy(t)
+	awayPort := portOf(t, away.URL)
+	b := rt.StartWebhookReplica(ctx, t, "webhook-b", "--kubeconfig", rt.ProxiedWebhookKubeconfig(t, proxy.URL))
+	u, err := url.Parse(rt.WebhookURL)
+	check.Must(t, err)
+	lb := startBalancer(t, u.Host, a, b.Addr)
+	top.protectVPCs(ctx, t)
+	rc := newRuleChanges(ctx, t, top, rt)
+	unconfirmed := func() float64 {
+		return counter(ctx, t, b.MetricsURL)(`depctrl_webhook_decisions_total{outcome="not_initialized"}`)
+	}
+
+	for _, step := range rc.steps() {
+		ok := t.Run(step.name+" while a webhook replica is cut off from the shard of the rules", func(t *testing.T) {
+			lb.Rotate(a)
+			proxy.Cut(awayPort)
+			healed := false
+			heal := func() {
+				if !healed {
+					proxy.Heal(awayPort)
+					healed = true
+				}
+			}
+			defer func() {
+				heal()
+				lb.Rotate(a, b.Addr)
+			}()
+			old, mark := rc.enforced(ctx, t, step)
+
+			before := unconfirmed()
+			lb.Rotate(b.Addr)
+			rc.held(ctx, t, step, old, mark, "replica b cut off from the rules, alone in rotation")
+			if got := unconfirmed(); got == before {
+				t.Fatalf("the cut-off replica refused none of the deletions of %s as undecidable (%v before, %v after)", step.refused, before, got)
+			}
+			heal()
+			lb.Rotate(a, b.Addr)
+			rc.converged(ctx, t, step, old)
+			rc.neverBack(t, old, mark, "after the cut healed")
+		})
+		if !ok {
+			t.FailNow() // the later steps start from this one's outcome
+		}
+	}
+	t.Logf("kcp's connections to the webhook: %d to replica a, %d to replica b; %s", lb.Served(a), lb.Served(b.Addr), proxy.describe(awayPort))
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,6 +374,27 @@ func (r *Runtime) ProxyController(t *testing.T, proxyURL string) {
 		c.ProxyURL = proxyURL
 	}
 	check.Must(t, clientcmd.WriteToFile(*cfg, r.ctrlKubeconfig))
+}
+
+// ProxiedWebhookKubeconfig writes a copy of the webhook's kubeconfig that
+// reaches kcp, the front-proxy and every shard's virtual workspace through
+// the HTTP proxy at proxyURL, and returns its path: a replica started with
+// it (StartWebhookReplica's extra "--kubeconfig") can be cut off from one
+// shard while the others run as before.
+func (r *Runtime) ProxiedWebhookKubeconfig(t *testing.T, proxyURL string) string {
+	t.Helper()
+	i := slices.Index(r.whArgs, "--kubeconfig")
+	if i < 0 || i+1 >= len(r.whArgs) {
+		t.Fatalf("the webhook's arguments name no kubeconfig: %v", r.whArgs)
+	}
+	cfg, err := clientcmd.LoadFromFile(r.whArgs[i+1])
+	check.Must(t, err)
+	for _, c := range cfg.Clusters {
+		c.ProxyURL = proxyURL
+	}
+	path := strings.TrimSuffix(r.whArgs[i+1], ".kubeconfig") + "-proxied.kubeconfig"
+	check.Must(t, clientcmd.WriteToFile(*cfg, path))
+	return path
 }
 
 // MoveWebhook restarts the webhook serving admission requests at addr
