@@ -179,3 +179,19 @@ type classicListWatch struct{ *cache.ListWatch }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector to list.
 func (classicListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Health reports whether the watch of url is live, and how many times its
+// view was lost so far: what a reader found current while the watch was
+// live stays current for as long as both stay the same, every change since
+// being on its way. An URL not followed is not live.
+func (w *Watched) Health(url string) (losses int, live bool) {
+	w.mu.Lock()
+	sw, ok := w.byURL[url]
+	w.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	sw.live.mu.Lock()
+	defer sw.live.mu.Unlock()
+	return sw.live.losses, sw.live.live
+}

@@ -29,20 +29,23 @@ import (
 // it at once, while the events queued meanwhile are still unread, with the
 // rules it held when it stopped. A confirmation older than MaxAge is what a
 // resumed process sees first, so it reads the rules again, and waits for its
-// registry to catch up with them, before it decides anything. A replica
-// whose watch of a shard silently stopped delivering is caught the same
-// way: its confirmations find the registry behind, or cannot read the
-// shard, and it refuses the requests that depend on that shard, to be
-// retried, from MaxAge after the change at the latest.
+// registry to catch up with them, before it decides anything.
 //
 // That bound is a write's (readiness.Recent): one read confirms the
 // registry for every write decided in the MaxAge after it began, and a
 // write that finds the last one older than half of MaxAge starts the next
-// one ahead of need, so that under steady traffic no write waits for one. A
-// write decided on the rules before a change costs no protection while no
-// object is settled under the new rules, which takes --settle-after. A
-// deletion (readiness.Now) waits for a read begun after it arrived, shared
-// by every deletion that arrived before that read began: a replica cut off
+// one ahead of need, so that under steady traffic no write waits for one.
+// It holds only while the watches that would deliver a change run: once a
+// watch of a shard ended (its connection reset, the shard unreachable), or
+// was lost and started again, since the last confirmation of the shard
+// began, a write too waits for a read begun after it arrived, until one
+// begins with the watch live again. A replica whose watch silently stopped
+// delivering (no reset) decides writes for up to MaxAge on what it holds;
+// a write decided on the rules before a change is found, once stored, by
+// the deletion's read of the dependents, and no object is settled under
+// the new rules before --settle-after. A deletion (readiness.Now) always
+// waits for a read begun after it arrived, shared by every deletion that
+// arrived before that read began: a replica cut off
 // from a shard just before a rule there changed would otherwise decide it
 // on the rules before the change for up to MaxAge.
 
@@ -91,15 +94,14 @@ func (s *RuleSync) maxAge() time.Duration {
 // confirmation that could tell has ended or ctx has.
 func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
 	s.mu.Lock()
-	now := s.now()
-	oldest := now.Add(-s.maxAge())
+	arrived := s.now()
+	oldest := arrived.Add(-s.maxAge())
 	if fresh == readiness.Now {
-		oldest = now
+		oldest = arrived
 	}
 	for {
-		stale := s.staleLocked(sc, oldest)
-		if len(stale) == 0 {
-			if s.confirming == nil && len(s.staleLocked(sc, now.Add(-s.maxAge()/2))) > 0 {
+		if len(s.staleLocked(sc, oldest, arrived)) == 0 {
+			if s.confirming == nil && len(s.staleLocked(sc, arrived.Add(-s.maxAge()/2), arrived)) > 0 {
 				s.startConfirmationLocked()
 			}
 			s.mu.Unlock()
@@ -115,13 +117,13 @@ func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.
 		case <-ctx.Done():
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(s.staleLocked(sc, oldest), ctx.Err()))
+			return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(s.staleLocked(sc, oldest, arrived), ctx.Err()))
 		}
 		s.mu.Lock()
-		if !c.started.Before(oldest) {
-			// As fresh as needed: what it found stands.
+		if !c.started.Before(arrived) {
+			// Begun after the request arrived: what it found stands.
 			defer s.mu.Unlock()
-			if stale := s.staleLocked(sc, oldest); len(stale) > 0 {
+			if stale := s.staleLocked(sc, oldest, arrived); len(stale) > 0 {
 				return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(stale, nil))
 			}
 			return nil
@@ -130,10 +132,11 @@ func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.
 }
 
 // staleLocked lists the shards sc depends on whose last confirmation began
-// before oldest, or failed: the shard of each cluster sc names whose rules
-// a read found, every shard for one no read found, or when sc names none.
-// s.mu must be held.
-func (s *RuleSync) staleLocked(sc scope.Scope, oldest time.Time) []string {
+// before oldest, or before arrived while a watch of the shard is not live
+// or lost its view since that confirmation began, or failed: the shard of
+// each cluster sc names whose rules a read found, every shard for one no
+// read found, or when sc names none. s.mu must be held.
+func (s *RuleSync) staleLocked(sc scope.Scope, oldest, arrived time.Time) []string {
 	needed := s.urls
 	if sc.Named {
 		byShard := map[string]bool{}
@@ -151,11 +154,48 @@ func (s *RuleSync) staleLocked(sc scope.Scope, oldest time.Time) []string {
 	}
 	var stale []string
 	for _, url := range needed {
-		if at, ok := s.confirmed[url]; !ok || at.Before(oldest) {
+		bound := oldest
+		if !s.watchedLocked(url) {
+			bound = arrived
+		}
+		if at, ok := s.confirmed[url]; !ok || at.Before(bound) {
 			stale = append(stale, url)
 		}
 	}
 	return stale
+}
+
+// watchedLocked reports whether every watch of url stayed live, without a
+// loss, since the last confirmation of url began; s.mu must be held.
+func (s *RuleSync) watchedLocked(url string) bool {
+	recorded := s.confirmedLosses[url]
+	for i, w := range s.Watches {
+		losses, live := w.Health(url)
+		if !live || i >= len(recorded) || recorded[i] != losses {
+			return false
+		}
+	}
+	return true
+}
+
+// healthOf is the losses of each of Watches at url, -1 for one not live:
+// a confirmation begun then holds for no later request.
+func (s *RuleSync) healthOf(url string) []int {
+	losses := make([]int, len(s.Watches))
+	for i, w := range s.Watches {
+		n, live := w.Health(url)
+		if !live {
+			n = -1
+		}
+		losses[i] = n
+	}
+	return losses
+}
+
+// WatchHealth tells whether a watch's view of a shard is live, and how
+// many times it was lost (virtualworkspace.Watched).
+type WatchHealth interface {
+	Health(url string) (losses int, live bool)
 }
 
 // unconfirmedLocked says why the rules of the shards at urls are not
@@ -194,7 +234,11 @@ func (s *RuleSync) confirm(c *confirmation) {
 	defer cancel()
 	urls, err := s.VW.URLs(ctx)
 	results := map[string]error{}
+	health := map[string][]int{}
 	if err == nil {
+		for _, url := range urls {
+			health[url] = s.healthOf(url)
+		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, url := range urls {
@@ -218,6 +262,7 @@ func (s *RuleSync) confirm(c *confirmation) {
 	for url, err := range results {
 		if err == nil {
 			s.confirmed[url] = c.started
+			s.confirmedLosses[url] = health[url]
 			delete(s.unconfirmed, url)
 			confirmations.WithLabelValues("current").Inc()
 			continue

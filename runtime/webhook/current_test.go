@@ -252,3 +252,72 @@ func TestDeletionNeedsARead(t *testing.T) {
 		t.Errorf("a deletion once the shard is back: %v", err)
 	}
 }
+
+// fakeHealth is the health of a watch of every shard.
+type fakeHealth struct {
+	mu     sync.Mutex
+	losses int
+	live   bool
+}
+
+func (h *fakeHealth) Health(string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.losses, h.live
+}
+
+func (h *fakeHealth) set(losses int, live bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.losses, h.live = losses, live
+}
+
+// TestWriteWaitsWhileTheWatchIsDown: the MaxAge bound of a write holds
+// only while the watch that would deliver a change runs. Once the watch of
+// the shard ended, a write too waits for a read begun after it arrived, and
+// is refused while the shard cannot be read; once the watch is live again,
+// after a loss, one more read restores the bound.
+func TestWriteWaitsWhileTheWatchIsDown(t *testing.T) {
+	f := newFakeShards(t, "shard-a")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	health := &fakeHealth{live: true}
+	s.Watches = []WatchHealth{health}
+	ctx := context.Background()
+	lists := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists["shard-a"] }
+	write := func() error { return s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent) }
+
+	if err := write(); err != nil {
+		t.Fatalf("a write with the watch live: %v", err)
+	}
+	advance(time.Millisecond)
+	before := lists()
+	if err := write(); err != nil || lists() != before {
+		t.Fatalf("a write within MaxAge with the watch live: %v, %d reads; want it decided on the last read", err, lists()-before)
+	}
+
+	health.set(1, false) // the watch's connection was reset
+	f.set(func() { f.down["shard-a"] = true })
+	advance(time.Millisecond)
+	if err := write(); err == nil || !strings.Contains(err.Error(), "/shard-a") {
+		t.Errorf("a write with the watch down and the shard unreadable = %v, want a refusal naming shard-a", err)
+	}
+
+	f.set(func() { f.down["shard-a"] = false })
+	advance(time.Millisecond)
+	before = lists()
+	if err := write(); err != nil || lists() == before {
+		t.Errorf("a write with the watch still down: %v, %d reads; want one read begun after it", err, lists()-before)
+	}
+	health.set(1, true) // live again, after one loss
+	advance(time.Millisecond)
+	before = lists()
+	if err := write(); err != nil || lists() == before {
+		t.Errorf("the first write with the watch live again: %v, %d reads; want one read", err, lists()-before)
+	}
+	advance(time.Millisecond)
+	before = lists()
+	if err := write(); err != nil || lists() != before {
+		t.Errorf("a later write: %v, %d reads; want it decided on the last read", err, lists()-before)
+	}
+}

@@ -99,6 +99,14 @@ type RuleSync struct {
 	// IndexVersions reads the metadata of the reference index
 	// configurations of one shard from the server, as Versions the rules.
 	IndexVersions func(ctx context.Context, url string) ([]virtualworkspace.Meta, error)
+	// Watches, when set, are the watches whose events keep the registry
+	// current. While one of a shard's is not live, or lost its view since
+	// the last confirmation of the shard began, that confirmation holds
+	// for no request that arrived after it began (current.go).
+	Watches []WatchHealth
+	// confirmedLosses holds, by shard, the losses of each of Watches when
+	// its last successful confirmation began.
+	confirmedLosses map[string][]int
 	// ctx is Start's: confirmations outlive the request that starts them.
 	ctx context.Context
 	// urls are the shards' virtual workspace URLs as last read.
@@ -118,7 +126,7 @@ type RuleSync struct {
 func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
 		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
-		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{},
+		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{}, confirmedLosses: map[string][]int{},
 		PartialReadyAfter: DefaultPartialReadyAfter, now: time.Now}
 }
 

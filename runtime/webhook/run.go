@@ -102,6 +102,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexWatch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
 		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), indexConfigs.Observe)
 	rules.IndexShard = indexWatch.ListShard
+	rules.Watches = []WatchHealth{ruleWatch, indexWatch}
 	follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR,
 		admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), published.Observe)
 	if err := mgr.Add(follower); err != nil {
