@@ -37,6 +37,11 @@ if [ -x "$bin" ] && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp_want" ]; then
   echo "$cli $version: $bin is current"
   exit 0
 fi
+. "$(dirname "$0")/build-cache.sh"
+if build_cache_restore "$cli-$version" "$stamp_want" "$out" "$cli-$version"; then
+  echo "$stamp_want" > "$stamp_file"
+  exit 0
+fi
 
 # A missing module should fail at once rather than fall back to GitHub.
 export GOPROXY="${GOPROXY:-$(go env GOPROXY)}"; GOPROXY="${GOPROXY%%,direct}"
@@ -75,3 +80,4 @@ reported=$(TF_CLI_CONFIG_FILE=/dev/null "$bin.tmp" version | grep -m1 -E '^(Terr
 mv "$bin.tmp" "$bin"
 echo "$stamp_want" > "$stamp_file"
 echo "built $reported into $bin in $(( $(date +%s) - start ))s"
+build_cache_save "$cli-$version" "$stamp_want" "$out" "$cli-$version"

@@ -17,6 +17,11 @@ if $up_to_date && [ "$(cat "$stamp_file" 2>/dev/null)" = "$stamp_want" ]; then
   echo "kcp $kcp_version: binaries in $out are current"
   exit 0
 fi
+. "$here/../../.ci/build-cache.sh"
+if build_cache_restore kcp "$stamp_want" "$out" "${cmds[@]}"; then
+  echo "$stamp_want" > "$stamp_file"
+  exit 0
+fi
 
 # A missing module should fail at once rather than fall back to GitHub.
 export GOPROXY="${GOPROXY:-$(go env GOPROXY)}"; GOPROXY="${GOPROXY%%,direct}"
@@ -46,3 +51,4 @@ for c in "${cmds[@]}"; do
   echo "built $c in $(( $(date +%s) - start ))s"
 done
 echo "$stamp_want" > "$stamp_file"
+build_cache_save kcp "$stamp_want" "$out" "${cmds[@]}"

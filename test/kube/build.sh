@@ -16,6 +16,11 @@ if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ "$(cat "$stamp_file" 
   echo "kube-apiserver and etcd: binaries in $out are current"
   exit 0
 fi
+. "$here/../../.ci/build-cache.sh"
+if build_cache_restore kube "$stamp_want" "$out" kube-apiserver etcd; then
+  echo "$stamp_want" > "$stamp_file"
+  exit 0
+fi
 
 kube_version=$(awk '$1=="k8s.io/kubernetes" {print $2} $1=="require" && $2=="k8s.io/kubernetes" {print $3}' apiserver/go.mod)
 minor=$(echo "$kube_version" | cut -d. -f2)
@@ -31,3 +36,4 @@ start=$(date +%s); echo "building etcd ..."
 (cd etcd && go build -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 echo "built etcd in $(( $(date +%s) - start ))s"
 echo "$stamp_want" > "$stamp_file"
+build_cache_save kube "$stamp_want" "$out" kube-apiserver etcd
