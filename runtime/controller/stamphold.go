@@ -57,23 +57,21 @@ func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]s
 	return next
 }
 
-// publishedStamps reads the stamps the installed configurations publish:
-// the object selector of each deletion webhook, by the resources it
-// covers.
+// publishedStamps reads the stamps the installed configurations publish,
+// as the webhook reads them (settle.PublishedBy): the object selector of
+// each deletion webhook, by the resources it covers; none for a resource
+// they cover without agreeing on one.
 func publishedStamps(configObjs []virtualworkspace.Object, name string) Stamps {
-	out := Stamps{}
+	var configs []*admissionregistrationv1.ValidatingWebhookConfiguration
 	for _, u := range byCluster(configObjs, name) {
-		var c admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c); err != nil {
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
 			continue
 		}
-		for _, h := range c.Webhooks {
-			if stamp := settle.StampOf(h.ObjectSelector); stamp != "" {
-				for _, gvr := range deletedResources(h) {
-					out[gvr.GroupResource()] = stamp
-				}
-			}
+		if c.DeletionTimestamp != nil {
+			continue
 		}
+		configs = append(configs, c)
 	}
-	return out
+	return Stamps(settle.PublishedBy(configs))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"sync"
 
@@ -38,8 +40,16 @@ type PublishedStamps struct {
 func (p *PublishedStamps) Published(gr schema.GroupResource) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return agreed(maps.Values(p.byCluster), gr)
+}
+
+// agreed is the stamp every one of configs (each mapping the resources it
+// covers to the stamp it publishes, as PublishedIn does) that covers gr
+// publishes, "" when none does, one covers it without a stamp, or they
+// disagree.
+func agreed(configs iter.Seq[map[schema.GroupResource]string], gr schema.GroupResource) string {
 	stamp := ""
-	for _, stamps := range p.byCluster {
+	for stamps := range configs {
 		s, ok := stamps[gr]
 		switch {
 		case !ok:
@@ -50,6 +60,29 @@ func (p *PublishedStamps) Published(gr schema.GroupResource) string {
 		}
 	}
 	return stamp
+}
+
+// PublishedBy maps each resource configs publish a stamp for to that
+// stamp, as Published reads it: one they cover without agreeing on a stamp
+// has none. It is how the controller reads the stamps it published, so
+// that it and the webhook never disagree on one.
+func PublishedBy(configs []*admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
+	in := make([]map[schema.GroupResource]string, 0, len(configs))
+	covered := map[schema.GroupResource]bool{}
+	for _, cfg := range configs {
+		stamps := PublishedIn(cfg)
+		in = append(in, stamps)
+		for gr := range stamps {
+			covered[gr] = true
+		}
+	}
+	out := make(map[schema.GroupResource]string, len(covered))
+	for gr := range covered {
+		if stamp := agreed(slices.Values(in), gr); stamp != "" {
+			out[gr] = stamp
+		}
+	}
+	return out
 }
 
 // Other reports whether some configuration publishes a stamp for gr other
@@ -103,14 +136,14 @@ func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster
 		delete(p.byCluster, cluster)
 		return nil
 	}
-	p.byCluster[cluster] = publishedIn(cfg)
+	p.byCluster[cluster] = PublishedIn(cfg)
 	return nil
 }
 
-// publishedIn maps each resource whose deletions cfg sends to the webhook to
+// PublishedIn maps each resource whose deletions cfg sends to the webhook to
 // the stamp its entry leaves out; a resource in two entries that disagree
 // publishes none.
-func publishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
+func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
 	out := map[schema.GroupResource]string{}
 	for _, w := range cfg.Webhooks {
 		stamp := StampOf(w.ObjectSelector)

@@ -1,0 +1,58 @@
+package settle
+
+import (
+	"maps"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestPublishedBy: the controller reads the stamps it published as the
+// webhook does. A resource published in one workspace and not in another,
+// in two entries that disagree, or under an entry that deletes by "*", has
+// the stamp every covering entry agrees on, or none.
+func TestPublishedBy(t *testing.T) {
+	vpcs := schema.GroupResource{Group: "network.io", Resource: "vpcs"}
+	fws := schema.GroupResource{Group: "network.io", Resource: "firewallrules"}
+	entry := func(stamp string, op admissionregistrationv1.OperationType, resources ...string) admissionregistrationv1.ValidatingWebhook {
+		w := admissionregistrationv1.ValidatingWebhook{Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{op},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"network.io"}, APIVersions: []string{"v1"}, Resources: resources},
+		}}}
+		if stamp != "" {
+			w.ObjectSelector = Selector(stamp)
+		}
+		return w
+	}
+	config := func(entries ...admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.ValidatingWebhookConfiguration {
+		return &admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: entries}
+	}
+	tests := []struct {
+		name    string
+		configs []*admissionregistrationv1.ValidatingWebhookConfiguration
+		want    map[schema.GroupResource]string
+	}{
+		{"one entry each", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs"), entry("s2", admissionregistrationv1.Delete, "firewallrules"))},
+			map[schema.GroupResource]string{vpcs: "s1", fws: "s2"}},
+		{"two workspaces agree", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs")), config(entry("s1", admissionregistrationv1.Delete, "vpcs"))},
+			map[schema.GroupResource]string{vpcs: "s1"}},
+		{"one workspace not published yet", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs")), config(entry("", admissionregistrationv1.Delete, "vpcs"))},
+			map[schema.GroupResource]string{}},
+		{"two workspaces disagree", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs")), config(entry("s2", admissionregistrationv1.Delete, "vpcs"))},
+			map[schema.GroupResource]string{}},
+		{"two entries of one configuration disagree", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs"), entry("", admissionregistrationv1.Delete, "vpcs"))},
+			map[schema.GroupResource]string{}},
+		{"an entry for every operation counts", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs"), entry("", admissionregistrationv1.OperationAll, "vpcs"))},
+			map[schema.GroupResource]string{}},
+		{"an entry for writes only does not", []*admissionregistrationv1.ValidatingWebhookConfiguration{config(entry("s1", admissionregistrationv1.Delete, "vpcs"), entry("", admissionregistrationv1.Create, "vpcs"))},
+			map[schema.GroupResource]string{vpcs: "s1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PublishedBy(tt.configs); !maps.Equal(got, tt.want) {
+				t.Errorf("PublishedBy = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
