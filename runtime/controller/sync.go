@@ -225,9 +225,11 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		if s.stampsSeen == nil {
 			s.stampsSeen = map[schema.GroupResource]stampSeen{}
 		}
-		if wait := holdStamps(plan.Stamps, publishedStamps(configObjs, settings.ConfigurationName), s.stampsSeen, time.Now()); wait > 0 {
+		published := publishedStamps(configObjs, settings.ConfigurationName)
+		if wait := holdStamps(plan.Stamps, published, s.stampsSeen, time.Now()); wait > 0 {
 			time.AfterFunc(wait, s.Trigger)
 		}
+		s.confirmStamps(ctx, plan, published, urls, ruleObjs)
 	}
 	phases.done(phasePlan)
 
