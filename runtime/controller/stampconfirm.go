@@ -69,6 +69,10 @@ func viewDiffers(view []virtualworkspace.Object, listed []virtualworkspace.Meta)
 // an error naming the rules whose version differs from view, or why they
 // could not be read.
 func (s *Syncer) confirmView(ctx context.Context, urls []string, view []virtualworkspace.Object) error {
+	// A shard that accepts the connection and answers nothing must not
+	// hold the run up for longer.
+	ctx, cancel := context.WithTimeout(ctx, stampConfirmTimeout)
+	defer cancel()
 	var listed []virtualworkspace.Meta
 	for _, url := range urls {
 		metas, err := s.VW.ListShardMetadata(ctx, url, v1alpha1.GroupVersionResource)
@@ -110,6 +114,10 @@ func (s *Syncer) confirmStamps(ctx context.Context, plan *Plan, published Stamps
 	time.AfterFunc(stampConfirmRetry, s.Trigger)
 }
 
-// stampConfirmRetry is how soon a run follows one that could not confirm
-// the stamps it would have published.
-const stampConfirmRetry = 2 * time.Second
+const (
+	// stampConfirmRetry is how soon a run follows one that could not
+	// confirm the stamps it would have published.
+	stampConfirmRetry = 2 * time.Second
+	// stampConfirmTimeout bounds the read that confirms them.
+	stampConfirmTimeout = 10 * time.Second
+)
