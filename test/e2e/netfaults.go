@@ -33,6 +33,9 @@ type connectProxy struct {
 	open map[string]map[net.Conn]bool
 	// opened and refused count the tunnels asked for, by target port.
 	opened, refused map[string]int
+	// stalled holds, for each stalled port, a channel closed when the
+	// stall ends.
+	stalled map[string]chan struct{}
 }
 
 func startConnectProxy(t *testing.T) *connectProxy {
@@ -40,7 +43,7 @@ func startConnectProxy(t *testing.T) *connectProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check.Must(t, err)
 	p := &connectProxy{URL: "http://" + ln.Addr().String(), ln: ln, cut: map[string]bool{},
-		open: map[string]map[net.Conn]bool{}, opened: map[string]int{}, refused: map[string]int{}}
+		open: map[string]map[net.Conn]bool{}, opened: map[string]int{}, refused: map[string]int{}, stalled: map[string]chan struct{}{}}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -54,6 +57,10 @@ func startConnectProxy(t *testing.T) *connectProxy {
 		_ = ln.Close()
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		for port, ch := range p.stalled {
+			close(ch)
+			delete(p.stalled, port)
+		}
 		for _, conns := range p.open {
 			for c := range conns {
 				_ = c.Close()
@@ -107,15 +114,68 @@ func (p *connectProxy) serve(c net.Conn) {
 		p.untrack(port, c, upstream)
 		return
 	}
-	splice(c, br, upstream)
+	// While port is stalled, what arrives is held.
+	splice(c, br, upstream, func(dst io.Writer, src io.Reader) { p.pump(port, dst, src) })
 	p.untrack(port, c, upstream)
 }
 
-// splice copies both ways until either side ends, then closes both.
-func splice(client net.Conn, fromClient io.Reader, upstream net.Conn) {
+// pump copies src to dst, holding each chunk while port is stalled.
+func (p *connectProxy) pump(port string, dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			<-p.gate(port)
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// flowing is closed: a port not stalled lets everything through.
+var flowing = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// gate is closed while port is not stalled.
+func (p *connectProxy) gate(port string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch, ok := p.stalled[port]; ok {
+		return ch
+	}
+	return flowing
+}
+
+// Stall holds everything sent either way through the tunnels to port, open
+// and new, without closing any: a network that silently drops packets, as
+// a client notices only when a timeout of its own ends.
+func (p *connectProxy) Stall(port string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.stalled[port]; !ok {
+		p.stalled[port] = make(chan struct{})
+	}
+}
+
+// Unstall lets what Stall held through.
+func (p *connectProxy) Unstall(port string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ch, ok := p.stalled[port]; ok {
+		close(ch)
+		delete(p.stalled, port)
+	}
+}
+
+// splice copies both ways with pump until either side ends, then closes
+// both.
+func splice(client net.Conn, fromClient io.Reader, upstream net.Conn, pump func(dst io.Writer, src io.Reader)) {
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(upstream, fromClient); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, upstream); done <- struct{}{} }()
+	go func() { pump(upstream, fromClient); done <- struct{}{} }()
+	go func() { pump(client, upstream); done <- struct{}{} }()
 	<-done
 	_ = client.Close()
 	_ = upstream.Close()
@@ -263,7 +323,7 @@ func (b *balancer) serve(c net.Conn) {
 	}
 	b.open[backend][c], b.open[backend][upstream] = true, true
 	b.mu.Unlock()
-	splice(c, c, upstream)
+	splice(c, c, upstream, func(dst io.Writer, src io.Reader) { _, _ = io.Copy(dst, src) })
 	b.mu.Lock()
 	delete(b.open[backend], c)
 	delete(b.open[backend], upstream)

@@ -89,3 +89,60 @@ func TestControllerPartitionedFromAShard(t *testing.T) {
 		return nil
 	})
 }
+
+// TestControllerStalledFromAShard is TestControllerPartitionedFromAShard
+// with a network that silently drops what the controller and the shard of
+// the rules send each other (the proxy holds it, and closes nothing), so
+// that the controller's watch of that shard runs on, delivering nothing,
+// until a timeout of its own ends it. Meanwhile a rule over VPCs is
+// created, then edited, then deleted there: the webhook withdraws the
+// stamp of the rules before the change, and the controller, whose view
+// still holds them, never publishes it again, as the read that would
+// confirm its view gets no answer; the VPC the change made referenced is
+// refused in both consumers. Once the network delivers again, everything
+// converges.
+func TestControllerStalledFromAShard(t *testing.T) {
+	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
+	if len(e.Shards) < 2 {
+		t.Skip("needs two shards")
+	}
+	home, away := e.Shards[0], e.Shards[1]
+	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
+	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
+		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
+	}
+	proxy := startConnectProxy(t)
+	awayPort := portOf(t, away.URL)
+	rt.ProxyController(t, proxy.URL)
+	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
+	top.protectVPCs(ctx, t)
+	check.Eventually(ctx, t, time.Minute, "the controller to reach shard "+away.Name+" through the proxy", func() error {
+		if opened, _ := proxy.Counts(awayPort); opened == 0 {
+			return fmt.Errorf("%s", proxy.describe(awayPort))
+		}
+		return nil
+	})
+	rc := newRuleChanges(ctx, t, top, rt)
+
+	for _, step := range rc.steps() {
+		ok := t.Run(step.name+" while the network to the shard of the rules drops everything", func(t *testing.T) {
+			proxy.Stall(awayPort)
+			flowing := false
+			unstall := func() {
+				if !flowing {
+					proxy.Unstall(awayPort)
+					flowing = true
+				}
+			}
+			defer unstall()
+			old, mark := rc.enforced(ctx, t, step)
+			rc.held(ctx, t, step, old, mark, "stalled")
+			unstall()
+			rc.converged(ctx, t, step, old)
+			rc.neverBack(t, old, mark, "after the stall")
+		})
+		if !ok {
+			t.FailNow() // the later steps start from this one's outcome
+		}
+	}
+}
