@@ -21,15 +21,18 @@ import (
 // so holding it back only delays settling by as much.
 const stampHold = 10 * time.Second
 
-// stampSeen is when the controller first computed a type's current stamp.
+// stampSeen is when the controller first computed a type's current stamp,
+// and whether it has seen it published since.
 type stampSeen struct {
-	stamp string
-	since time.Time
+	stamp     string
+	since     time.Time
+	published bool
 }
 
 // holdStamps removes from stamps each one that is neither published
-// already (in published) nor has stood for stampHold, remembering in seen
-// when each was first computed. It returns how long until the next held
+// already (in published) nor has stood for stampHold since it was first
+// computed, or since it was last seen withdrawn, remembering in seen when
+// that was. It returns how long until the next held
 // stamp may be published, 0 when none is held.
 func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]stampSeen, now time.Time) time.Duration {
 	for gr := range seen {
@@ -39,11 +42,18 @@ func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]s
 	}
 	var next time.Duration
 	for gr, stamp := range stamps {
+		s, ok := seen[gr]
 		if published[gr] == stamp {
+			if !ok || s.stamp != stamp || !s.published {
+				seen[gr] = stampSeen{stamp: stamp, since: now, published: true}
+			}
 			continue
 		}
-		s, ok := seen[gr]
-		if !ok || s.stamp != stamp {
+		if !ok || s.stamp != stamp || s.published {
+			// New, or published and withdrawn since (by the webhook,
+			// whose rules or index disagree): held again, so that a
+			// webhook replica that keeps withdrawing it does not have
+			// every configuration of the type rewritten every run.
 			s = stampSeen{stamp: stamp, since: now}
 			seen[gr] = s
 		}

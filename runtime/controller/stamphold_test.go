@@ -15,7 +15,8 @@ import (
 
 // TestHoldStamps: a new stamp is published only once it has stood for
 // stampHold, one already published stays, and a stamp that changes again
-// starts over; the wait returned is until the next held one is due.
+// starts over, as does one withdrawn after it was published; the wait
+// returned is until the next held one is due.
 func TestHoldStamps(t *testing.T) {
 	vpcs, fws := testVPCs.GroupResource(), testFWs.GroupResource()
 	start := time.Unix(1000, 0)
@@ -34,6 +35,9 @@ func TestHoldStamps(t *testing.T) {
 		{"the unchanged one is due", stampHold, Stamps{vpcs: "b", fws: "x"}, Stamps{}, Stamps{fws: "x"}, 6 * time.Second},
 		{"a published stamp stays, the other is due", stampHold + 6*time.Second, Stamps{vpcs: "b", fws: "x"}, Stamps{fws: "x"}, Stamps{vpcs: "b", fws: "x"}, 0},
 		{"already published when first computed (a restarted controller)", stampHold + 7*time.Second, Stamps{vpcs: "b", fws: "y"}, Stamps{vpcs: "b", fws: "y"}, Stamps{vpcs: "b", fws: "y"}, 0},
+		{"withdrawn by the webhook: held again", stampHold + 8*time.Second, Stamps{vpcs: "b", fws: "y"}, Stamps{fws: "y"}, Stamps{fws: "y"}, stampHold},
+		{"still held", stampHold + 9*time.Second, Stamps{vpcs: "b", fws: "y"}, Stamps{fws: "y"}, Stamps{fws: "y"}, stampHold - time.Second},
+		{"published again once it stood", 2*stampHold + 8*time.Second, Stamps{vpcs: "b", fws: "y"}, Stamps{fws: "y"}, Stamps{vpcs: "b", fws: "y"}, 0},
 	}
 	for _, s := range steps {
 		stamps := Stamps{}
