@@ -94,7 +94,10 @@ func observeIndex(outcome string, start time.Time) {
 // object without a valid stamp is simply read in full when that happens.
 func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	if req.Operation == admissionv1.Delete {
-		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Recent) == nil {
+		// The intents to withdraw are named by the dependent itself:
+		// waiting for the rules to be confirmed current would only let
+		// them stand, holding their targets, until they expire.
+		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Registered) == nil {
 			ix.withdrawIntents(ctx, req)
 		}
 		return admission.Allow(""), indexUnchanged

@@ -39,6 +39,11 @@ const (
 	// Now: begun after the call. A deletion is decided on such rules: no
 	// rule change made before the request can be missed.
 	Now
+	// Registered: none; every rule that matters is registered, at any
+	// version. What does not depend on the rules' content, such as the
+	// withdrawal of the intents a deleted dependent recorded, which it
+	// names itself, waits for nothing more.
+	Registered
 )
 
 // When is the readiness of a registry that knows every rule once

@@ -93,6 +93,9 @@ func (s *RuleSync) maxAge() time.Duration {
 // current for every shard sc depends on, and otherwise why not, once the
 // confirmation that could tell has ended or ctx has.
 func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
+	if fresh == readiness.Registered {
+		return nil
+	}
 	s.mu.Lock()
 	arrived := s.now()
 	oldest := arrived.Add(-s.maxAge())
