@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
@@ -91,10 +93,10 @@ func (s *Syncer) confirmView(ctx context.Context, urls []string, view []virtualw
 // hold already unless the view of the rules it was computed from is
 // confirmed by a read of every shard at urls; a run follows shortly.
 func (s *Syncer) confirmStamps(ctx context.Context, plan *Plan, published Stamps, urls []string, view []virtualworkspace.Object) {
-	var fresh []string
+	var fresh []schema.GroupResource
 	for gr, stamp := range plan.Stamps {
 		if stamp != "" && published[gr] != stamp {
-			fresh = append(fresh, gr.String())
+			fresh = append(fresh, gr)
 		}
 	}
 	if len(fresh) == 0 {
@@ -104,13 +106,13 @@ func (s *Syncer) confirmStamps(ctx context.Context, plan *Plan, published Stamps
 	if err == nil {
 		return
 	}
-	for gr, stamp := range plan.Stamps {
-		if stamp != "" && published[gr] != stamp {
-			delete(plan.Stamps, gr)
-		}
+	names := make([]string, len(fresh))
+	for i, gr := range fresh {
+		delete(plan.Stamps, gr)
+		names[i] = gr.String()
 	}
-	slices.Sort(fresh)
-	s.Log.Info("not publishing stamps this run", "resources", fresh, "reason", err.Error())
+	slices.Sort(names)
+	s.Log.Info("not publishing stamps this run", "resources", names, "reason", err.Error())
 	time.AfterFunc(stampConfirmRetry, s.Trigger)
 }
 

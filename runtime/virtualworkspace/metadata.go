@@ -26,21 +26,18 @@ func (v *VirtualWorkspaces) ListShardMetadata(ctx context.Context, url string, g
 		return nil, err
 	}
 	var out []Meta
-	opts := metav1.ListOptions{Limit: 500}
-	for {
+	err = eachPage(func(opts metav1.ListOptions) (string, error) {
 		list, err := c.Resource(gvr).List(ctx, opts)
-		if notServedYet(gvr, err) {
-			return out, nil
-		}
 		if err != nil {
-			return nil, fmt.Errorf("listing the metadata of %s at %s: %w", gvr.GroupResource(), url, err)
+			return "", err
 		}
 		for i := range list.Items {
 			out = append(out, Meta{Cluster: logicalcluster.From(&list.Items[i]).String(), Obj: list.Items[i]})
 		}
-		if list.GetContinue() == "" {
-			return out, nil
-		}
-		opts.Continue = list.GetContinue()
+		return list.GetContinue(), nil
+	})
+	if err != nil && !notServedYet(gvr, err) {
+		return nil, fmt.Errorf("listing the metadata of %s at %s: %w", gvr.GroupResource(), url, err)
 	}
+	return out, nil
 }

@@ -123,23 +123,34 @@ func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schem
 		return nil, err
 	}
 	var out []Object
-	opts := metav1.ListOptions{Limit: 500}
-	for {
+	err = eachPage(func(opts metav1.ListOptions) (string, error) {
 		list, err := c.Resource(gvr).List(ctx, opts)
-		if notServedYet(gvr, err) {
-			return out, nil
-		}
 		if err != nil {
-			return nil, fmt.Errorf("listing %s at %s: %w", gvr.GroupResource(), url, err)
+			return "", err
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
 			out = append(out, Object{URL: url, Cluster: logicalcluster.From(item).String(), Obj: item})
 		}
-		if list.GetContinue() == "" {
-			return out, nil
+		return list.GetContinue(), nil
+	})
+	if err != nil && !notServedYet(gvr, err) {
+		return nil, fmt.Errorf("listing %s at %s: %w", gvr.GroupResource(), url, err)
+	}
+	return out, nil
+}
+
+// eachPage calls list for every page of a list, 500 objects at a time:
+// first without a continue token, then with the one each page returns,
+// until one returns none or list fails.
+func eachPage(list func(opts metav1.ListOptions) (continueToken string, err error)) error {
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		next, err := list(opts)
+		if err != nil || next == "" {
+			return err
 		}
-		opts.Continue = list.GetContinue()
+		opts.Continue = next
 	}
 }
 
