@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -232,6 +233,17 @@ func (p *connectProxy) Counts(port string) (opened, refused int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.opened[port], p.refused[port]
+}
+
+// waitReached waits until who has opened a tunnel to port, shard's.
+func (p *connectProxy) waitReached(ctx context.Context, t *testing.T, who, shard, port string) {
+	t.Helper()
+	check.Eventually(ctx, t, time.Minute, who+" to reach shard "+shard+" through the proxy", func() error {
+		if opened, _ := p.Counts(port); opened == 0 {
+			return fmt.Errorf("%s", p.describe(port))
+		}
+		return nil
+	})
 }
 
 // portOf is the port of a URL such as a shard's.

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestControllerPartitionedFromAShard: on the real two-shard kcp, with
@@ -27,15 +29,7 @@ import (
 // everything converges: the rule is Ready, the new rules' stamp is
 // published, objects are settled under it, and the controller is ready.
 func TestControllerPartitionedFromAShard(t *testing.T) {
-	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
-	if len(e.Shards) < 2 {
-		t.Skip("needs two shards")
-	}
-	home, away := e.Shards[0], e.Shards[1]
-	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
-	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
-		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
-	}
+	ctx, top, rt, away := installRulesAway(t)
 	proxy := startConnectProxy(t)
 	awayPort := portOf(t, away.URL)
 	rt.ProxyController(t, proxy.URL)
@@ -43,12 +37,7 @@ func TestControllerPartitionedFromAShard(t *testing.T) {
 	top.protectVPCs(ctx, t)
 	// The controller reads the rules through shard-1's virtual workspace,
 	// and reaches it through the proxy.
-	check.Eventually(ctx, t, time.Minute, "the controller to reach shard "+away.Name+" through the proxy", func() error {
-		if opened, _ := proxy.Counts(awayPort); opened == 0 {
-			return fmt.Errorf("%s", proxy.describe(awayPort))
-		}
-		return nil
-	})
+	proxy.waitReached(ctx, t, "the controller", away.Name, awayPort)
 	rc := newRuleChanges(ctx, t, top, rt)
 
 	for _, step := range rc.steps() {
@@ -102,26 +91,13 @@ func TestControllerPartitionedFromAShard(t *testing.T) {
 // refused in both consumers. Once the network delivers again, everything
 // converges.
 func TestControllerStalledFromAShard(t *testing.T) {
-	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
-	if len(e.Shards) < 2 {
-		t.Skip("needs two shards")
-	}
-	home, away := e.Shards[0], e.Shards[1]
-	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
-	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
-		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
-	}
+	ctx, top, rt, away := installRulesAway(t)
 	proxy := startConnectProxy(t)
 	awayPort := portOf(t, away.URL)
 	rt.ProxyController(t, proxy.URL)
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
 	top.protectVPCs(ctx, t)
-	check.Eventually(ctx, t, time.Minute, "the controller to reach shard "+away.Name+" through the proxy", func() error {
-		if opened, _ := proxy.Counts(awayPort); opened == 0 {
-			return fmt.Errorf("%s", proxy.describe(awayPort))
-		}
-		return nil
-	})
+	proxy.waitReached(ctx, t, "the controller", away.Name, awayPort)
 	rc := newRuleChanges(ctx, t, top, rt)
 
 	for _, step := range rc.steps() {
@@ -145,4 +121,23 @@ func TestControllerStalledFromAShard(t *testing.T) {
 			t.FailNow() // the later steps start from this one's outcome
 		}
 	}
+}
+
+// installRulesAway installs the topology on the real two-shard kcp with the
+// network workspace (the protected VPCs) on the first shard and the compute
+// workspace (the rules, their index configuration, a consumer) on the
+// second, and returns the second shard: the one a test cuts a component
+// off from.
+func installRulesAway(t *testing.T) (context.Context, *Topology, *runtimetest.Runtime, env.Shard) {
+	t.Helper()
+	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
+	if len(e.Shards) < 2 {
+		t.Skip("needs two shards")
+	}
+	home, away := e.Shards[0], e.Shards[1]
+	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
+	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
+		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
+	}
+	return ctx, top, rt, away
 }

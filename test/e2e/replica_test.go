@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
 // TestWebhookReplicaStopped: on the real two-shard kcp, with settling on,
@@ -28,14 +30,7 @@ func TestWebhookReplicaStopped(t *testing.T) {
 	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
 	top, rt := install(ctx, t, e)
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
-	ports, err := env.FreePorts(1)
-	check.Must(t, err)
-	a := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	rt.MoveWebhook(ctx, t, a)
-	b := rt.StartWebhookReplica(ctx, t, "webhook-b")
-	u, err := url.Parse(rt.WebhookURL)
-	check.Must(t, err)
-	lb := startBalancer(t, u.Host, a, b.Addr)
+	lb, a, b := webhookReplicas(ctx, t, rt)
 	top.protectVPCs(ctx, t)
 	rc := newRuleChanges(ctx, t, top, rt)
 	denied := func() float64 {
@@ -89,26 +84,11 @@ func TestWebhookReplicaStopped(t *testing.T) {
 // the rules it held. Once the cut heals and both are in rotation, the
 // change converges.
 func TestWebhookReplicaCutOffFromTheRules(t *testing.T) {
-	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
-	if len(e.Shards) < 2 {
-		t.Skip("needs two shards")
-	}
-	home, away := e.Shards[0], e.Shards[1]
-	top, rt := install(ctx, t, e, placedOn(env.OnShard(home.Name)), computeOn(env.OnShard(away.Name)))
-	if top.Network.Shard != home.Name || top.Compute.Shard != away.Name {
-		t.Fatalf("network on %s, compute on %s: want them on %s and %s", top.Network.Shard, top.Compute.Shard, home.Name, away.Name)
-	}
+	ctx, top, rt, away := installRulesAway(t)
 	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
-	ports, err := env.FreePorts(1)
-	check.Must(t, err)
-	a := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	rt.MoveWebhook(ctx, t, a)
 	proxy := startConnectProxy(t)
 	awayPort := portOf(t, away.URL)
-	b := rt.StartWebhookReplica(ctx, t, "webhook-b", "--kubeconfig", rt.ProxiedWebhookKubeconfig(t, proxy.URL))
-	u, err := url.Parse(rt.WebhookURL)
-	check.Must(t, err)
-	lb := startBalancer(t, u.Host, a, b.Addr)
+	lb, a, b := webhookReplicas(ctx, t, rt, "--kubeconfig", rt.ProxiedWebhookKubeconfig(t, proxy.URL))
 	top.protectVPCs(ctx, t)
 	rc := newRuleChanges(ctx, t, top, rt)
 	unconfirmed := func() float64 {
@@ -148,4 +128,20 @@ func TestWebhookReplicaCutOffFromTheRules(t *testing.T) {
 		}
 	}
 	t.Logf("kcp's connections to the webhook: %d to replica a, %d to replica b; %s", lb.Served(a), lb.Served(b.Addr), proxy.describe(awayPort))
+}
+
+// webhookReplicas runs the webhook as two replicas behind a balancer at the
+// URL the controller installs, both in rotation, as a Service spreads
+// kcp's calls over the ready pods: the runtime's own webhook, moved to
+// address a, and replica b, started with extra flags.
+func webhookReplicas(ctx context.Context, t *testing.T, rt *runtimetest.Runtime, extra ...string) (lb *balancer, a string, b *runtimetest.WebhookReplica) {
+	t.Helper()
+	ports, err := env.FreePorts(1)
+	check.Must(t, err)
+	a = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	rt.MoveWebhook(ctx, t, a)
+	b = rt.StartWebhookReplica(ctx, t, "webhook-b", extra...)
+	u, err := url.Parse(rt.WebhookURL)
+	check.Must(t, err)
+	return startBalancer(t, u.Host, a, b.Addr), a, b
 }
