@@ -16,6 +16,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
@@ -137,10 +138,19 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		// does too.
 		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
 	}
+	var old map[string]interface{}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			old = nil
+		}
+	}
 	s := ix.schemas.IndexSchema(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource})
-	resp, refused, intentLabel, targets := ix.recordIntents(ctx, req, s, obj, md)
+	resp, refused, intentLabel, targets := ix.recordIntents(ctx, req, s, obj, md, old)
 	if resp != nil {
 		return resp, refused
+	}
+	if intentLabel != "" && old != nil {
+		ix.withdrawRecordedBy(ctx, req, old)
 	}
 	index := s.Labels(obj)
 	outcome := indexLabelled
@@ -148,11 +158,11 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		outcome = indexStripped
 	}
 	labels, changed := refindex.Relabel(current, index)
-	if ix.relabelIntent(labels, intentLabel) {
+	if ix.relabelIntent(labels, intentLabel, old) {
 		changed = true
 	}
 	ops := []map[string]interface{}{{"op": "add", "path": "/metadata/labels", "value": labels}}
-	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets)
+	annotations, annotationsChanged, err := intentAnnotations(md, labels, targets, old)
 	if err != nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot index %s/%s: metadata.annotations: %v", req.Resource.Resource, req.Name, err)), admission.OutcomeBadRequest
@@ -176,55 +186,86 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	return resp, outcome
 }
 
-// relabelIntent sets the dependent's IntentLabel to intentLabel when this write
-// recorded intents, and removes one that has expired; it reports whether it
+// The intent record of a dependent, its IntentLabel and
+// IntentTargetsAnnotation, is the webhook's alone: a write that recorded
+// intents gets the record of those; any other write keeps the stored copy's
+// while that is fresh, and has none otherwise, whatever the client sent.
+// So a stored IntentLabel names intents whose write is stored, which is
+// what lets a later write (withdrawSuperseded) and the dependent's deletion
+// (withdrawIntents) withdraw them; a label a client wrote would let it
+// withdraw an intent of its own write still on its way.
+
+// relabelIntent sets the dependent's IntentLabel to intentLabel when this
+// write recorded intents, and otherwise to the stored copy's (old) while
+// that is fresh, removing it when there is none; it reports whether it
 // changed labels.
-func (ix *Indexer) relabelIntent(labels map[string]string, intentLabel string) bool {
-	if intentLabel != "" {
-		labels[v1alpha1.IntentLabel] = intentLabel
+func (ix *Indexer) relabelIntent(labels map[string]string, intentLabel string, old map[string]interface{}) bool {
+	want := intentLabel
+	if want == "" {
+		want = ix.standingLabel(old)
+	}
+	got, has := labels[v1alpha1.IntentLabel]
+	switch {
+	case want == "" && !has:
+		return false
+	case want == "":
+		delete(labels, v1alpha1.IntentLabel)
 		return true
-	}
-	v, ok := labels[v1alpha1.IntentLabel]
-	if !ok {
+	case has && got == want:
 		return false
 	}
-	if _, at, valid := intent.ParseLabel(v); valid && ix.now().Sub(at) <= ix.IntentLifetime {
-		return false
-	}
-	delete(labels, v1alpha1.IntentLabel)
+	labels[v1alpha1.IntentLabel] = want
 	return true
+}
+
+// standingLabel is the IntentLabel of the stored copy old when it is well
+// formed and fresh, "" otherwise (and for a create, which has no stored
+// copy).
+func (ix *Indexer) standingLabel(old map[string]interface{}) string {
+	if old == nil {
+		return ""
+	}
+	v := objectmeta.Of(old).Labels[v1alpha1.IntentLabel]
+	if _, at, ok := intent.ParseLabel(v); ok && ix.now().Sub(at) <= ix.IntentLifetime {
+		return v
+	}
+	return ""
 }
 
 // intentAnnotations returns the dependent's annotations with
 // IntentTargetsAnnotation listing targets when this write recorded intents,
-// and without it once the dependent carries no IntentLabel; and whether
-// that changed them.
-func intentAnnotations(md map[string]interface{}, labels map[string]string, targets []v1alpha1.IntentTarget) (map[string]string, bool, error) {
+// the stored copy's (old) when the dependent keeps its IntentLabel, and
+// without it otherwise; and whether that changed them.
+func intentAnnotations(md map[string]interface{}, labels map[string]string, targets []v1alpha1.IntentTarget, old map[string]interface{}) (map[string]string, bool, error) {
 	annotations, err := stringMap(md["annotations"])
 	if err != nil {
 		return nil, false, err
 	}
-	if len(targets) > 0 {
+	want, keep := "", false
+	switch {
+	case len(targets) > 0:
 		b, err := json.Marshal(targets)
 		if err != nil {
 			return nil, false, err
 		}
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		if annotations[v1alpha1.IntentTargetsAnnotation] == string(b) {
-			return annotations, false, nil
-		}
-		annotations[v1alpha1.IntentTargetsAnnotation] = string(b)
+		want, keep = string(b), true
+	case labels[v1alpha1.IntentLabel] != "":
+		want, keep = annotationsOf(old)[v1alpha1.IntentTargetsAnnotation]
+	}
+	got, has := annotations[v1alpha1.IntentTargetsAnnotation]
+	switch {
+	case !keep && !has:
+		return annotations, false, nil
+	case !keep:
+		delete(annotations, v1alpha1.IntentTargetsAnnotation)
 		return annotations, true, nil
-	}
-	if _, labelled := labels[v1alpha1.IntentLabel]; labelled {
+	case has && got == want:
 		return annotations, false, nil
 	}
-	if _, ok := annotations[v1alpha1.IntentTargetsAnnotation]; !ok {
-		return annotations, false, nil
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	delete(annotations, v1alpha1.IntentTargetsAnnotation)
+	annotations[v1alpha1.IntentTargetsAnnotation] = want
 	return annotations, true, nil
 }
 

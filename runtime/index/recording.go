@@ -126,19 +126,13 @@ func newReferences(s refindex.Schema, old, obj map[string]interface{}) []referen
 // decided from now on sees the intent, and one decided before it is decided
 // again (against the annotated revision) before it can be stored. A dry run
 // records nothing; it only checks that no target is being deleted.
-func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
+func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md, old map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
 	if ix.Targets == nil || len(s.References) == 0 {
 		return nil, "", "", nil
 	}
 	if md["deletionTimestamp"] != nil {
 		// A dependent on its way out keeps nothing alive.
 		return nil, "", "", nil
-	}
-	var old map[string]interface{}
-	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
-			old = nil
-		}
 	}
 	refs := newReferences(s, old, obj)
 	if len(refs) == 0 {
@@ -306,6 +300,23 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 		return
 	}
+	ix.withdrawRecordedBy(ctx, req, old)
+}
+
+// withdrawRecordedBy removes, from the objects old's IntentTargetsAnnotation
+// names, the fresh intents of the token old's IntentLabel carries that name
+// old itself. Best effort: a failure is logged and the intent expires on
+// its own.
+//
+// Decide calls it too, with the stored copy, when a write replaces that
+// copy's IntentLabel with its own: the write that recorded those intents is
+// stored, since the stored copy carries its label (the label is the
+// webhook's alone, relabelIntent), so they no longer stand for anything on
+// its way, and a deletion of their targets finds the dependent by reading
+// the dependents. Left in place, they would outlive the dependent: its
+// deletion withdraws only the intents its label names then, and a create's
+// intent whose dependent is gone counts as in flight until it expires.
+func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.AdmissionRequest, old map[string]interface{}) {
 	md, _ := old["metadata"].(map[string]interface{})
 	meta := objectmeta.Of(old)
 	token, at, ok := intent.ParseLabel(meta.Labels[v1alpha1.IntentLabel])

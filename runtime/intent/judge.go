@@ -63,12 +63,19 @@ func (v Verdict) String() string {
 // this write was stored or never will be, and what the stored dependent
 // references decides.
 //
-// A dependent not stored at all may be a create on its way (or one deleted
-// since, whose deletion withdraws its intents): in flight. A create has no
-// Base, and neither has an intent recorded before Base was introduced: a
-// stored dependent is then judged by what it references, as before.
+// A dependent not stored at all, when the write is an update (it has a
+// Base), was deleted after the write was admitted: the write cannot be
+// stored any more, since the revision it replaces is gone (the API server
+// admits a retry that finds the object gone anew, as a create with an
+// intent of its own): released. When the write is a create, the dependent
+// not stored may be that create on its way (or one deleted since, whose
+// deletion withdraws its intents): in flight. A create has no Base, and
+// neither has an intent recorded before Base was introduced: a stored
+// dependent is then judged by what it references, as before.
 func Judge(in v1alpha1.Intent, d Dependent) Verdict {
 	switch {
+	case !d.Found && in.Base != "":
+		return Released
 	case !d.Found:
 		return InFlight
 	case in.Base != "" && !later(d.ResourceVersion, in.Base):

@@ -6,8 +6,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// TestJudge: an intent's write is in flight while its dependent is not
-// stored or is stored at the revision the write was admitted against (or
+// TestJudge: an intent's write is in flight while a create's dependent is
+// not stored, or while the dependent is stored at the revision the write was admitted against (or
 // one not known to be later), whatever that copy references; after that,
 // what the stored dependent references decides.
 func TestJudge(t *testing.T) {
@@ -35,7 +35,7 @@ func TestJudge(t *testing.T) {
 			Dependent{Found: true, ResourceVersion: "x7"}, InFlight},
 		{"a base that cannot be ordered", v1alpha1.Intent{Name: "vm", Base: "x7"},
 			Dependent{Found: true, ResourceVersion: "101"}, InFlight},
-		{"the dependent deleted meanwhile", update, Dependent{}, InFlight},
+		{"the dependent of an update deleted meanwhile: the revision it replaces is gone", update, Dependent{}, Released},
 		{"a create not stored yet", create, Dependent{}, InFlight},
 		{"a create stored, referencing the object", create,
 			Dependent{Found: true, ResourceVersion: "5", References: true}, Held},

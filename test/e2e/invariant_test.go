@@ -613,12 +613,38 @@ func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
 		}
 		if time.Now().After(deadline) {
 			tl.add(func(tl *tally) {
-				tl.stuck = append(tl.stuck, fmt.Sprintf("%s in %s, referenced by nothing, still refused after %s: %v", vpc, w.consumer.Path, livenessBound, err))
+				tl.stuck = append(tl.stuck, fmt.Sprintf("%s in %s, referenced by nothing, still refused after %s: %v; %s", vpc, w.consumer.Path, livenessBound, err, w.describeIntents(ctx, vpc)))
 			})
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// describeIntents reports the intents recorded on vpc and, for each, what
+// the VM it names is now: what a stuck delete needs explained.
+func (w *worker) describeIntents(ctx context.Context, vpc string) string {
+	obj, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("reading it: %v", err)
+	}
+	var parts []string
+	for k, v := range obj.GetAnnotations() {
+		if !strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
+			continue
+		}
+		var in v1alpha1.Intent
+		_ = json.Unmarshal([]byte(v), &in)
+		vm := "not found"
+		if got, err := w.vmAPI.Get(ctx, in.Name, metav1.GetOptions{}); err == nil {
+			spec, _, _ := unstructured.NestedMap(got.Object, "spec")
+			vm = fmt.Sprintf("stored at %s, spec %v, labels %v", got.GetResourceVersion(), spec, got.GetLabels())
+		} else if !apierrors.IsNotFound(err) {
+			vm = err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("intent %s %s (VM %s)", k, v, vm))
+	}
+	return fmt.Sprintf("VPC at %s, labels %v, %d intents: %s", obj.GetResourceVersion(), obj.GetLabels(), len(parts), strings.Join(parts, "; "))
 }
 
 // editRulePath sets the rule's first field path, retrying when the
