@@ -18,6 +18,9 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/webhook"
 )
 
 // importRuntime reconstructs the configuration of a deployed runtime from
@@ -53,8 +56,11 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	givenWorkspace, givenController, givenWebhook := m.WorkspacePath, m.Controller, m.Webhook
 
 	image, tag := splitImage(cc.Image)
-	ctrlArgs, ctrlExtra := splitArgs(cc.Args, "kubeconfig", "apiexport-name", "webhook-url", "webhook-ca-bundle-file", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "settle-objects")
-	hookArgs, hookExtra := splitArgs(wc.Args, "kubeconfig", "apiexport-name", "tls-cert-dir", "bind-address", "metrics-bind-address", "health-probe-bind-address", "settle-objects", "skip-protection-groups")
+	args, err := readRuntimeArgs(cc.Args, wc.Args)
+	if err != nil {
+		return false, fmt.Errorf("reading the arguments of Deployments %s/%s and %s: %w", ns, base.ControllerName(), base.WebhookName(), err)
+	}
+	ctrlOpts, hookOpts, ctrlExtra, hookExtra := args.controller, args.webhook, args.controllerExtra, args.webhookExtra
 	port := int64(deploy.DefaultWebhookPort)
 	for _, p := range wc.Ports {
 		if p.Name == "https" {
@@ -68,7 +74,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	m.CreateNamespace = types.BoolValue(err == nil && n.Labels[deploy.InstanceLabel] == name)
 	m.Image, m.ImageTag = types.StringValue(image), types.StringValue(tag)
 	m.ImagePullPolicy = types.StringValue(string(cc.ImagePullPolicy))
-	m.APIExportName = types.StringValue(ctrlArgs["apiexport-name"])
+	m.APIExportName = types.StringValue(ctrlOpts.ExportName)
 	// The kubeconfigs in the Secrets already name the workspace; an
 	// import ID that names it points kubeconfigs read from files at it.
 	m.WorkspacePath = types.StringNull()
@@ -95,16 +101,14 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 	}
 	m.Webhook.Port = types.Int64Value(port)
 	m.Webhook.SkipProtectionGroups = types.ListNull(types.StringType)
-	if g := hookArgs["skip-protection-groups"]; g != "" {
+	if g := hookOpts.SkipProtectionGroups; len(g) > 0 {
 		var groups []attr.Value
-		for _, name := range strings.Split(g, ",") {
+		for _, name := range g {
 			groups = append(groups, types.StringValue(name))
 		}
 		m.Webhook.SkipProtectionGroups = types.ListValueMust(types.StringType, groups)
 	}
-	// Rendered either way since settling became the default; a deployment
-	// without the flag was rendered with settling off.
-	m.SettleObjects = types.BoolValue(hookArgs["settle-objects"] == "true")
+	m.SettleObjects = types.BoolValue(hookOpts.Settle)
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)
 	if givenWebhook != nil {
@@ -124,7 +128,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		}
 	}
 	m.Webhook.URL = types.StringNull()
-	if u := ctrlArgs["webhook-url"]; u != (deploy.Config{Namespace: ns, Name: name}).EffectiveWebhookURL() {
+	if u := ctrlOpts.WebhookURL; u != (deploy.Config{Namespace: ns, Name: name}).EffectiveWebhookURL() {
 		m.Webhook.URL = types.StringValue(u)
 	}
 
@@ -228,20 +232,46 @@ func splitImage(ref string) (image, tag string) {
 	return ref[:i], ref[i+1:]
 }
 
-// splitArgs separates the flags the renderer sets (by name) from the extra
-// arguments the user added after them.
-func splitArgs(args []string, known ...string) (map[string]string, []string) {
-	values := map[string]string{}
-	var extra []string
+// runtimeArgs are the two binaries' arguments as the import reads them:
+// the options the renderer wrote, and the user's extra arguments.
+type runtimeArgs struct {
+	controller                    controller.Options
+	webhook                       webhook.Options
+	controllerExtra, webhookExtra []string
+}
+
+// readRuntimeArgs reads the arguments of the two containers. The rendered
+// ones come first (deploy.ControllerRenderedNames, WebhookRenderedNames),
+// the user's extra ones after; each binary's own flag set reads them.
+func readRuntimeArgs(ctrl, hook []string) (runtimeArgs, error) {
+	var a runtimeArgs
+	var rendered []string
+	var err error
+	rendered, a.controllerExtra = splitArgs(ctrl, deploy.ControllerRenderedNames()...)
+	if a.controller, _, err = process.Parse[controller.Options](rendered); err != nil {
+		return a, fmt.Errorf("controller: %w", err)
+	}
+	rendered, a.webhookExtra = splitArgs(hook, deploy.WebhookRenderedNames()...)
+	// Settling is rendered either way since it became the default; a
+	// deployment without the flag was rendered with settling off.
+	if a.webhook, _, err = process.Parse(rendered, func(o *webhook.Options) { o.Settle = false }); err != nil {
+		return a, fmt.Errorf("webhook: %w", err)
+	}
+	return a, nil
+}
+
+// splitArgs separates the flags the renderer sets (by name, among the
+// leading arguments) from the extra arguments the user added after them.
+func splitArgs(args []string, known ...string) (rendered, extra []string) {
 	for i, a := range args {
-		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if i < len(known) && slices.Contains(known, name) {
-			values[name] = value
+			rendered = append(rendered, a)
 			continue
 		}
 		extra = append(extra, a)
 	}
-	return values, extra
+	return rendered, extra
 }
 
 func componentFrom(d *appsv1.Deployment, c *corev1.Container, extra []string) *componentModel {

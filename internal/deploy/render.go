@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -180,19 +178,7 @@ func (c Config) webhookService() *corev1.Service {
 }
 
 func (c Config) controllerDeployment(hash string) *appsv1.Deployment {
-	args := []string{
-		"--kubeconfig=" + KubeconfigDir + "/" + KubeconfigKey,
-		"--apiexport-name=" + c.APIExportName,
-		"--webhook-url=" + c.EffectiveWebhookURL(),
-		"--webhook-ca-bundle-file=" + CADir + "/" + CAKey,
-		// Always on: a second replica, added later, must not fight.
-		"--leader-elect=true",
-		"--metrics-bind-address=:" + strconv.Itoa(ControllerMetricsPort),
-		"--health-probe-bind-address=:" + strconv.Itoa(ControllerProbePort),
-	}
-	// Written either way: the binaries' default is not the configuration's.
-	args = append(args, "--settle-objects="+strconv.FormatBool(c.SettleObjects))
-	args = append(args, c.Controller.ExtraArgs...)
+	args := append(c.ControllerArgs(), c.Controller.ExtraArgs...)
 	container := c.container("controller", ControllerBinary, args, c.Controller.Resources, ControllerMetricsPort, ControllerProbePort)
 	container.VolumeMounts = []corev1.VolumeMount{
 		{Name: "kcp-kubeconfig", MountPath: KubeconfigDir, ReadOnly: true},
@@ -208,20 +194,7 @@ func (c Config) controllerDeployment(hash string) *appsv1.Deployment {
 }
 
 func (c Config) webhookDeployment(hash string) *appsv1.Deployment {
-	args := []string{
-		"--kubeconfig=" + KubeconfigDir + "/" + KubeconfigKey,
-		"--apiexport-name=" + c.APIExportName,
-		"--tls-cert-dir=" + TLSDir,
-		"--bind-address=:" + strconv.Itoa(int(c.WebhookPort)),
-		"--metrics-bind-address=:" + strconv.Itoa(WebhookMetricsPort),
-		"--health-probe-bind-address=:" + strconv.Itoa(WebhookProbePort),
-	}
-	// Written either way: the binaries' default is not the configuration's.
-	args = append(args, "--settle-objects="+strconv.FormatBool(c.SettleObjects))
-	if len(c.SkipProtectionGroups) > 0 {
-		args = append(args, "--skip-protection-groups="+strings.Join(c.SkipProtectionGroups, ","))
-	}
-	args = append(args, c.Webhook.ExtraArgs...)
+	args := append(c.WebhookArgs(), c.Webhook.ExtraArgs...)
 	container := c.container("webhook", WebhookBinary, args, c.Webhook.Resources, WebhookMetricsPort, WebhookProbePort)
 	container.Ports = append([]corev1.ContainerPort{{Name: "https", ContainerPort: c.WebhookPort, Protocol: corev1.ProtocolTCP}}, container.Ports...)
 	container.VolumeMounts = []corev1.VolumeMount{

@@ -17,53 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
-
-// Options configure the controller binary.
-type Options struct {
-	process.Common
-	WebhookURL            string
-	CABundleFile          string
-	WebhookTimeoutSeconds int32
-	// WebhookMutateURL is the webhook's reference index endpoint; empty
-	// means derived from WebhookURL (see MutateURL).
-	WebhookMutateURL string
-	// WebhookPropagation is how long a rule waits after its webhook
-	// configuration entry is written before it is reported Ready.
-	WebhookPropagation      time.Duration
-	LeaderElect             bool
-	LeaderElectionNamespace string
-	ResolverTTL             time.Duration
-	ResyncPeriod            time.Duration
-	// Settle publishes the stamps of the rules in the deletion webhooks'
-	// object selectors, with the entries settling needs (package settle).
-	Settle bool
-}
-
-// Validate checks the options before anything connects.
-func (o *Options) Validate() error {
-	if o.ExportName == "" {
-		return fmt.Errorf("--apiexport-name must not be empty")
-	}
-	if !isHTTPSURL(o.WebhookURL) {
-		return fmt.Errorf("--webhook-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443%s; the reference index endpoint is derived from it (%s in place of %s) unless --webhook-mutate-url says otherwise",
-			o.WebhookURL, validatePath, mutatePath, validatePath)
-	}
-	if o.WebhookMutateURL != "" && !isHTTPSURL(o.WebhookMutateURL) {
-		return fmt.Errorf("--webhook-mutate-url %q must be an https URL that kcp can reach, for example https://depctrl-webhook.depctrl.svc:9443%s", o.WebhookMutateURL, mutatePath)
-	}
-	if o.CABundleFile == "" {
-		return fmt.Errorf("--webhook-ca-bundle-file is required: the PEM CA that signed the webhook's serving certificate")
-	}
-	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
-		return fmt.Errorf("--webhook-timeout-seconds must be between 1 and 30, got %d", o.WebhookTimeoutSeconds)
-	}
-	return o.RateLimit.Validate()
-}
 
 // Run runs the controller until ctx ends.
 func Run(ctx context.Context, o Options, log logr.Logger) error {

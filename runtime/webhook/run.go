@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -24,51 +23,10 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
-
-// Options configure the webhook binary.
-type Options struct {
-	// Common's RateLimit limits the requests to kcp other than the reads
-	// and writes of dependents, which are never throttled on this side.
-	process.Common
-	CertDir        string
-	Addr           string
-	RequestTimeout time.Duration
-	// IgnoreDeletingDependents lets dependents that are being deleted stop
-	// blocking.
-	IgnoreDeletingDependents bool
-	// SkipProtectionGroups restricts the skip-protection annotation to
-	// members of these groups; empty means anyone.
-	SkipProtectionGroups []string
-	// ListPageSize is the page size of dependent lookups; 0 reads all
-	// dependents in one response. The webhook's flag defaults to
-	// decision.DefaultPageSize.
-	ListPageSize int64
-	// ReindexWorkers is how many dependents found unindexed are written
-	// again at once to index them; 0 turns re-indexing off.
-	ReindexWorkers int
-	// IntentLifetime is how long an intent recorded on a referenced
-	// object counts as a write that may still be stored; the zero value is
-	// intent.DefaultLifetime.
-	IntentLifetime time.Duration
-	// Settle turns the settler on (package settle).
-	Settle bool
-	// SettleAfter is how long the rules over a type must stand unchanged
-	// before its objects may be settled; the zero value is
-	// DefaultSettleAfter.
-	SettleAfter time.Duration
-	// PendingNamespace is the namespace of the dep-ctrl workspace that
-	// holds the marks of references to objects that do not exist yet.
-	PendingNamespace string
-	// PartialReadyAfter is how long a pod that could read the rules of
-	// some shards but not of all waits before it reports ready
-	// (RuleSync.PartialReadyAfter); negative: it waits for all.
-	PartialReadyAfter time.Duration
-}
 
 // Run serves admission requests until ctx ends.
 func Run(ctx context.Context, o Options, log logr.Logger) error {
