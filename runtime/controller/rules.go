@@ -76,6 +76,11 @@ type statusWrite struct {
 
 // writeStatuses writes the statuses, several at a time.
 func (s *Syncer) writeStatuses(ctx context.Context, writes []statusWrite) error {
+	keys := make(map[string]bool, len(writes))
+	for _, w := range writes {
+		keys[w.o.Cluster+"/"+w.o.Obj.GetName()] = true
+	}
+	s.generations.keep(keys)
 	errs := make([]error, len(writes))
 	concurrently(len(writes), func(i int) {
 		w := writes[i]
@@ -102,7 +107,16 @@ func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, dec
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionWebhookInstalled, rp.Installed, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionAcyclic, rp.Acyclic, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionIndexed, rp.Indexed, gen)
-	setCondition(&rule.Status.Conditions, v1alpha1.ConditionReady, readiness(rule), gen)
+	ready := readiness(rule)
+	if ready.OK {
+		was := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady)
+		reported := was != nil && was.Status == metav1.ConditionTrue && was.ObservedGeneration == gen
+		if wait := s.generations.wait(o.Cluster+"/"+rule.Name, rule.UID, gen, reported, time.Now()); wait > 0 {
+			ready = Outcome{Reason: "NotYetEnforced", Message: fmt.Sprintf("the webhook enforces generation %d; waiting until every webhook replica decides writes on it (%s after it was seen)", gen, v1alpha1.RuleReadMaxAge)}
+			time.AfterFunc(wait, s.Trigger)
+		}
+	}
+	setCondition(&rule.Status.Conditions, v1alpha1.ConditionReady, ready, gen)
 	rule.Status.ObservedGeneration = gen
 	rule.Status.IndexEpoch = rp.IndexEpoch
 	if statusEqual(before, &rule.Status) {

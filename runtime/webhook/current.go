@@ -49,8 +49,9 @@ import (
 // from a shard just before a rule there changed would otherwise decide it
 // on the rules before the change for up to MaxAge.
 
-// DefaultMaxAge is RuleSync.MaxAge's default.
-const DefaultMaxAge = 2 * time.Second
+// DefaultMaxAge is RuleSync.MaxAge's default, the bound the controller's
+// Ready counts on (v1alpha1.RuleReadMaxAge).
+const DefaultMaxAge = v1alpha1.RuleReadMaxAge
 
 const (
 	// confirmTimeout bounds one confirmation: the read of every shard and
