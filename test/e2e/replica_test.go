@@ -7,8 +7,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
 )
 
@@ -144,4 +149,68 @@ func webhookReplicas(ctx context.Context, t *testing.T, rt *runtimetest.Runtime,
 	u, err := url.Parse(rt.WebhookURL)
 	check.Must(t, err)
 	return startBalancer(t, u.Host, a, b.Addr), a, b
+}
+
+// TestWebhookReplicaStalledWhileARuleIsEdited: replica b reaches the shard
+// of the rules through a proxy that, right after b confirmed its rules for
+// a write, silently holds everything (no reset, as a network that drops
+// packets), and the rule's field path is edited at once; settling is off,
+// so no configuration changes and only the rule's own readiness waits. As
+// soon as the rule says Ready for the new path, a VM's update that makes a
+// reference under it is sent to b alone, held by a slow admission step
+// after the index webhook, and the VPC it references is deleted through
+// replica a. b may not admit the update on the old path: either it refuses
+// it, as it cannot confirm its rules current, or the delete is refused.
+// (When Ready came right after the webhook enforced the edit, b admitted
+// the update on the rules it held, recording no intent, and the VPC was
+// deleted while the update was on its way.)
+func TestWebhookReplicaStalledWhileARuleIsEdited(t *testing.T) {
+	ctx, top, rt, away := installRulesAway(t)
+	proxy := startConnectProxy(t)
+	awayPort := portOf(t, away.URL)
+	lb, a, b := webhookReplicas(ctx, t, rt, "--kubeconfig", rt.ProxiedWebhookKubeconfig(t, proxy.URL))
+	top.protectVPCs(ctx, t)
+	consumer := top.Consumers[0]
+	// The slow step holds the writes that change the move label.
+	probe := vmObject("vm-stalled-probe", "nothing")
+	probe.SetLabels(map[string]string{"e2e.test.io/move": "probe"})
+	slowAdmission(ctx, t, top, consumer, slowHold, func(obj, old metav1.ObjectMeta) bool {
+		return obj.Labels["e2e.test.io/move"] != old.Labels["e2e.test.io/move"]
+	}, probe)
+	vms := top.objects(t, consumer, fixtures.VirtualMachines)
+	top.object(ctx, t, consumer, fixtures.VPCs, "vpc-stalled", map[string]interface{}{}, nil)
+	top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-stalled", map[string]interface{}{}, nil)
+
+	// b decides a write now: its rules are confirmed as of this moment.
+	lb.Rotate(b.Addr)
+	_, err := vms.Patch(ctx, "vm-stalled", types.MergePatchType, []byte(`{"metadata":{"labels":{"e2e.test.io/touch":"1"}}}`), metav1.PatchOptions{})
+	check.Must(t, err)
+	proxy.Stall(awayPort)
+	stalled := time.Now()
+	defer func() {
+		proxy.Unstall(awayPort)
+		lb.Rotate(a, b.Addr)
+	}()
+	editRulePath(ctx, t, top, "vm-needs-vpc", ".spec.networks[*].vpc")
+	top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+	t.Logf("the edited rule is Ready %s after the stall began", time.Since(stalled).Round(10*time.Millisecond))
+
+	deleteErr, writeErr := whileHeld(func() error {
+		_, err := vms.Patch(ctx, "vm-stalled", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"e2e.test.io/move":"1"}},"spec":{"networks":[{"vpc":"vpc-stalled"}]}}`), metav1.PatchOptions{})
+		return err
+	}, func() error {
+		lb.Rotate(a)
+		return top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-stalled")
+	})
+	t.Logf("update through b: %v; delete through a: %v", writeErr, deleteErr)
+	stored, err := vms.Get(ctx, "vm-stalled", metav1.GetOptions{})
+	check.Must(t, err)
+	nets, _, _ := unstructured.NestedSlice(stored.Object, "spec", "networks")
+	if len(nets) > 0 && !top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-stalled") {
+		t.Fatal("vm-stalled references vpc-stalled under the Ready rule, and vpc-stalled was deleted while the update was on its way: a dangling reference")
+	}
+	if writeErr == nil && deleteErr == nil {
+		t.Fatal("both the update and the delete went through")
+	}
 }
