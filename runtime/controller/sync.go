@@ -75,11 +75,11 @@ type Syncer struct {
 	eventWriters chan struct{}
 
 	trigger chan struct{}
-	// leading: this replica runs the syncs; synced: a run since put every
-	// configuration the rules want in place (ReadyCheck).
 	// generations holds a rule's new generation back from Ready until
 	// every webhook replica decides writes on it.
 	generations generationHold
+	// leading: this replica runs the syncs; synced: a run since put every
+	// configuration the rules want in place (ReadyCheck).
 	leading, synced atomic.Bool
 	// unread is what the last run could not read, by rule (ReadyCheck).
 	unread atomic.Pointer[unreadRules]
