@@ -298,40 +298,33 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 // workspace (liveEpochs). The webhook computes the same from its registry,
 // which holds every valid rule whether or not its workspaces resolve: the
 // two must agree before any object is settled, so both count the same
-// rules. A resource protected by a rule whose reference index is not in
+// rules, and both compute the stamp with settle.StampFor. A resource protected by a rule whose reference index is not in
 // place as its status.indexEpoch says gets no stamp, so that every deletion
 // of it goes to the webhook: writes may have skipped the index, recording
 // no intent and leaving settled objects they reference settled. Nor does a
 // resource that a rule references at a path whose writes no index webhook
 // may see (settle.WrittenUnseen, as the webhook's registry holds it).
 func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
-	refs := map[schema.GroupResource][]settle.RuleRef{}
-	broken := map[schema.GroupResource]bool{}
+	byType := map[schema.GroupResource][]settle.Protecting{}
 	for _, r := range rules {
 		if r.Invalid != "" {
 			continue
 		}
 		live := r.IndexEpoch != "" && liveEpochs[ruleCluster(r.Key)] == r.IndexEpoch
-		seen := map[schema.GroupResource]bool{}
 		for _, d := range r.Dependencies {
 			gr := d.GVR.GroupResource()
-			// Every dependency counts here, also a second one naming gr,
-			// which the stamp counts once.
-			if p, err := fieldpath.Parse(d.FieldPath); err != nil || settle.WrittenUnseen(p) {
-				broken[gr] = true
-			}
-			if seen[gr] {
-				continue
-			}
-			seen[gr] = true
-			broken[gr] = broken[gr] || !live
-			refs[gr] = append(refs[gr], settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.IndexEpoch})
+			p, err := fieldpath.Parse(d.FieldPath)
+			byType[gr] = append(byType[gr], settle.Protecting{
+				Rule:   settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.IndexEpoch},
+				Live:   live,
+				Unseen: err != nil || settle.WrittenUnseen(p),
+			})
 		}
 	}
 	out := Stamps{}
-	for gr, rs := range refs {
-		if !broken[gr] {
-			out[gr] = settle.Stamp(rs)
+	for gr, ps := range byType {
+		if stamp, ok := settle.StampFor(ps); ok {
+			out[gr] = stamp
 		}
 	}
 	return out

@@ -329,28 +329,23 @@ func (r *Registry) Keys() []string {
 // that writes no index webhook sees may set (settle.WrittenUnseen).
 func (r *Registry) Stamp(target schema.GroupResource) (stamp string, settleable bool) {
 	r.read(func() {
-		seen := map[string]bool{}
-		var refs []settle.RuleRef
-		settleable = true
+		var ps []settle.Protecting
 		for _, p := range r.byTarget[target] {
-			// Every protection counts here, also a second one of the same
-			// rule (another version of target), which the stamp skips.
-			for _, path := range p.Paths {
-				if settle.WrittenUnseen(path) {
-					settleable = false
-				}
-			}
 			rule := r.rules[p.Rule]
-			if rule == nil || seen[rule.Key] {
+			if rule == nil {
 				continue
 			}
-			seen[rule.Key] = true
-			if r.liveEpoch(rule) == "" {
-				settleable = false
+			unseen := false
+			for _, path := range p.Paths {
+				unseen = unseen || settle.WrittenUnseen(path)
 			}
-			refs = append(refs, settle.RuleRef{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, IndexEpoch: rule.IndexEpoch})
+			ps = append(ps, settle.Protecting{
+				Rule:   settle.RuleRef{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, IndexEpoch: rule.IndexEpoch},
+				Live:   r.liveEpoch(rule) != "",
+				Unseen: unseen,
+			})
 		}
-		stamp = settle.Stamp(refs)
+		stamp, settleable = settle.StampFor(ps)
 	})
-	return stamp, settleable && stamp != ""
+	return stamp, settleable
 }

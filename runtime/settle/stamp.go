@@ -46,3 +46,41 @@ func Stamp(refs []RuleRef) string {
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:])[:stampLength]
 }
+
+// Protecting is one rule's protection of a type, as its stamp counts it.
+// The webhook's registry and the controller's plan describe the rules over
+// a type this way and compute the stamp with StampFor, so that the two
+// agree.
+type Protecting struct {
+	Rule RuleRef
+	// Live: the rule's reference index configuration is in place as its
+	// status.indexEpoch says. A new one may have let writes go by unseen,
+	// recording no intent.
+	Live bool
+	// Unseen: the rule references the type at a path whose writes no index
+	// webhook may see (WrittenUnseen), or at one that does not parse.
+	Unseen bool
+}
+
+// StampFor returns the stamp of the rules in ps, which all protect one
+// type, and whether objects of the type may be settled under it: only
+// while every rule's index configuration is live and none references the
+// type unseen. A rule listed more than once (it names the type in two
+// versions, say) counts once in the stamp, and each listing in the rest.
+func StampFor(ps []Protecting) (stamp string, settleable bool) {
+	seen := map[string]bool{}
+	var refs []RuleRef
+	settleable = true
+	for _, p := range ps {
+		if p.Unseen || !p.Live {
+			settleable = false
+		}
+		if seen[p.Rule.Key] {
+			continue
+		}
+		seen[p.Rule.Key] = true
+		refs = append(refs, p.Rule)
+	}
+	stamp = Stamp(refs)
+	return stamp, settleable && stamp != ""
+}

@@ -1,11 +1,6 @@
 package settle
 
-import (
-	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-)
+import "testing"
 
 func TestStamp(t *testing.T) {
 	a := RuleRef{Key: "c1/vms", UID: "u1", Generation: 1, IndexEpoch: "e1"}
@@ -36,32 +31,28 @@ func TestStamp(t *testing.T) {
 	}
 }
 
-func TestSelector(t *testing.T) {
-	sel, err := metav1.LabelSelectorAsSelector(Selector("abc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		labels map[string]string
-		sent   bool
+// TestStampFor: the stamp counts each rule once, and objects may be settled
+// under it only while every rule's index configuration is live and none
+// references the type where no index webhook sees the writes.
+func TestStampFor(t *testing.T) {
+	a := RuleRef{Key: "c1/vms", UID: "u1", Generation: 1, IndexEpoch: "e1"}
+	b := RuleRef{Key: "c2/subnets", UID: "u2", Generation: 3, IndexEpoch: "e2"}
+	both := Stamp([]RuleRef{a, b})
+	for _, tt := range []struct {
+		name       string
+		ps         []Protecting
+		wantStamp  string
+		settleable bool
 	}{
-		{nil, true},
-		{map[string]string{SettledLabel: "abc"}, false},
-		{map[string]string{SettledLabel: "old"}, true},
-		{map[string]string{SettledLabel: ""}, true},
-		{map[string]string{"other": "abc"}, true},
+		{"none", nil, "", false},
+		{"two live rules", []Protecting{{Rule: a, Live: true}, {Rule: b, Live: true}}, both, true},
+		{"a rule listed twice counts once", []Protecting{{Rule: a, Live: true}, {Rule: b, Live: true}, {Rule: a, Live: true}}, both, true},
+		{"an index not live", []Protecting{{Rule: a, Live: true}, {Rule: b}}, both, false},
+		{"a second listing unseen", []Protecting{{Rule: a, Live: true}, {Rule: b, Live: true}, {Rule: a, Live: true, Unseen: true}}, both, false},
 	} {
-		if got := sel.Matches(labels.Set(tc.labels)); got != tc.sent {
-			t.Errorf("labels %v: sent to the webhook = %v, want %v", tc.labels, got, tc.sent)
-		}
-	}
-	if got := StampOf(Selector("abc")); got != "abc" {
-		t.Errorf("StampOf(Selector(abc)) = %q", got)
-	}
-	for _, s := range []*metav1.LabelSelector{nil, Selector(""), {MatchLabels: map[string]string{"a": "b"}},
-		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: SettledLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"abc"}}}}} {
-		if got := StampOf(s); got != "" {
-			t.Errorf("StampOf(%v) = %q, want none", s, got)
+		stamp, ok := StampFor(tt.ps)
+		if stamp != tt.wantStamp || ok != tt.settleable {
+			t.Errorf("%s: StampFor = %q, %v; want %q, %v", tt.name, stamp, ok, tt.wantStamp, tt.settleable)
 		}
 	}
 }
