@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/frontproxy"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -75,7 +75,7 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 			return true, nil
 		}
 	}
-	path, err := frontproxy.Path(cluster, apiBindings, "", "")
+	path, err := trust.Path(cluster, apiBindings, "", "")
 	if err != nil {
 		return false, err
 	}

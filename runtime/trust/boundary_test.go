@@ -16,7 +16,7 @@ import (
 // clustersJoined lists the files where a /clusters/ path may be joined by
 // hand, and why the name there is not a request's.
 var clustersJoined = map[string]string{
-	"runtime/frontproxy/frontproxy.go":             "checks every segment",
+	"runtime/trust/path.go":                        "checks every segment",
 	"runtime/virtualworkspace/objectclient.go":     "clusters that the export's virtual workspace lists",
 	"runtime/virtualworkspace/virtualworkspace.go": "clusters that the export's virtual workspace lists",
 	"runtime/kcpconfig/kcpconfig.go":               "workspaces from the runtime's flags",
@@ -42,8 +42,8 @@ func doorsOpened(fset *token.FileSet, rel string, f *ast.File) []string {
 					found = append(found, fset.Position(x.Pos()).String()+": reads ClusterAnnotation; the logical cluster of a request comes from package trust only")
 				}
 			case "AbsPath":
-				if !strings.HasPrefix(rel, "runtime/frontproxy/") {
-					found = append(found, fset.Position(x.Pos()).String()+": sets a request path itself; build it with frontproxy.Path and Address.On")
+				if rel != "runtime/trust/path.go" {
+					found = append(found, fset.Position(x.Pos()).String()+": sets a request path itself; build it with trust.Path and Address.On")
 				}
 			}
 		case *ast.BasicLit:
@@ -56,7 +56,7 @@ func doorsOpened(fset *token.FileSet, rel string, f *ast.File) []string {
 			}
 			if clustersSegment.MatchString(s) {
 				if _, ok := clustersJoined[rel]; !ok {
-					found = append(found, fset.Position(x.Pos()).String()+": joins a /clusters/ path by hand; use frontproxy.Path, or list the file in clustersJoined with the reason its cluster is not a request's")
+					found = append(found, fset.Position(x.Pos()).String()+": joins a /clusters/ path by hand; use trust.Path, or list the file in clustersJoined with the reason its cluster is not a request's")
 				}
 			}
 		}
@@ -86,8 +86,8 @@ func TestDoorsOpened(t *testing.T) {
 			code: `c := meta.Annotations[v1alpha1.ClusterAnnotation]`, want: 1},
 		{name: "the annotation read by its name", file: "runtime/index/recording.go",
 			code: `c := meta.Annotations["kcp.io/cluster"]`, want: 1},
-		{name: "a path from frontproxy.Path", file: "runtime/decision/finder.go",
-			code: `p, err := frontproxy.Path(cluster, logicalClusters, "", "cluster"); r := p.On(f.raw.Get())`},
+		{name: "a path from trust.Path", file: "runtime/decision/finder.go",
+			code: `p, err := trust.Path(cluster, logicalClusters, "", "cluster"); r := p.On(f.raw.Get())`},
 		{name: "logical clusters in a message, and the logicalclusters resource", file: "runtime/decision/finder.go",
 			code: `msg := "the logical clusters of " + "logicalclusters"`},
 		{name: "a file listed with its reason", file: "runtime/kcpconfig/kcpconfig.go",
@@ -110,7 +110,7 @@ func TestDoorsOpened(t *testing.T) {
 // TestBoundaryHasOneDoor reads the runtime's code and fails when a request
 // value could reach a URL or a workspace choice past this package: the
 // logical cluster annotation is read here only, every request to the
-// front-proxy gets its path from frontproxy.Address, and "/clusters/" is
+// front-proxy gets its path from trust.Address, and "/clusters/" is
 // joined by hand only where the cluster comes from the runtime's own
 // configuration or from kcp (clustersJoined).
 func TestBoundaryHasOneDoor(t *testing.T) {

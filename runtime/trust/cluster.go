@@ -3,7 +3,7 @@
 // annotations, labels, the intents recorded on objects) is written by a
 // client until it is checked here; the runtime reads a request's logical
 // cluster only through ClusterOf, and builds no URL path from a segment that
-// Segment refused (package frontproxy calls it for every segment it joins).
+// Segment refused (Path calls it for every segment it joins).
 // A value that cannot be an object's name names no object: a reference
 // holding one references nothing, and records nothing.
 package trust

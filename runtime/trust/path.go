@@ -1,8 +1,10 @@
-// Package frontproxy addresses resources through the kcp front-proxy, which
+package trust
+
+// The one door of the runtime's requests to the kcp front-proxy, which
 // serves every logical cluster below /clusters/<name> and routes each to its
-// shard. The dependent finder (package decision) and the re-indexer
-// (package index) read and write dependents at these paths.
-package frontproxy
+// shard: the dependent finder (package decision) and the re-indexer
+// (package index) read and write at the paths Path builds, of segments
+// Segment accepted.
 
 import (
 	"fmt"
@@ -10,8 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // Address is a checked front-proxy path; requests reach the front-proxy
@@ -31,7 +31,7 @@ func (a Address) String() string { return path.Join(a.segments...) }
 // no logical cluster name makes no address, so no value read from a request
 // or an object can address another workspace or another resource.
 func Path(cluster string, r schema.GroupVersionResource, namespace, name string) (Address, error) {
-	if err := trust.Cluster(cluster); err != nil {
+	if err := Cluster(cluster); err != nil {
 		return Address{}, fmt.Errorf("addressing %s: %w", r.GroupResource(), err)
 	}
 	segments := []string{"/clusters", cluster}
@@ -48,7 +48,7 @@ func Path(cluster string, r schema.GroupVersionResource, namespace, name string)
 		segments = append(segments, name)
 	}
 	for _, s := range segments[2:] {
-		if err := trust.Segment(s); err != nil {
+		if err := Segment(s); err != nil {
 			return Address{}, fmt.Errorf("addressing %s in %s: %w", r.GroupResource(), cluster, err)
 		}
 	}
