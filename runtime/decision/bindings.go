@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // apiBindings is where a workspace keeps its APIBindings.

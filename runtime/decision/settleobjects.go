@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // The front-proxy implementation of settle.SettleObjects.

@@ -35,7 +35,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
@@ -185,7 +184,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
 	}
-	meta := objectmeta.Of(obj)
+	meta := admission.MetaOf(obj)
 	if req, err = identify(req, meta); err != nil {
 		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest

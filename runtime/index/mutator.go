@@ -16,7 +16,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
@@ -225,7 +224,7 @@ func (ix *Indexer) standingLabel(old map[string]interface{}) string {
 	if old == nil {
 		return ""
 	}
-	v := objectmeta.Of(old).Labels[v1alpha1.IntentLabel]
+	v := admission.MetaOf(old).Labels[v1alpha1.IntentLabel]
 	if _, at, ok := intent.ParseLabel(v); ok && ix.now().Sub(at) <= ix.IntentLifetime {
 		return v
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/objectmeta"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
@@ -172,7 +171,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 			// The revision the write replaces: until the dependent is
 			// stored past it, the write may still be (intent.Judge).
-			Base: objectmeta.Of(old).ResourceVersion,
+			Base: admission.MetaOf(old).ResourceVersion,
 		})
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
@@ -318,7 +317,7 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 // intent whose dependent is gone counts as in flight until it expires.
 func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.AdmissionRequest, old map[string]interface{}) {
 	md, _ := old["metadata"].(map[string]interface{})
-	meta := objectmeta.Of(old)
+	meta := admission.MetaOf(old)
 	token, at, ok := intent.ParseLabel(meta.Labels[v1alpha1.IntentLabel])
 	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
 		return
