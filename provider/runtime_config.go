@@ -15,7 +15,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Defaults of depctrl_runtime that are not the renderer's.
@@ -217,7 +217,7 @@ func (c *componentModel) kubeconfig(workspace string) ([]byte, error) {
 		expanded, _ := expandHome(p)
 		raw, dir = data, filepath.Dir(expanded)
 	}
-	out, err := kcpconfig.SelfContained(raw, dir, c.Context.ValueString(), workspace)
+	out, err := process.SelfContained(raw, dir, c.Context.ValueString(), workspace)
 	if err != nil {
 		return nil, fmt.Errorf("%w. The runtime needs a kubeconfig whose server is the dep-ctrl workspace through the front-proxy; or set workspace_path", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/certs"
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 )
@@ -34,7 +34,7 @@ func TestAccRuntimeManifestsDataSource_basic(t *testing.T) {
 	bundle, err := certs.Issue("depctrl-webhook", []string{"depctrl-webhook.gitops.svc"}, 24*time.Hour)
 	check.Must(t, err)
 
-	self, err := kcpconfig.SelfContained(kc, dir, "", "")
+	self, err := process.SelfContained(kc, dir, "", "")
 	check.Must(t, err)
 	want, err := deploy.Render(deploy.Config{
 		Namespace: "gitops", CreateNamespace: false, Name: "depctrl", Tag: "v9.9.9",

@@ -1,7 +1,11 @@
 // Package process is what the two runtime binaries, depctrl-controller and
 // depctrl-webhook, share as processes: the options that say where kcp is
-// and where metrics and probes are served, the controller-runtime manager
-// built from them, and main's parsing of the arguments, logging and exit.
+// and where metrics and probes are served, and their flags (which the
+// deployment renderer and the Terraform import use too); the kubeconfig
+// they connect to kcp with, which must point at the dep-ctrl workspace
+// through the front-proxy, its rate limit and scheme; the
+// controller-runtime manager built from them; and main's parsing of the
+// arguments, logging and exit.
 package process
 
 import (
@@ -18,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
 )
 
 // Common are the options both binaries take.
@@ -33,8 +36,8 @@ type Common struct {
 	MetricsAddr string
 	ProbeAddr   string
 	// RateLimit limits the requests to kcp; the zero value is
-	// kcpconfig.DefaultRateLimit.
-	RateLimit kcpconfig.RateLimit
+	// DefaultRateLimit.
+	RateLimit RateLimit
 }
 
 // BindFlags registers the flags of the common options on fs. metricsAddr
@@ -54,13 +57,13 @@ func (c *Common) BindFlags(fs *flag.FlagSet, metricsAddr, probeAddr string) {
 // and probes at c's addresses, and a /healthz that answers while the
 // process runs. mo holds what the binary needs besides, such as leader
 // election.
-func (c Common) Connect(mo manager.Options, log logr.Logger) (*kcpconfig.Workspace, manager.Manager, error) {
-	ws, err := kcpconfig.Load(c.Kubeconfig, c.Context)
+func (c Common) Connect(mo manager.Options, log logr.Logger) (*Workspace, manager.Manager, error) {
+	ws, err := Load(c.Kubeconfig, c.Context)
 	if err != nil {
 		return nil, nil, err
 	}
 	ws.Apply(c.RateLimit)
-	mo.Scheme, err = kcpconfig.Scheme()
+	mo.Scheme, err = Scheme()
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the scheme: %w", err)
 	}

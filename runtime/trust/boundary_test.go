@@ -19,8 +19,8 @@ var clustersJoined = map[string]string{
 	"runtime/trust/path.go":                        "checks every segment",
 	"runtime/virtualworkspace/objectclient.go":     "clusters that the export's virtual workspace lists",
 	"runtime/virtualworkspace/virtualworkspace.go": "clusters that the export's virtual workspace lists",
-	"runtime/kcpconfig/kcpconfig.go":               "workspaces from the runtime's flags",
-	"runtime/kcpconfig/selfcontained.go":           "workspaces from the runtime's flags",
+	"runtime/process/kcpconfig.go":                 "workspaces from the runtime's flags",
+	"runtime/process/selfcontained.go":             "workspaces from the runtime's flags",
 	"runtime/process/process.go":                   "a flag's help text",
 	"runtime/scope/scope.go":                       "the scope of the controller's own webhook URLs, which Parse checks strictly",
 }
@@ -90,7 +90,7 @@ func TestDoorsOpened(t *testing.T) {
 			code: `p, err := trust.Path(cluster, logicalClusters, "", "cluster"); r := p.On(f.raw.Get())`},
 		{name: "logical clusters in a message, and the logicalclusters resource", file: "runtime/decision/finder.go",
 			code: `msg := "the logical clusters of " + "logicalclusters"`},
-		{name: "a file listed with its reason", file: "runtime/kcpconfig/kcpconfig.go",
+		{name: "a file listed with its reason", file: "runtime/process/kcpconfig.go",
 			code: `cfg.Host = strings.TrimSuffix(host, "/") + "/clusters/" + name`},
 	}
 	for _, tt := range tests {

@@ -17,7 +17,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/kcpconfig"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Targets of the admission benchmark.
@@ -336,7 +336,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		})
 	}
 	v.ReadyMs, v.ReadyVerdict = ms(res.ready), met(res.ready, targetReady1000)
-	v.AllReady, v.QPS = secs(res.allReady), fmt.Sprintf("%g", kcpconfig.DefaultRateLimit.QPS)
+	v.AllReady, v.QPS = secs(res.allReady), fmt.Sprintf("%g", process.DefaultRateLimit.QPS)
 	v.Memory = memoryView{
 		Controller: res.mem["controller"], Webhook: res.mem["webhook"], WebhookRestarted: res.mem["webhook-restarted"], WebhookMany: res.mem["webhook-many"],
 		Dependents: many.dependents,

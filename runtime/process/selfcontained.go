@@ -1,4 +1,4 @@
-package kcpconfig
+package process
 
 import (
 	"fmt"

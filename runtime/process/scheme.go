@@ -1,4 +1,4 @@
-package kcpconfig
+package process
 
 import (
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"

@@ -1,6 +1,4 @@
-// Package kcpconfig loads the kubeconfig the runtime binaries connect to
-// kcp with: it must point at the dep-ctrl workspace through the front-proxy.
-package kcpconfig
+package process
 
 import (
 	"fmt"
