@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -129,7 +129,7 @@ func (b *caBundle) read() ([]byte, error) {
 
 func (b *caBundle) watch(ctx context.Context, changed func(), log logr.Logger) {
 	last, _ := b.read()
-	tick.Every(ctx, 5*time.Second, func() {
+	process.Every(ctx, 5*time.Second, func() {
 		cur, err := b.read()
 		if err != nil {
 			log.Error(err, "re-reading the webhook CA bundle")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // PublishedGuard takes back a stamp the controller published once it no
@@ -35,7 +35,7 @@ type PublishedGuard struct {
 // replica settles: objects settled earlier, or by other replicas, keep their
 // labels.
 func (g *PublishedGuard) Start(ctx context.Context) error {
-	tick.Every(ctx, time.Second, func() { g.Check(ctx) })
+	process.Every(ctx, time.Second, func() { g.Check(ctx) })
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // DefaultSettleAfter is how long the stamp of the rules over a type must
@@ -186,7 +186,7 @@ func (s *Settler) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	tick.Every(ctx, time.Second, s.watchStamps)
+	process.Every(ctx, time.Second, s.watchStamps)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/pager"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/tick"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // verifyRecheck is how long Verify lets the watch catch up with a list it
@@ -105,7 +105,7 @@ func (w *Watched) verifyURL(ctx context.Context, url string, sw *shardWatch) (in
 // KeepVerified verifies each of watches every period until ctx ends,
 // logging what it corrected and what it could not list.
 func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, watches ...*Watched) {
-	tick.Every(ctx, period, func() {
+	process.Every(ctx, period, func() {
 		for _, w := range watches {
 			resource := w.GVR.GroupResource().String()
 			n, err := w.Verify(ctx)
