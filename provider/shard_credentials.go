@@ -181,3 +181,50 @@ func (m *providerModel) shardCredentials(ctx context.Context, diags *diag.Diagno
 	}
 	return creds, unknown
 }
+
+// credentials are the resource's own credential attributes, else the
+// provider block's shard_credentials entry for the shard.
+func (m *shardModel) credentials(conn *Connection) (shardCredentials, error) {
+	own := shardCredentials{
+		KubeconfigPath: m.KubeconfigPath.ValueString(), Context: m.Context.ValueString(),
+		CertPath: m.ClientCertificatePath.ValueString(), KeyPath: m.ClientKeyPath.ValueString(),
+		Cert: m.ClientCertificate.ValueString(), Key: m.ClientKey.ValueString(), CA: m.CACertificate.ValueString(),
+		from: "this depctrl_shard",
+	}
+	if !own.none() {
+		return own, nil
+	}
+	name := m.Name.ValueString()
+	if c, ok := conn.shards[name]; ok {
+		return c, nil
+	}
+	return shardCredentials{}, fmt.Errorf("no credentials for shard %q: set kubeconfig_path, client_certificate_path or client_certificate, "+
+		"or give the provider block shard_credentials = { %q = { ... } }", name, name)
+}
+
+// shardConfig builds a client configuration that talks to the shard itself,
+// scoped to system:admin. The URL comes from the url attribute, then the
+// kubeconfig's server.
+func (m *shardModel) shardConfig(conn *Connection) (*rest.Config, error) {
+	creds, err := m.credentials(conn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := creds.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if u := m.URL.ValueString(); u != "" {
+		cfg.Host = u
+	}
+	if cfg.Host == "" {
+		return nil, errNoShardURL
+	}
+	base, err := stripClustersPath(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = base + "/clusters/" + systemAdminCluster
+	cfg.UserAgent = conn.userAgent()
+	return cfg, nil
+}
