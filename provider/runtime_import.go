@@ -9,6 +9,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -333,4 +336,133 @@ func readGeneratedTLS(ctx context.Context, kube kubernetes.Interface, cfg deploy
 		m.CACert, m.CAKey = string(issuer.Data[deploy.TLSCertKey]), string(issuer.Data[deploy.TLSKeyKey])
 	}
 	return m, nil
+}
+
+// runtimeIdentity names a runtime by its namespace and name. The other
+// attributes are runtimeImportAttributes, with "_" for ".": in an import
+// block they say what an import ID adds as ,<attribute>=<value>; they are
+// null in the stored identity.
+type runtimeIdentity struct {
+	Namespace                     types.String `tfsdk:"namespace"`
+	Name                          types.String `tfsdk:"name"`
+	WorkspacePath                 types.String `tfsdk:"workspace_path"`
+	ControllerKubeconfigPath      types.String `tfsdk:"controller_kubeconfig_path"`
+	ControllerContext             types.String `tfsdk:"controller_context"`
+	WebhookKubeconfigPath         types.String `tfsdk:"webhook_kubeconfig_path"`
+	WebhookContext                types.String `tfsdk:"webhook_context"`
+	WebhookCertificateValidity    types.String `tfsdk:"webhook_certificate_validity"`
+	WebhookCertificateRenewBefore types.String `tfsdk:"webhook_certificate_renew_before"`
+}
+
+func runtimeIdentityOf(ns, name types.String) runtimeIdentity {
+	null := types.StringNull()
+	return runtimeIdentity{Namespace: ns, Name: name, WorkspacePath: null, ControllerKubeconfigPath: null, ControllerContext: null,
+		WebhookKubeconfigPath: null, WebhookContext: null, WebhookCertificateValidity: null, WebhookCertificateRenewBefore: null}
+}
+
+// settings are the import-only attributes of id that are set, keyed as in
+// runtimeImportAttributes.
+func (id runtimeIdentity) settings() map[string]string {
+	out := map[string]string{}
+	for attr, v := range map[string]types.String{
+		"workspace_path":             id.WorkspacePath,
+		"controller.kubeconfig_path": id.ControllerKubeconfigPath, "controller.context": id.ControllerContext,
+		"webhook.kubeconfig_path": id.WebhookKubeconfigPath, "webhook.context": id.WebhookContext,
+		"webhook.certificate_validity": id.WebhookCertificateValidity, "webhook.certificate_renew_before": id.WebhookCertificateRenewBefore,
+	} {
+		if v.ValueString() != "" {
+			out[attr] = v.ValueString()
+		}
+	}
+	return out
+}
+
+func (r *runtimeResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	attrs := map[string]identityschema.Attribute{
+		"namespace": identityschema.StringAttribute{
+			RequiredForImport: true,
+			Description:       "The namespace the runtime runs in, such as `" + deploy.DefaultNamespace + "`.",
+		},
+		"name": identityschema.StringAttribute{
+			OptionalForImport: true,
+			Description:       "The prefix of the runtime's objects, `" + deploy.DefaultName + "` when not given.",
+		},
+	}
+	for _, attr := range runtimeImportAttributes {
+		attrs[strings.ReplaceAll(attr, ".", "_")] = identityschema.StringAttribute{
+			OptionalForImport: true,
+			Description: "Import only, always null in the stored identity: `" + attr + "` as the configuration sets it, " +
+				"which the cluster does not record (as `," + attr + "=<value>` in an import ID).",
+		}
+	}
+	resp.IdentitySchema = identityschema.Schema{Attributes: attrs}
+}
+
+// ImportState accepts <namespace>/<name>, or <namespace> for the default
+// name, followed by what the cluster cannot tell: where the configuration
+// takes the kubeconfigs from and the certificate policy, as
+// ,<attribute>=<value> (runtimeImportAttributes); or the identity, which
+// says the same in its attributes. Read then learns everything else from
+// the cluster.
+func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	var ns, name string
+	settings := map[string]string{}
+	what, given := "import ID", fmt.Sprintf("%q", req.ID)
+	if byIdentity(req) {
+		id, ok := getModel[runtimeIdentity](ctx, req.Identity, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		ns, name, settings = id.Namespace.ValueString(), id.Name.ValueString(), id.settings()
+		if name == "" {
+			name = deploy.DefaultName
+		}
+		what, given = "import identity", "the identity"
+		if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
+			resp.Diagnostics.AddError("Invalid import identity",
+				fmt.Sprintf("namespace %q and name %q are not a namespace and a name such as %s and %s", ns, name, deploy.DefaultNamespace, deploy.DefaultName))
+			return
+		}
+	} else {
+		parts := strings.Split(req.ID, ",")
+		var found bool
+		ns, name, found = strings.Cut(parts[0], "/")
+		if !found {
+			name = deploy.DefaultName
+		}
+		if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
+			resp.Diagnostics.AddError("Invalid import ID",
+				fmt.Sprintf("%q is not <namespace>/<name> or <namespace>, such as %s/%s, followed by any of ,<attribute>=<value> for %s",
+					req.ID, deploy.DefaultNamespace, deploy.DefaultName, strings.Join(runtimeImportAttributes, ", ")))
+			return
+		}
+		for _, p := range parts[1:] {
+			attr, value, ok := strings.Cut(p, "=")
+			if _, seen := settings[attr]; !ok || value == "" || !slices.Contains(runtimeImportAttributes, attr) || seen {
+				resp.Diagnostics.AddError("Invalid import ID",
+					fmt.Sprintf("%q in %q is not <attribute>=<value>, once each, for one of %s", p, req.ID, strings.Join(runtimeImportAttributes, ", ")))
+				return
+			}
+			settings[attr] = value
+		}
+	}
+	for _, c := range []string{"controller", "webhook"} {
+		if _, ok := settings[c+".kubeconfig_path"]; !ok {
+			if _, ok := settings[c+".context"]; ok {
+				resp.Diagnostics.AddError("Invalid "+what, fmt.Sprintf("%s.context in %s needs %s.kubeconfig_path", c, given, c))
+				return
+			}
+		}
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	for attr, value := range settings {
+		at := path.Empty()
+		for _, step := range strings.Split(attr, ".") {
+			at = at.AtName(step)
+		}
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, at, value)...)
+	}
+	setIdentity(ctx, resp.Identity, runtimeIdentityOf(types.StringValue(ns), types.StringValue(name)), &resp.Diagnostics)
 }

@@ -2,13 +2,11 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -16,11 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,127 +52,6 @@ type runtimeModel struct {
 	CertificateNotAfter types.String `tfsdk:"certificate_not_after"`
 	Objects             types.Map    `tfsdk:"objects"`
 	timed
-}
-
-// privateState is stored with the resource but never shown: the objects
-// as applied, with Secret data redacted to digests (see redact). Keys and
-// credentials stay in the cluster; the provider reads them back when it
-// needs them.
-type privateState struct {
-	Applied []map[string]interface{} `json:"applied"`
-}
-
-func (p *privateState) applied() []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, 0, len(p.Applied))
-	for _, m := range p.Applied {
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
-}
-
-type privateGetter interface {
-	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
-}
-
-func loadPrivate(ctx context.Context, p privateGetter) (*privateState, diag.Diagnostics) {
-	data, diags := p.GetKey(ctx, privateKey)
-	if diags.HasError() || len(data) == 0 {
-		return &privateState{}, diags
-	}
-	ps := &privateState{}
-	if err := json.Unmarshal(data, ps); err != nil {
-		diags.AddError("Corrupt private state", fmt.Sprintf("decoding the stored runtime state: %v; `terraform apply -replace` rebuilds it", err))
-	}
-	return ps, diags
-}
-
-type privateSetter interface {
-	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
-}
-
-func savePrivate(ctx context.Context, p privateSetter, ps *privateState) diag.Diagnostics {
-	data, err := json.Marshal(ps)
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Cannot store runtime state", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKey, data)
-}
-
-func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	attrs := runtimeSchemaAttributes()
-	attrs["id"] = schema.StringAttribute{
-		Computed: true, MarkdownDescription: "`<namespace>/<name>`, the import ID. An import ID may add what the cluster does not record, as " +
-			"`,<attribute>=<value>` for `workspace_path`, `controller.kubeconfig_path`, `controller.context`, `webhook.kubeconfig_path`, " +
-			"`webhook.context`, `webhook.certificate_validity` and `webhook.certificate_renew_before`: given as the configuration sets them, the plan after import is empty.",
-		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-	}
-	attrs["wait_for_rollout"] = schema.BoolAttribute{
-		Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-		MarkdownDescription: "Wait until both Deployments have rolled out and all their pods are available, within the create or update timeout. Default `true`.",
-	}
-	attrs["webhook_url"] = schema.StringAttribute{
-		Computed:            true,
-		MarkdownDescription: "The URL the controller writes into the webhook configurations, which kcp calls: `webhook.url` or the Service URL.",
-	}
-	attrs["ca_bundle"] = schema.StringAttribute{
-		Computed: true,
-		MarkdownDescription: "The PEM CA bundle kcp verifies the webhook with; the controller already gets it from a ConfigMap. " +
-			"During a CA rotation it holds the new and the previous CA.",
-	}
-	attrs["certificate_not_after"] = schema.StringAttribute{
-		Computed:            true,
-		MarkdownDescription: "When the webhook's serving certificate expires (RFC 3339).",
-	}
-	attrs["objects"] = schema.MapAttribute{
-		Computed: true, ElementType: types.StringType,
-		MarkdownDescription: "Every Kubernetes object of the deployment (`Kind/name`) with a fingerprint of what was applied. " +
-			"A refresh replaces the fingerprint with `" + objectMissing + "` or `" + objectChanged + "` when someone deleted or edited the object, so the next plan repairs it.",
-	}
-	resp.Schema = schema.Schema{
-		MarkdownDescription: "Deploys the depctrl runtime (controller and webhook) into the Kubernetes cluster of the provider's `kubernetes` block: " +
-			"the namespace, ServiceAccounts, Secrets with each component's kcp kubeconfig, the webhook's TLS certificate (generated, or an existing Secret), " +
-			"the two Deployments, the webhook Service, a PodDisruptionBudget per component with two or more replicas and a NetworkPolicy per component (`network_policy`). Every object is applied with server-side apply, so a plan shows and an apply repairs " +
-			"what was changed by hand.\n\n" +
-			"The image tag defaults to this provider's version: upgrading the provider rolls the runtime to the matching version. " +
-			"The generated CA and keys never enter plans, outputs or state: they live in the cluster (the `<name>-webhook-tls` Secret, and the CA key in `<name>-webhook-issuer`, which no pod mounts), and the provider reads them back to renew; the resource's private state keeps only digests of the Secrets it applied. " +
-			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
-		Attributes: attrs,
-		Blocks:     timeoutsOnly(ctx, "the {op} of the runtime", sameTimeouts(defaultRuntimeTimeout)),
-	}
-	documentSchema(ctx, &resp.Schema)
-}
-
-// ValidateConfig rejects a renewal window as long as the certificate's
-// validity: every plan would issue a new certificate.
-func (r *runtimeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	m, ok := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
-	if !ok || m.Webhook == nil {
-		return
-	}
-	resp.Diagnostics.Append(validateRenewal(m.Webhook)...)
-}
-
-func validateRenewal(w *webhookModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	if w.CertificateValidity.IsUnknown() || w.CertificateRenewBefore.IsUnknown() {
-		return diags
-	}
-	validity, renew := defaultCertificateValidity, defaultCertificateRenewal
-	if !w.CertificateValidity.IsNull() {
-		validity = w.CertificateValidity.ValueString()
-	}
-	if !w.CertificateRenewBefore.IsNull() {
-		renew = w.CertificateRenewBefore.ValueString()
-	}
-	v, err1 := time.ParseDuration(validity)
-	r, err2 := time.ParseDuration(renew)
-	if err1 == nil && err2 == nil && r >= v {
-		diags.AddAttributeError(path.Root("webhook").AtName("certificate_renew_before"), "Invalid renewal window",
-			fmt.Sprintf("webhook.certificate_renew_before (%s) must be shorter than webhook.certificate_validity (%s), or every plan would issue a new certificate", renew, validity))
-	}
-	return diags
 }
 
 // ModifyPlan fills the image tag with the provider's version and works out
@@ -591,135 +463,6 @@ func (r *runtimeResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if err := deleteKube(ctx, dyn, timeout, priv.applied()); err != nil {
 		resp.Diagnostics.Append(explainKube(r.conn, "deleting the runtime", err))
 	}
-}
-
-// runtimeIdentity names a runtime by its namespace and name. The other
-// attributes are runtimeImportAttributes, with "_" for ".": in an import
-// block they say what an import ID adds as ,<attribute>=<value>; they are
-// null in the stored identity.
-type runtimeIdentity struct {
-	Namespace                     types.String `tfsdk:"namespace"`
-	Name                          types.String `tfsdk:"name"`
-	WorkspacePath                 types.String `tfsdk:"workspace_path"`
-	ControllerKubeconfigPath      types.String `tfsdk:"controller_kubeconfig_path"`
-	ControllerContext             types.String `tfsdk:"controller_context"`
-	WebhookKubeconfigPath         types.String `tfsdk:"webhook_kubeconfig_path"`
-	WebhookContext                types.String `tfsdk:"webhook_context"`
-	WebhookCertificateValidity    types.String `tfsdk:"webhook_certificate_validity"`
-	WebhookCertificateRenewBefore types.String `tfsdk:"webhook_certificate_renew_before"`
-}
-
-func runtimeIdentityOf(ns, name types.String) runtimeIdentity {
-	null := types.StringNull()
-	return runtimeIdentity{Namespace: ns, Name: name, WorkspacePath: null, ControllerKubeconfigPath: null, ControllerContext: null,
-		WebhookKubeconfigPath: null, WebhookContext: null, WebhookCertificateValidity: null, WebhookCertificateRenewBefore: null}
-}
-
-// settings are the import-only attributes of id that are set, keyed as in
-// runtimeImportAttributes.
-func (id runtimeIdentity) settings() map[string]string {
-	out := map[string]string{}
-	for attr, v := range map[string]types.String{
-		"workspace_path":             id.WorkspacePath,
-		"controller.kubeconfig_path": id.ControllerKubeconfigPath, "controller.context": id.ControllerContext,
-		"webhook.kubeconfig_path": id.WebhookKubeconfigPath, "webhook.context": id.WebhookContext,
-		"webhook.certificate_validity": id.WebhookCertificateValidity, "webhook.certificate_renew_before": id.WebhookCertificateRenewBefore,
-	} {
-		if v.ValueString() != "" {
-			out[attr] = v.ValueString()
-		}
-	}
-	return out
-}
-
-func (r *runtimeResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	attrs := map[string]identityschema.Attribute{
-		"namespace": identityschema.StringAttribute{
-			RequiredForImport: true,
-			Description:       "The namespace the runtime runs in, such as `" + deploy.DefaultNamespace + "`.",
-		},
-		"name": identityschema.StringAttribute{
-			OptionalForImport: true,
-			Description:       "The prefix of the runtime's objects, `" + deploy.DefaultName + "` when not given.",
-		},
-	}
-	for _, attr := range runtimeImportAttributes {
-		attrs[strings.ReplaceAll(attr, ".", "_")] = identityschema.StringAttribute{
-			OptionalForImport: true,
-			Description: "Import only, always null in the stored identity: `" + attr + "` as the configuration sets it, " +
-				"which the cluster does not record (as `," + attr + "=<value>` in an import ID).",
-		}
-	}
-	resp.IdentitySchema = identityschema.Schema{Attributes: attrs}
-}
-
-// ImportState accepts <namespace>/<name>, or <namespace> for the default
-// name, followed by what the cluster cannot tell: where the configuration
-// takes the kubeconfigs from and the certificate policy, as
-// ,<attribute>=<value> (runtimeImportAttributes); or the identity, which
-// says the same in its attributes. Read then learns everything else from
-// the cluster.
-func (r *runtimeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	var ns, name string
-	settings := map[string]string{}
-	what, given := "import ID", fmt.Sprintf("%q", req.ID)
-	if byIdentity(req) {
-		id, ok := getModel[runtimeIdentity](ctx, req.Identity, &resp.Diagnostics)
-		if !ok {
-			return
-		}
-		ns, name, settings = id.Namespace.ValueString(), id.Name.ValueString(), id.settings()
-		if name == "" {
-			name = deploy.DefaultName
-		}
-		what, given = "import identity", "the identity"
-		if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
-			resp.Diagnostics.AddError("Invalid import identity",
-				fmt.Sprintf("namespace %q and name %q are not a namespace and a name such as %s and %s", ns, name, deploy.DefaultNamespace, deploy.DefaultName))
-			return
-		}
-	} else {
-		parts := strings.Split(req.ID, ",")
-		var found bool
-		ns, name, found = strings.Cut(parts[0], "/")
-		if !found {
-			name = deploy.DefaultName
-		}
-		if !dnsLabelRE.MatchString(ns) || !dnsLabelRE.MatchString(name) {
-			resp.Diagnostics.AddError("Invalid import ID",
-				fmt.Sprintf("%q is not <namespace>/<name> or <namespace>, such as %s/%s, followed by any of ,<attribute>=<value> for %s",
-					req.ID, deploy.DefaultNamespace, deploy.DefaultName, strings.Join(runtimeImportAttributes, ", ")))
-			return
-		}
-		for _, p := range parts[1:] {
-			attr, value, ok := strings.Cut(p, "=")
-			if _, seen := settings[attr]; !ok || value == "" || !slices.Contains(runtimeImportAttributes, attr) || seen {
-				resp.Diagnostics.AddError("Invalid import ID",
-					fmt.Sprintf("%q in %q is not <attribute>=<value>, once each, for one of %s", p, req.ID, strings.Join(runtimeImportAttributes, ", ")))
-				return
-			}
-			settings[attr] = value
-		}
-	}
-	for _, c := range []string{"controller", "webhook"} {
-		if _, ok := settings[c+".kubeconfig_path"]; !ok {
-			if _, ok := settings[c+".context"]; ok {
-				resp.Diagnostics.AddError("Invalid "+what, fmt.Sprintf("%s.context in %s needs %s.kubeconfig_path", c, given, c))
-				return
-			}
-		}
-	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), ns+"/"+name)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("namespace"), ns)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	for attr, value := range settings {
-		at := path.Empty()
-		for _, step := range strings.Split(attr, ".") {
-			at = at.AtName(step)
-		}
-		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, at, value)...)
-	}
-	setIdentity(ctx, resp.Identity, runtimeIdentityOf(types.StringValue(ns), types.StringValue(name)), &resp.Diagnostics)
 }
 
 // runtimeImportAttributes are what an import ID may set: the inputs of

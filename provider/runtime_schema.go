@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"time"
@@ -8,13 +9,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -213,4 +217,79 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 			Attributes:          webhook,
 		},
 	}
+}
+
+func (r *runtimeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	attrs := runtimeSchemaAttributes()
+	attrs["id"] = schema.StringAttribute{
+		Computed: true, MarkdownDescription: "`<namespace>/<name>`, the import ID. An import ID may add what the cluster does not record, as " +
+			"`,<attribute>=<value>` for `workspace_path`, `controller.kubeconfig_path`, `controller.context`, `webhook.kubeconfig_path`, " +
+			"`webhook.context`, `webhook.certificate_validity` and `webhook.certificate_renew_before`: given as the configuration sets them, the plan after import is empty.",
+		PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+	}
+	attrs["wait_for_rollout"] = schema.BoolAttribute{
+		Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+		MarkdownDescription: "Wait until both Deployments have rolled out and all their pods are available, within the create or update timeout. Default `true`.",
+	}
+	attrs["webhook_url"] = schema.StringAttribute{
+		Computed:            true,
+		MarkdownDescription: "The URL the controller writes into the webhook configurations, which kcp calls: `webhook.url` or the Service URL.",
+	}
+	attrs["ca_bundle"] = schema.StringAttribute{
+		Computed: true,
+		MarkdownDescription: "The PEM CA bundle kcp verifies the webhook with; the controller already gets it from a ConfigMap. " +
+			"During a CA rotation it holds the new and the previous CA.",
+	}
+	attrs["certificate_not_after"] = schema.StringAttribute{
+		Computed:            true,
+		MarkdownDescription: "When the webhook's serving certificate expires (RFC 3339).",
+	}
+	attrs["objects"] = schema.MapAttribute{
+		Computed: true, ElementType: types.StringType,
+		MarkdownDescription: "Every Kubernetes object of the deployment (`Kind/name`) with a fingerprint of what was applied. " +
+			"A refresh replaces the fingerprint with `" + objectMissing + "` or `" + objectChanged + "` when someone deleted or edited the object, so the next plan repairs it.",
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Deploys the depctrl runtime (controller and webhook) into the Kubernetes cluster of the provider's `kubernetes` block: " +
+			"the namespace, ServiceAccounts, Secrets with each component's kcp kubeconfig, the webhook's TLS certificate (generated, or an existing Secret), " +
+			"the two Deployments, the webhook Service, a PodDisruptionBudget per component with two or more replicas and a NetworkPolicy per component (`network_policy`). Every object is applied with server-side apply, so a plan shows and an apply repairs " +
+			"what was changed by hand.\n\n" +
+			"The image tag defaults to this provider's version: upgrading the provider rolls the runtime to the matching version. " +
+			"The generated CA and keys never enter plans, outputs or state: they live in the cluster (the `<name>-webhook-tls` Secret, and the CA key in `<name>-webhook-issuer`, which no pod mounts), and the provider reads them back to renew; the resource's private state keeps only digests of the Secrets it applied. " +
+			"The data source `depctrl_runtime_manifests` renders the same objects as YAML for GitOps.",
+		Attributes: attrs,
+		Blocks:     timeoutsOnly(ctx, "the {op} of the runtime", sameTimeouts(defaultRuntimeTimeout)),
+	}
+	documentSchema(ctx, &resp.Schema)
+}
+
+// ValidateConfig rejects a renewal window as long as the certificate's
+// validity: every plan would issue a new certificate.
+func (r *runtimeResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	m, ok := getModel[runtimeModel](ctx, req.Config, &resp.Diagnostics)
+	if !ok || m.Webhook == nil {
+		return
+	}
+	resp.Diagnostics.Append(validateRenewal(m.Webhook)...)
+}
+
+func validateRenewal(w *webhookModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if w.CertificateValidity.IsUnknown() || w.CertificateRenewBefore.IsUnknown() {
+		return diags
+	}
+	validity, renew := defaultCertificateValidity, defaultCertificateRenewal
+	if !w.CertificateValidity.IsNull() {
+		validity = w.CertificateValidity.ValueString()
+	}
+	if !w.CertificateRenewBefore.IsNull() {
+		renew = w.CertificateRenewBefore.ValueString()
+	}
+	v, err1 := time.ParseDuration(validity)
+	r, err2 := time.ParseDuration(renew)
+	if err1 == nil && err2 == nil && r >= v {
+		diags.AddAttributeError(path.Root("webhook").AtName("certificate_renew_before"), "Invalid renewal window",
+			fmt.Sprintf("webhook.certificate_renew_before (%s) must be shorter than webhook.certificate_validity (%s), or every plan would issue a new certificate", renew, validity))
+	}
+	return diags
 }
