@@ -32,11 +32,10 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 	seen := map[Blocker]bool{}
 	for _, in := range fresh {
 		p, ok := byResource[in.Resource]
-		if !ok || in.At.Time.Before(p.Since.Add(-intent.ClockSkew)) {
+		if !ok || !intent.Standing(in.Intent, p.RuleUIDs, p.Since) {
 			// No rule protects the object from this type any more, or
-			// none did when the intent was recorded: the rule it was
-			// recorded under is gone, and with it, perhaps, the webhook
-			// that would have withdrawn it.
+			// the rules the intent was recorded under are gone, and with
+			// them, perhaps, the webhook that would have withdrawn it.
 			continue
 		}
 		b := Blocker{Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name, Pending: true}

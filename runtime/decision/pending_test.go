@@ -45,6 +45,15 @@ func TestPendingBlockers(t *testing.T) {
 		return v
 	}
 	vms := vmGVR.GroupResource().String()
+	// of is the intent of a create of the VM called name recorded under
+	// the rules with these UIDs.
+	of := func(name string, rules ...string) string {
+		v, err := intent.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	tests := []struct {
 		name        string
 		intents     map[string]string
@@ -132,6 +141,19 @@ func TestPendingBlockers(t *testing.T) {
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
 		},
 		{
+			// The rule was deleted and created again moments after the
+			// write was admitted; the VM deleted meanwhile, while no
+			// index webhook was there to withdraw the intent.
+			name:    "an intent recorded under a rule since deleted does not count, however recent",
+			intents: map[string]string{intent.Key("t1"): of("vm-gone", "uid-old")},
+			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
+		},
+		{
+			name:    "an intent recorded under the standing rule counts",
+			intents: map[string]string{intent.Key("t1"): of("vm-slow", "uid-other", "uid-rule")},
+			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
+		},
+		{
 			name:    "a failed read refuses",
 			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("boom")}, wantCode: 503, wantMessage: "boom",
@@ -156,7 +178,7 @@ func TestPendingBlockers(t *testing.T) {
 			if since.IsZero() {
 				since = now.Add(-time.Hour)
 			}
-			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since}}}
+			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since, RuleUIDs: []string{"uid-rule"}}}}
 			v := NewValidator(protections, tt.finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
 			if tt.wantCode == 0 {

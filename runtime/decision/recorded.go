@@ -49,7 +49,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 			break
 		}
 		p, ok := byResource[in.Resource]
-		if !ok || in.Name == "" || in.At.Time.Before(p.Since.Add(-intent.ClockSkew)) {
+		if !ok || in.Name == "" || !intent.Standing(in, p.RuleUIDs, p.Since) {
 			continue
 		}
 		checked++

@@ -317,6 +317,11 @@ func byDependent(protections []registry.Protection) []registry.Protection {
 			m.Since = p.Since
 		}
 		st.rules = append(st.rules, p.Rule)
+		for _, uid := range p.RuleUIDs {
+			if !slices.Contains(m.RuleUIDs, uid) {
+				m.RuleUIDs = append(m.RuleUIDs, uid)
+			}
+		}
 		for _, path := range p.Paths {
 			if !st.paths[path.String()] {
 				st.paths[path.String()] = true

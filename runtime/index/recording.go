@@ -172,6 +172,8 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			// The revision the write replaces: until the dependent is
 			// stored past it, the write may still be (intent.Judge).
 			Base: admission.MetaOf(old).ResourceVersion,
+			// The rules it is recorded under: it counts while one stands.
+			Rules: s.RuleUIDs,
 		})
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil

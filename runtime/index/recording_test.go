@@ -108,7 +108,7 @@ func targetsFixture() *fakeTargets {
 	}}
 }
 
-var vmIndexSchema = refindex.Schema{Stamp: "s1", References: []refindex.Reference{{
+var vmIndexSchema = refindex.Schema{Stamp: "s1", RuleUIDs: []string{"uid-vm-rule"}, References: []refindex.Reference{{
 	Target: vpcGVR.GroupResource(), Version: "v1",
 	Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")},
 }}}
@@ -223,6 +223,9 @@ func TestRecordIntents(t *testing.T) {
 						withIntent = append(withIntent, key)
 						if in.Base != tt.wantBase {
 							t.Errorf("the intent on %s is based on revision %q, want %q", key, in.Base, tt.wantBase)
+						}
+						if !slices.Equal(in.Rules, vmIndexSchema.RuleUIDs) {
+							t.Errorf("the intent on %s names the rules %v, want those over the type, %v", key, in.Rules, vmIndexSchema.RuleUIDs)
 						}
 					}
 				}

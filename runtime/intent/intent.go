@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,26 @@ const DefaultLifetime = 90 * time.Second
 // An intent dated more than that before the oldest current rule over its
 // dependent type was recorded under a rule since deleted, and is ignored.
 const ClockSkew = 5 * time.Second
+
+// Standing reports whether the intent in belongs to rules that stand: one
+// of the rules it names (Intent.Rules) is among ruleUIDs, those over its
+// dependent type now. An intent that names none, recorded by an older
+// webhook, stands unless it is dated more than ClockSkew before since, the
+// creation of the oldest current rule over the type. An intent of rules
+// since deleted stands for a write no current rule promised to protect,
+// and may never be withdrawn: its dependent may have been deleted while no
+// index webhook was there to see it.
+func Standing(in v1alpha1.Intent, ruleUIDs []string, since time.Time) bool {
+	if len(in.Rules) == 0 {
+		return !in.At.Time.Before(since.Add(-ClockSkew))
+	}
+	for _, uid := range in.Rules {
+		if slices.Contains(ruleUIDs, uid) {
+			return true
+		}
+	}
+	return false
+}
 
 // NewToken returns the random token that names the intents of one
 // admitted write.

@@ -78,3 +78,29 @@ func TestSettleAfterCoversAnIntent(t *testing.T) {
 		t.Errorf("settle.DefaultSettleAfter %s is shorter than DefaultLifetime %s", settle.DefaultSettleAfter, DefaultLifetime)
 	}
 }
+
+// TestStanding: an intent counts while one of the rules it was recorded
+// under stands; one recorded before intents named their rules counts
+// unless it is dated more than ClockSkew before the oldest current rule.
+func TestStanding(t *testing.T) {
+	now := time.Now()
+	at := metav1.NewTime(now)
+	for _, tt := range []struct {
+		name  string
+		in    v1alpha1.Intent
+		rules []string
+		since time.Time
+		want  bool
+	}{
+		{"its rule stands", v1alpha1.Intent{At: at, Rules: []string{"u1"}}, []string{"u1"}, now, true},
+		{"one of its rules stands", v1alpha1.Intent{At: at, Rules: []string{"u0", "u2"}}, []string{"u1", "u2"}, now, true},
+		{"its rules are gone, the type protected by a new one", v1alpha1.Intent{At: at, Rules: []string{"u0"}}, []string{"u1"}, now.Add(-time.Hour), false},
+		{"no rules named, recorded after the rule", v1alpha1.Intent{At: at}, []string{"u1"}, now.Add(-time.Minute), true},
+		{"no rules named, within the skew", v1alpha1.Intent{At: at}, []string{"u1"}, now.Add(ClockSkew - time.Second), true},
+		{"no rules named, long before the rule", v1alpha1.Intent{At: at}, []string{"u1"}, now.Add(time.Minute), false},
+	} {
+		if got := Standing(tt.in, tt.rules, tt.since); got != tt.want {
+			t.Errorf("%s: Standing = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

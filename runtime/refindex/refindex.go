@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +75,9 @@ type Schema struct {
 	// and then no dependent of it carries a stamp.
 	Stamp      string
 	References []Reference
+	// RuleUIDs are the UIDs of the rules over the type, sorted: the
+	// intents a write records name them (v1alpha1.Intent.Rules).
+	RuleUIDs []string
 }
 
 // Indexed reports whether dependents of the type carry index labels.
@@ -102,6 +106,12 @@ func NewSchema(rules []RuleVersion, refs []Reference) Schema {
 	if len(rules) == 0 {
 		return s
 	}
+	for _, r := range rules {
+		if r.UID != "" && !slices.Contains(s.RuleUIDs, r.UID) {
+			s.RuleUIDs = append(s.RuleUIDs, r.UID)
+		}
+	}
+	slices.Sort(s.RuleUIDs)
 	for _, r := range refs {
 		for _, p := range r.Paths {
 			if readsStatus(p) {

@@ -3,6 +3,7 @@ package refindex
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,17 @@ func TestNewSchema(t *testing.T) {
 				t.Fatalf("stamp %q vs %q: same = %v, want %v", s.Stamp, base.Stamp, s.Stamp == base.Stamp, tt.sameStamp)
 			}
 		})
+	}
+}
+
+// TestSchemaRuleUIDs: the schema names the rules over the type, sorted and
+// once each, also when the type cannot be indexed: the intents its writes
+// record name them either way.
+func TestSchemaRuleUIDs(t *testing.T) {
+	refs := []Reference{{Target: vpcs, Paths: paths(".status.vpc")}}
+	s := NewSchema([]RuleVersion{{Key: "c/b", UID: "u2", Version: "v1"}, {Key: "c/a", UID: "u1", Version: "v1"}, {Key: "c/a", UID: "u1", Version: "v1"}}, refs)
+	if s.Indexed() || !slices.Equal(s.RuleUIDs, []string{"u1", "u2"}) {
+		t.Fatalf("indexed %v, rule UIDs %v; want not indexed, [u1 u2]", s.Indexed(), s.RuleUIDs)
 	}
 }
 

@@ -36,6 +36,9 @@ type Protection struct {
 	// Since is when the rule was created: a record made before it was
 	// made under another rule.
 	Since time.Time
+	// RuleUIDs are the UIDs of the rules the protection is of: the rule's
+	// own; several when protections of several rules are merged.
+	RuleUIDs []string
 }
 
 // Export names an APIExport: its logical cluster and name.
@@ -148,7 +151,7 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		target := d.GVR()
 		prot, ok := r.ByTarget[target]
 		if !ok {
-			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time,
+			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time, RuleUIDs: []string{string(rule.UID)},
 				DependentExports: []Export{{Cluster: clusterOf(key), Name: rule.Spec.Dependent.APIExportName}}}
 		}
 		prot.Paths = append(prot.Paths, p)

@@ -55,6 +55,13 @@ type Intent struct {
 	// revision, so a dependent stored at a later one tells that the write
 	// is over (intent.Judge).
 	Base string `json:"base,omitempty"`
+	// Rules are the UIDs of the rules over the dependent's type when the
+	// intent was recorded; empty in intents recorded before it was
+	// introduced. An intent counts only while one of them stands: a write
+	// admitted under rules since deleted is no reference a later rule
+	// promised to protect, and its intent may never be withdrawn (its
+	// dependent deleted while no index webhook was there to see it).
+	Rules []string `json:"rules,omitempty"`
 }
 
 // IntentTarget names an object an intent was recorded on.
