@@ -256,8 +256,19 @@ func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Work
 // once the deletion is refused with want in the message, an error to retry
 // while it is refused otherwise (before the webhook decides it). A deletion
 // that succeeds fails the test at once: the object was referenced.
+//
+// Each attempt is first made as a dry run, and the deletion is sent only
+// once the dry run is refused with want: a webhook configuration the
+// webhook or the controller just changed (a published stamp withdrawn,
+// so that a settled object's deletion comes to the webhook again) takes
+// kcp a moment to apply, and a rule is not Ready before it has (the
+// controller waits --webhook-propagation-delay for that).
 func (top *Topology) decidedDenial(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name, want string) error {
 	t.Helper()
+	dryErr := top.objects(t, ws, a).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	if dryErr == nil || !strings.Contains(dryErr.Error(), want) {
+		return fmt.Errorf("a dry run is not refused by the webhook yet: %v", dryErr)
+	}
 	err := top.remove(ctx, t, ws, a, name)
 	if err == nil {
 		t.Fatalf("%s/%s in %s was deleted; want a denial containing %q", a.Kind, name, ws.Path, want)
