@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -74,12 +73,16 @@ type ruleVersion struct {
 	generation int64
 }
 
-// confirmation is one read of every shard's rules compared with the
-// registry.
+// confirmation is one read of a shard's rules compared with the
+// registry, or one read of the shards' URLs (shardList).
 type confirmation struct {
 	started time.Time
-	done    chan struct{}
 }
+
+// shardList is the key, among the shards' URLs, of the read of the URLs
+// themselves: a request that depends on every shard depends on it too, so
+// that a shard the endpoint slice has named since is among them.
+const shardList = ""
 
 // maxAge is MaxAge or its default.
 func (s *RuleSync) maxAge() time.Duration {
@@ -93,44 +96,56 @@ func (s *RuleSync) maxAge() time.Duration {
 // before the call (fresh Recent), or after it (Now), found the registry
 // current for every shard sc depends on, and otherwise why not, once the
 // confirmation that could tell has ended or ctx has.
+//
+// Each shard is confirmed on its own: a shard that answers nothing holds
+// up only the requests that depend on it, never one whose rules all live
+// on shards that answer.
 func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
 	if fresh == readiness.Registered {
 		return nil
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	arrived := s.now()
 	oldest := arrived.Add(-s.maxAge())
 	if fresh == readiness.Now {
 		oldest = arrived
 	}
 	for {
-		if len(s.staleLocked(sc, oldest, arrived)) == 0 {
-			if s.confirming == nil && len(s.staleLocked(sc, arrived.Add(-s.maxAge()/2), arrived)) > 0 {
-				s.startConfirmationLocked()
+		stale := s.staleLocked(sc, oldest, arrived)
+		if len(stale) == 0 {
+			// Ahead of need: the next read of a shard whose last one
+			// is older than half of MaxAge.
+			for _, url := range s.staleLocked(sc, arrived.Add(-s.maxAge()/2), arrived) {
+				if s.confirming[url] == nil {
+					s.startConfirmationLocked(url)
+				}
 			}
-			s.mu.Unlock()
 			return nil
 		}
-		c := s.confirming
-		if c == nil {
-			c = s.startConfirmationLocked()
+		var failed []string
+		for _, url := range stale {
+			switch {
+			case s.confirming[url] != nil:
+			case s.tried[url].Before(arrived):
+				s.startConfirmationLocked(url)
+			default:
+				// Begun after the request arrived, and ended: what it
+				// found stands.
+				failed = append(failed, url)
+			}
 		}
+		if len(failed) > 0 {
+			return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(failed, nil))
+		}
+		ended := s.ended
 		s.mu.Unlock()
 		select {
-		case <-c.done:
+		case <-ended:
+			s.mu.Lock()
 		case <-ctx.Done():
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(s.staleLocked(sc, oldest, arrived), ctx.Err()))
-		}
-		s.mu.Lock()
-		if !c.started.Before(arrived) {
-			// Begun after the request arrived: what it found stands.
-			defer s.mu.Unlock()
-			if stale := s.staleLocked(sc, oldest, arrived); len(stale) > 0 {
-				return fmt.Errorf("dependency protection cannot decide this request yet, retry later: %s", s.unconfirmedLocked(stale, nil))
-			}
-			return nil
 		}
 	}
 }
@@ -138,10 +153,11 @@ func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.
 // staleLocked lists the shards sc depends on whose last confirmation began
 // before oldest, or before arrived while a watch of the shard is not live
 // or lost its view since that confirmation began, or failed: the shard of
-// each cluster sc names whose rules a read found, every shard for one no
-// read found, or when sc names none. s.mu must be held.
+// each cluster sc names whose rules a read found, and otherwise (a cluster
+// no read found, or sc names none) every shard and the read of their URLs
+// (shardList). s.mu must be held.
 func (s *RuleSync) staleLocked(sc scope.Scope, oldest, arrived time.Time) []string {
-	needed := s.urls
+	needed := append([]string{shardList}, s.urls...)
 	if sc.Named {
 		byShard := map[string]bool{}
 		for _, c := range sc.Clusters {
@@ -159,7 +175,7 @@ func (s *RuleSync) staleLocked(sc scope.Scope, oldest, arrived time.Time) []stri
 	var stale []string
 	for _, url := range needed {
 		bound := oldest
-		if !s.watchedLocked(url) {
+		if url != shardList && !s.watchedLocked(url) {
 			bound = arrived
 		}
 		if at, ok := s.confirmed[url]; !ok || at.Before(bound) {
@@ -207,70 +223,66 @@ type WatchHealth interface {
 func (s *RuleSync) unconfirmedLocked(urls []string, cause error) string {
 	why := make([]string, 0, len(urls))
 	for _, url := range urls {
+		what := "the rules at " + url
+		if url == shardList {
+			what = "the list of shards"
+		}
 		if err := s.unconfirmed[url]; err != nil {
 			why = append(why, err.Error())
 		} else if cause != nil {
-			why = append(why, fmt.Sprintf("the rules at %s are being read again: %v", url, cause))
+			why = append(why, fmt.Sprintf("%s are being read again: %v", what, cause))
 		} else {
-			why = append(why, fmt.Sprintf("the rules at %s are not confirmed current", url))
+			why = append(why, fmt.Sprintf("%s are not confirmed current", what))
 		}
 	}
 	return "this replica could not confirm that it holds the current rules: " + strings.Join(why, "; ")
 }
 
-// startConfirmationLocked starts a confirmation of every shard; s.mu must
-// be held, and no confirmation be running.
-func (s *RuleSync) startConfirmationLocked() *confirmation {
-	c := &confirmation{started: s.now(), done: make(chan struct{})}
-	s.confirming = c
-	go s.confirm(c)
-	return c
+// startConfirmationLocked starts a confirmation of the shard at url, or of
+// the list of shards (shardList); s.mu must be held, and no confirmation
+// of url be running.
+func (s *RuleSync) startConfirmationLocked(url string) {
+	c := &confirmation{started: s.now()}
+	s.confirming[url] = c
+	var health []int
+	if url != shardList {
+		health = s.healthOf(url)
+	}
+	go s.confirm(url, c, health)
 }
 
-// confirm reads the rules' metadata on every shard and compares them with
-// the registry, records the outcome of each shard, and ends c.
-func (s *RuleSync) confirm(c *confirmation) {
+// confirm reads the rules' metadata on the shard at url and compares them
+// with the registry, or reads the shards' URLs (shardList), records the
+// outcome, and ends c.
+func (s *RuleSync) confirm(url string, c *confirmation, health []int) {
 	ctx := s.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
-	urls, err := s.VW.URLs(ctx)
-	results := map[string]error{}
-	health := map[string][]int{}
-	if err == nil {
-		for _, url := range urls {
-			health[url] = s.healthOf(url)
-		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, url := range urls {
-			wg.Go(func() {
-				err := s.confirmShard(ctx, url)
-				mu.Lock()
-				results[url] = err
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-	}
-	s.mu.Lock()
-	if err != nil {
-		for _, url := range s.urls {
-			results[url] = err
+	var urls []string
+	var err error
+	if url == shardList {
+		urls, err = s.VW.URLs(ctx)
+		if err != nil {
+			err = fmt.Errorf("reading the list of shards: %w", err)
 		}
 	} else {
-		s.urls = urls
+		err = s.confirmShard(ctx, url)
 	}
-	for url, err := range results {
-		if err == nil {
-			s.confirmed[url] = c.started
-			s.confirmedLosses[url] = health[url]
-			delete(s.unconfirmed, url)
-			confirmations.WithLabelValues("current").Inc()
-			continue
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		if url == shardList {
+			s.urls = urls
+		} else {
+			s.confirmedLosses[url] = health
 		}
+		s.confirmed[url] = c.started
+		delete(s.unconfirmed, url)
+		confirmations.WithLabelValues("current").Inc()
+	} else {
 		s.unconfirmed[url] = err
 		outcome := "unread"
 		if errors.Is(err, errBehind) {
@@ -279,9 +291,10 @@ func (s *RuleSync) confirm(c *confirmation) {
 		confirmations.WithLabelValues(outcome).Inc()
 		s.Log.Info("the registry is not confirmed current", "shard", url, "reason", err.Error())
 	}
-	s.confirming = nil
-	s.mu.Unlock()
-	close(c.done)
+	s.tried[url] = c.started
+	delete(s.confirming, url)
+	close(s.ended)
+	s.ended = make(chan struct{})
 }
 
 // errBehind: the registry holds an older version of a rule, or of a

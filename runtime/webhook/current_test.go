@@ -253,6 +253,44 @@ func TestDeletionNeedsARead(t *testing.T) {
 	}
 }
 
+// TestAStoppedShardHoldsUpOnlyItsRequests: a shard that answers nothing
+// (a stopped process: every read of it lasts until the client gives up)
+// holds up no deletion whose rules all live on a shard that answers, not
+// even one that arrives while a read of the stopped shard is under way;
+// a deletion that depends on it is refused, naming it.
+func TestAStoppedShardHoldsUpOnlyItsRequests(t *testing.T) {
+	f := newFakeShards(t, "shard-a", "shard-b")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	ctx := context.Background()
+	if err := s.Decidable(ctx, scope.Unnamed, readiness.Now); err != nil {
+		t.Fatalf("a deletion with every shard up: %v", err)
+	}
+	f.set(func() { f.hung["shard-b"] = true })
+	advance(time.Minute)
+
+	// Reads of the stopped shard under way, as every request that needs
+	// all shards starts one.
+	go func() { _ = s.Decidable(ctx, scope.Unnamed, readiness.Now) }()
+	for i := range 3 {
+		advance(time.Millisecond)
+		// Less than the time a read of the stopped shard takes to fail.
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.Decidable(short, scope.Of("cluster-a"), readiness.Now)
+		cancel()
+		if err != nil {
+			t.Errorf("deletion %d with its rules on the shard up: %v", i, err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := s.Decidable(short, scope.Of("cluster-b"), readiness.Now)
+	if err == nil || !strings.Contains(err.Error(), "/shard-b") || !strings.Contains(err.Error(), "retry later") {
+		t.Errorf("a deletion with its rules on the stopped shard = %v, want a refusal naming shard-b", err)
+	}
+}
+
 // fakeHealth is the health of a watch of every shard.
 type fakeHealth struct {
 	mu     sync.Mutex

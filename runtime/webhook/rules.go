@@ -114,12 +114,17 @@ type RuleSync struct {
 	// versions holds the version of each rule the registry was last
 	// given, by key; a rule being deleted has none.
 	versions map[string]ruleVersion
-	// confirmed holds, by shard, when the last confirmation that found
-	// the registry current began; unconfirmed why the last one did not.
+	// confirmed holds, by shard (and under shardList for the read of the
+	// shards' URLs), when the last confirmation that succeeded began;
+	// unconfirmed why the last one did not, and tried when the last one
+	// that ended began.
 	confirmed   map[string]time.Time
 	unconfirmed map[string]error
-	// confirming is the confirmation under way, if any.
-	confirming *confirmation
+	tried       map[string]time.Time
+	// confirming holds the confirmation under way of each shard, if any.
+	confirming map[string]*confirmation
+	// ended is closed, and replaced, whenever a confirmation ends.
+	ended chan struct{}
 }
 
 // NewRuleSync returns a RuleSync with an empty registry.
@@ -127,6 +132,7 @@ func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry,
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
 		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
 		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{}, confirmedLosses: map[string][]int{},
+		tried: map[string]time.Time{}, confirming: map[string]*confirmation{}, ended: make(chan struct{}),
 		PartialReadyAfter: DefaultPartialReadyAfter, now: time.Now}
 }
 

@@ -32,16 +32,22 @@ type fakeShards struct {
 	srv   *httptest.Server
 	rules map[string][]map[string]interface{} // by shard
 	down  map[string]bool
+	// hung shards answer a list with nothing, until the client gives up,
+	// as a stopped process does.
+	hung  map[string]bool
 	lists map[string]int
+	// unhung ends the hung lists, when the test ends.
+	unhung chan struct{}
 	// stuck watches stay open and deliver nothing, as a watch that
 	// missed an event would.
 	stuck bool
 }
 
 func newFakeShards(t *testing.T, shards ...string) *fakeShards {
-	f := &fakeShards{rules: map[string][]map[string]interface{}{}, down: map[string]bool{}, lists: map[string]int{}}
+	f := &fakeShards{rules: map[string][]map[string]interface{}{}, down: map[string]bool{}, hung: map[string]bool{}, lists: map[string]int{}, unhung: make(chan struct{})}
 	f.srv = httptest.NewTLSServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.unhung) })
 	for _, s := range shards {
 		f.rules[s] = nil
 	}
@@ -90,6 +96,15 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.lists[shard]++
+	if f.hung[shard] {
+		f.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-f.unhung:
+		}
+		f.mu.Lock()
+		return
+	}
 	if f.down[shard] {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
