@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // ruleFootprint is what the controller installs for one rule, and so what
@@ -27,7 +27,7 @@ import (
 //   - in the workspace of each dependency's export, the deletion webhook of
 //     the ValidatingWebhookConfiguration covers deletes of the protected
 //     type, with a URL that names the logical cluster of the rule's
-//     workspace among those whose rules it serves (package scope).
+//     workspace among those whose rules it serves (admission.Scope).
 //
 // Another rule in the same workspace with the same dependent, or the same
 // dependency, keeps the entry it shares; rules elsewhere name other
@@ -190,7 +190,7 @@ func servesCluster(cc admissionregistrationv1.WebhookClientConfig, cluster strin
 	if err != nil {
 		return false
 	}
-	sc, err := scope.Parse(u.Path)
+	sc, err := admission.Parse(u.Path)
 	return err == nil && sc.Named && slices.Contains(sc.Clusters, cluster)
 }
 

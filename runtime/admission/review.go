@@ -1,7 +1,3 @@
-// Package admission serves admission reviews on controller-runtime's webhook
-// server and cradmission.Webhook, stricter than they are by themselves: what
-// is not a well-formed AdmissionReview is refused as bad before any decision
-// sees it. It knows nothing of what is decided.
 package admission
 
 import (
@@ -18,8 +14,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // DecideFunc decides one well-formed admission request and names the
@@ -35,7 +29,7 @@ func NewHandler(log logr.Logger, decide DecideFunc, observe func(outcome string,
 	return strictReviews(log, observe, &cradmission.Webhook{
 		Handler: &reviewHandler{log: log, decide: decide, observe: observe},
 		WithContextFunc: func(ctx context.Context, r *http.Request) context.Context {
-			sc, err := scope.Parse(r.URL.Path)
+			sc, err := Parse(r.URL.Path)
 			if err != nil {
 				return context.WithValue(ctx, scopeErrorKey{}, err)
 			}

@@ -49,7 +49,7 @@ func (s *Server) Start(ctx context.Context) error {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS13 }},
 	})
 	// Below each path, the URL may name the workspaces whose rules its
-	// requests depend on (package scope).
+	// requests depend on (admission.Scope).
 	srv.Register(ValidatePath, s.Validator)
 	srv.Register(ValidatePath+"/", s.Validator)
 	if s.Indexer != nil {

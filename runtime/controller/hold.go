@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -90,30 +90,30 @@ func installedProtection(objs []virtualworkspace.Object, name string) map[string
 
 // mergeScopes is sc together with the scope already covered for gvr, if
 // any: entries written by hand may cover a resource twice.
-func mergeScopes(covered Protected, gvr schema.GroupVersionResource, sc scope.Scope) scope.Scope {
+func mergeScopes(covered Protected, gvr schema.GroupVersionResource, sc admission.Scope) admission.Scope {
 	prev, ok := covered[gvr]
 	switch {
 	case !ok:
 		return sc
 	case !prev.Named || !sc.Named:
-		return scope.Unnamed
+		return admission.Unnamed
 	}
-	return scope.Of(append(slices.Clone(prev.Clusters), sc.Clusters...)...)
+	return admission.Of(append(slices.Clone(prev.Clusters), sc.Clusters...)...)
 }
 
 // urlScope is the scope a webhook URL names; Unnamed for none, or for one
 // that cannot be parsed: any rule may then be behind the entry.
-func urlScope(u *string) scope.Scope {
+func urlScope(u *string) admission.Scope {
 	if u == nil {
-		return scope.Unnamed
+		return admission.Unnamed
 	}
 	parsed, err := url.Parse(*u)
 	if err != nil {
-		return scope.Unnamed
+		return admission.Unnamed
 	}
-	sc, err := scope.Parse(parsed.Path)
+	sc, err := admission.Parse(parsed.Path)
 	if err != nil {
-		return scope.Unnamed
+		return admission.Unnamed
 	}
 	return sc
 }

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -237,42 +237,42 @@ func TestKeepInstalled(t *testing.T) {
 		rescoped bool
 	}{{
 		name:      "installed for the rule's workspace",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Of("comp")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "installed for two rules, both held",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Of("apps", "comp"), testFWs: scope.Of("apps")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
 		rules:     []RuleInput{held, otherHeld},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "installed together with a rule that resolves",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Of("apps", "comp"), testFWs: scope.Of("apps")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
 		rules:     []RuleInput{held, otherResolved},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "written by a controller that named no scope",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Unnamed})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Unnamed})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 		wantKept:  true,
 		rescoped:  true,
 	}, {
 		name:      "the entry is another workspace's rules'",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Of("apps")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 	}, {
 		name:      "the entry is another resource's",
-		installed: []virtualworkspace.Object{installed("net", Protected{testFWs: scope.Of("comp")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testFWs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 	}, {
 		name:      "the workspace no longer accepts the claim",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: scope.Of("comp")})},
+		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  map[string]Binding{"net": {URL: "https://vw"}},
 	}}

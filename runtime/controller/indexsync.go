@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -64,7 +64,7 @@ func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[strin
 			errs[i] = s.deleteConfiguration(ctx, virtualworkspace.MutatingWebhookConfigurationsGVR, *j.stale, "removed reference index configuration: no rule here wants it any more")
 			return
 		}
-		uids[i], errs[i] = s.ensureIndexIn(ctx, bindings[j.cluster].URL, j.cluster, listed, current[j.cluster], DesiredIndexConfiguration(settings.Scoped(scope.Of(j.cluster)), j.gvrs))
+		uids[i], errs[i] = s.ensureIndexIn(ctx, bindings[j.cluster].URL, j.cluster, listed, current[j.cluster], DesiredIndexConfiguration(settings.Scoped(admission.Of(j.cluster)), j.gvrs))
 		if errs[i] != nil {
 			s.Log.Error(errs[i], "installing reference index configuration", "cluster", j.cluster)
 		}

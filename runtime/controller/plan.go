@@ -10,10 +10,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/cycles"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -361,7 +361,7 @@ func planIndex(p *Plan, rp *RulePlan, r RuleInput, bindings map[string]Binding) 
 func (p *Plan) Protected(cluster string) Protected {
 	out := Protected{}
 	for _, gvr := range p.Webhooks[cluster] {
-		out[gvr] = scope.Of(p.Scopes[cluster][gvr]...)
+		out[gvr] = admission.Of(p.Scopes[cluster][gvr]...)
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -60,7 +60,7 @@ func TestHoldStamps(t *testing.T) {
 func TestPublishedStamps(t *testing.T) {
 	settling := testSettings
 	settling.Settle = true
-	c := DesiredScopedWebhookConfiguration(settling, Protected{testVPCs: scope.Of("comp"), testFWs: scope.Of("comp"), testDBs: scope.Unnamed},
+	c := DesiredScopedWebhookConfiguration(settling, Protected{testVPCs: admission.Of("comp"), testFWs: admission.Of("comp"), testDBs: admission.Unnamed},
 		Stamps{testVPCs.GroupResource(): "s1", testFWs.GroupResource(): "s2"})
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -41,8 +41,8 @@ type WebhookSettings struct {
 // Scoped returns the settings with the reference index's URL naming sc:
 // the webhook then decides the writes sent there once it has read the
 // rules of those workspaces, even while other shards cannot be read
-// (package scope).
-func (s WebhookSettings) Scoped(sc scope.Scope) WebhookSettings {
+// (admission.Scope).
+func (s WebhookSettings) Scoped(sc admission.Scope) WebhookSettings {
 	s.MutateURL = sc.URL(s.MutateURL)
 	return s
 }
@@ -59,14 +59,14 @@ const managedByLabel = v1alpha1.ManagedByLabel
 func DesiredWebhookConfiguration(s WebhookSettings, gvrs []schema.GroupVersionResource) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	protected := Protected{}
 	for _, gvr := range gvrs {
-		protected[gvr] = scope.Unnamed
+		protected[gvr] = admission.Unnamed
 	}
 	return DesiredScopedWebhookConfiguration(s, protected, nil)
 }
 
 // Protected maps each resource a workspace's configuration protects to the
 // scope of the rules that protect it.
-type Protected map[schema.GroupVersionResource]scope.Scope
+type Protected map[schema.GroupVersionResource]admission.Scope
 
 // Stamps maps each protected resource to the stamp of the rules that
 // protect it (package settle): its deletion webhook leaves out the objects
@@ -85,7 +85,7 @@ type Stamps map[schema.GroupResource]string
 // to the webhook, which refuses it unless it is its own.
 func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, stamps Stamps) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	byScope := map[string][]schema.GroupVersionResource{}
-	scopes := map[string]scope.Scope{}
+	scopes := map[string]admission.Scope{}
 	stampOf := map[string]string{}
 	all := make([]schema.GroupVersionResource, 0, len(protected))
 	if !s.Settle {
@@ -287,7 +287,7 @@ func endpoint(u *string) string {
 	if u == nil {
 		return ""
 	}
-	return scope.Endpoint(*u)
+	return admission.Endpoint(*u)
 }
 
 // deletionWebhook is the webhook in c that decides deletions.

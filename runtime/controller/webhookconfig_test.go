@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -22,10 +22,10 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 	settling := testSettings
 	settling.Settle = true
 	c := DesiredScopedWebhookConfiguration(settling, Protected{
-		testVPCs: scope.Of("comp", "apps"),
-		testFWs:  scope.Of("comp"),
-		testDBs:  scope.Of("apps", "comp"),
-		testVMs:  scope.Unnamed,
+		testVPCs: admission.Of("comp", "apps"),
+		testFWs:  admission.Of("comp"),
+		testDBs:  admission.Of("apps", "comp"),
+		testVMs:  admission.Unnamed,
 	}, Stamps{testFWs.GroupResource(): "s1", testDBs.GroupResource(): "s2", testVPCs.GroupResource(): "s2"})
 	type entry struct{ name, url, resources, settledUnder string }
 	var got []entry
@@ -110,7 +110,7 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	if webhookTargetChanged(c, other) {
 		t.Error("the same settings count as a moved webhook")
 	}
-	scoped := DesiredScopedWebhookConfiguration(testSettings, Protected{testVMs: scope.Of("comp"), testDBs: scope.Of("comp")}, nil)
+	scoped := DesiredScopedWebhookConfiguration(testSettings, Protected{testVMs: admission.Of("comp"), testDBs: admission.Of("comp")}, nil)
 	if got, want := *scoped.Webhooks[0].ClientConfig.URL, testSettings.URL+"/clusters/comp"; got != want {
 		t.Errorf("scoped URL %q, want %q", got, want)
 	}
@@ -128,7 +128,7 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 // keeps guarding the label, so that none set while settling is off counts
 // once it is on again.
 func TestNoStampsWithoutSettling(t *testing.T) {
-	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: scope.Unnamed}, Stamps{testVPCs.GroupResource(): "s1"})
+	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: admission.Unnamed}, Stamps{testVPCs.GroupResource(): "s1"})
 	guarded := false
 	for _, w := range c.Webhooks {
 		if settle.StampOf(w.ObjectSelector) != "" || w.Name == settleCandidatesWebhookName {

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // benchObject renders a protected VPC the size an API server sends: the
@@ -62,7 +62,7 @@ func BenchmarkValidatorRequest(b *testing.B) {
 	protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine",
 		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}}}
 	finder := &fakeFinder{dependents: map[string]string{"prod/vm-1": "vpc-1"}}
-	v := NewValidator(protections, finder, readiness.When(ready), ValidatorOptions{Candidates: noCandidates{}}, logr.Discard())
+	v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{Candidates: noCandidates{}}, logr.Discard())
 	held, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "prod", Name: "vm-1", At: metav1.NewTime(time.Now())})
 	user := authenticationv1.UserInfo{Username: "alice"}
 	requests := []struct {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // apiBindings is where a workspace keeps its APIBindings.
@@ -75,7 +75,7 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 			return true, nil
 		}
 	}
-	path, err := trust.Path(cluster, apiBindings, "", "")
+	path, err := admission.Path(cluster, apiBindings, "", "")
 	if err != nil {
 		return false, err
 	}

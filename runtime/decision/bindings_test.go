@@ -10,8 +10,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -118,7 +118,7 @@ func bindingValidator(t *testing.T, fp *fakeFrontProxy, protections fakeProtecti
 	t.Helper()
 	ready := make(chan struct{})
 	close(ready)
-	return NewValidator(protections, serveFinder(t, fp), readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	return NewValidator(protections, serveFinder(t, fp), admission.When(ready), ValidatorOptions{}, logr.Discard())
 }
 
 func deleteVPC(cluster string) *admissionv1.AdmissionRequest {

@@ -10,8 +10,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // FuzzRequestsStayInTheirCluster sends whole admission requests, every field
@@ -94,7 +94,7 @@ func FuzzRequestsStayInTheirCluster(f *testing.F) {
 			own = objCluster
 		}
 		sent := fp.sent()
-		if trust.Cluster(own) != nil {
+		if admission.Cluster(own) != nil {
 			if len(sent) > 0 {
 				t.Fatalf("a request whose logical cluster %q is none was acted on: %v", own, sent)
 			}

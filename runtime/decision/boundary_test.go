@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -53,9 +53,9 @@ func boundaryWebhook(t *testing.T, fp *fakeFrontProxy) (*index.Indexer, *Validat
 	finder := serveFinder(t, fp)
 	ready := make(chan struct{})
 	close(ready)
-	ix := index.NewIndexer(boundaryRules.schemas, readiness.When(ready), logr.Discard())
+	ix := index.NewIndexer(boundaryRules.schemas, admission.When(ready), logr.Discard())
 	ix.Targets = finder
-	v := NewValidator(boundaryRules.protections, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	v := NewValidator(boundaryRules.protections, finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 	return ix, v
 }
 

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // Reason of the Event recorded when the skip-protection annotation let an
@@ -82,7 +82,7 @@ func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequ
 
 // createEvent creates ev in cluster, in the namespace it names.
 func (f *FrontProxyFinder) createEvent(ctx context.Context, cluster string, ev *unstructured.Unstructured) error {
-	path, err := trust.Path(cluster, events.GVR, ev.GetNamespace(), "")
+	path, err := admission.Path(cluster, events.GVR, ev.GetNamespace(), "")
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gv
 		// nothing of the object.
 		return stillThere, fmt.Errorf("reading %s in %s: the object has no name", gvr.GroupResource(), cluster)
 	}
-	path, err := trust.Path(cluster, gvr, meta.Namespace, meta.Name)
+	path, err := admission.Path(cluster, gvr, meta.Namespace, meta.Name)
 	if err != nil {
 		return stillThere, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
@@ -37,7 +36,7 @@ const DefaultPageSize = 5000
 // front-proxy, which routes each logical cluster to its shard. It keeps no
 // cache of dependents: every decision reads the current state.
 type FrontProxyFinder struct {
-	// raw sends every request, each to a trust.Address: the finder
+	// raw sends every request, each to a admission.Address: the finder
 	// decodes only what it reads of an answer (LIST pages only what the
 	// rules' field paths reach, fieldpath.Projection), not whole objects.
 	raw rest.Interface
@@ -329,7 +328,7 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 // returns the revision the list was read at.
 func (f *FrontProxyFinder) list(ctx context.Context, cluster, namespace string, p registry.Protection, o listOptions, visit func(item map[string]interface{}) bool) (string, error) {
 	proj := listProjection(p)
-	path, err := trust.Path(cluster, p.Dependent, namespace, "")
+	path, err := admission.Path(cluster, p.Dependent, namespace, "")
 	if err != nil {
 		return "", err
 	}
@@ -399,7 +398,7 @@ func references(obj map[string]interface{}, paths []fieldpath.Path, name string)
 // LogicalCluster object (always called "cluster") is being deleted, or says
 // so in its phase.
 func (f *FrontProxyFinder) Terminating(ctx context.Context, cluster string) (bool, error) {
-	path, err := trust.Path(cluster, logicalClusters, "", "cluster")
+	path, err := admission.Path(cluster, logicalClusters, "", "cluster")
 	if err != nil {
 		return false, err
 	}
@@ -422,7 +421,7 @@ func (f *FrontProxyFinder) Terminating(ctx context.Context, cluster string) (boo
 
 // get reads the object at path into v. The error of a refused read is the
 // server's Status (apierrors tells NotFound from the rest).
-func (f *FrontProxyFinder) get(ctx context.Context, path trust.Address, v any) error {
+func (f *FrontProxyFinder) get(ctx context.Context, path admission.Address, v any) error {
 	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
 	if err := res.Error(); err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
@@ -75,7 +74,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // may be the old copy; so the guard keeps those until they expire, as it
 // always did. Nil means every dropped intent is held.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, w written, dropped []intent.Recorded) (*intent.Recorded, error) {
-	cluster, clusterErr := trust.ClusterOf(req, w.annotations())
+	cluster, clusterErr := admission.ClusterOf(req, w.annotations())
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()

@@ -7,9 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // pendingBlockers returns the dependents behind the fresh intents recorded
@@ -78,7 +78,7 @@ func byDependentResource(protections []registry.Protection) map[string]registry.
 // the API server answers from storage. A dependent being deleted references
 // nothing, so that chains of finalizers cannot deadlock.
 func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
-	path, err := trust.Path(cluster, p.Dependent, namespace, dependent)
+	path, err := admission.Path(cluster, p.Dependent, namespace, dependent)
 	if err != nil {
 		return intent.Dependent{}, err
 	}

@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -179,7 +179,7 @@ func TestPendingBlockers(t *testing.T) {
 				since = now.Add(-time.Hour)
 			}
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: since, RuleUIDs: []string{"uid-rule"}}}}
-			v := NewValidator(protections, tt.finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+			v := NewValidator(protections, tt.finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
 			if tt.wantCode == 0 {
 				if !resp.Allowed {
@@ -285,7 +285,7 @@ func TestKeepIntents(t *testing.T) {
 				before = maps.Clone(withIntents)
 				before[intent.Key("t1")] = freshUpdate
 			}
-			v := NewValidator(protections, finder, readiness.When(ready), ValidatorOptions{Self: self}, logr.Discard())
+			v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update
 			req.UserInfo.Username = tt.user

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
@@ -60,7 +60,7 @@ func TestUnreferenced(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := NewValidator(tt.protections, tt.finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
+			v := NewValidator(tt.protections, tt.finder, admission.When(closed()), ValidatorOptions{}, logr.Discard())
 			got, err := v.Unreferenced(context.Background(), "consumer-1", "default", vpcGVR, tt.names)
 			if check.WantError(t, err, tt.wantErr) {
 				return

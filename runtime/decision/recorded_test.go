@@ -10,9 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // TestRecordedBlockers: a deletion of an object whose intents, fresh or
@@ -52,7 +52,7 @@ func TestRecordedBlockers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			finder := &fakeFinder{dependents: tt.dependents}
-			v := NewValidator(protections, finder, readiness.When(closed()), ValidatorOptions{}, logr.Discard())
+			v := NewValidator(protections, finder, admission.When(closed()), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", tt.annotations))
 			if listed := finder.calls.Load() > 0; listed != tt.wantListed {
 				t.Errorf("listed the dependents: %v, want %v", listed, tt.wantListed)

@@ -11,9 +11,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // FuzzServeHTTP feeds arbitrary bodies to the admission endpoint. Whatever
@@ -41,7 +41,7 @@ func FuzzServeHTTP(f *testing.F) {
 	close(ready)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		finder := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm-1"}}}}
-		v := NewValidator(index, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+		v := NewValidator(index, finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 		req := httptest.NewRequest(http.MethodPost, v1alpha1.ValidatePath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()

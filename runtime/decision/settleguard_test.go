@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -71,7 +71,7 @@ func TestGuardSettled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var heard candidateLog
-			v := NewValidator(fakeProtections{}, &fakeFinder{}, readiness.When(closed()), ValidatorOptions{
+			v := NewValidator(fakeProtections{}, &fakeFinder{}, admission.When(closed()), ValidatorOptions{
 				Self:       func(context.Context) (string, error) { return "webhook", nil },
 				Candidates: &heard,
 			}, logr.Discard())

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // The front-proxy implementation of settle.SettleObjects.
@@ -20,7 +20,7 @@ const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.i
 
 // ListMeta implements SettleObjects with a consistent LIST of metadata.
 func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
-	path, err := trust.Path(cluster, gvr, namespace, "")
+	path, err := admission.Path(cluster, gvr, namespace, "")
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr sch
 // resourceVersion the proof started from: the API server refuses it with a
 // conflict when the object changed since, an intent recorded on it included.
 func (f *FrontProxyFinder) Settle(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name, resourceVersion, stamp string) error {
-	path, err := trust.Path(cluster, gvr, namespace, name)
+	path, err := admission.Path(cluster, gvr, namespace, name)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // The front-proxy implementation of index.Targets. A rule does not say
@@ -27,7 +27,7 @@ import (
 
 // Target implements Targets with a GET.
 func (f *FrontProxyFinder) Target(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string) (index.TargetState, error) {
-	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path trust.Address) *rest.Request {
+	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path admission.Address) *rest.Request {
 		return path.On(f.raw.Get())
 	}})
 }
@@ -41,7 +41,7 @@ func (f *FrontProxyFinder) Annotate(ctx context.Context, cluster, namespace stri
 	if err != nil {
 		return index.TargetState{}, fmt.Errorf("encoding the annotations of %s %s: %w", target.GroupResource(), name, err)
 	}
-	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path trust.Address) *rest.Request {
+	return f.eachScope(ctx, cluster, namespace, target, name, targetRequest{build: func(path admission.Address) *rest.Request {
 		return path.On(f.raw.Patch(types.MergePatchType)).Body(body)
 	}})
 }
@@ -57,7 +57,7 @@ func (f *FrontProxyFinder) Withdraw(ctx context.Context, cluster, namespace stri
 		return fmt.Errorf("encoding the withdrawal from %s %s: %w", target.GroupResource(), name, err)
 	}
 	_, err = f.eachScope(ctx, cluster, namespace, target, name, targetRequest{
-		build: func(path trust.Address) *rest.Request {
+		build: func(path admission.Address) *rest.Request {
 			return path.On(f.raw.Patch(types.JSONPatchType)).Body(body)
 		},
 		leftAsIs: failedTest,
@@ -81,7 +81,7 @@ func failedTest(err error) bool {
 // targetRequest is the request eachScope sends to each object.
 type targetRequest struct {
 	// build points the request at the object's path.
-	build func(path trust.Address) *rest.Request
+	build func(path admission.Address) *rest.Request
 	// leftAsIs, when set, tells the refusals that mean the object is
 	// there and the request had nothing to change on it.
 	leftAsIs func(error) bool
@@ -146,7 +146,7 @@ func (f *FrontProxyFinder) eachScope(ctx context.Context, cluster, namespace str
 // cluster-wide); an object that is not there is not found, not an error,
 // and one that req leaves as it is is found, with no state read.
 func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name string, req targetRequest) (index.TargetState, error) {
-	path, err := trust.Path(cluster, target, namespace, name)
+	path, err := admission.Path(cluster, target, namespace, name)
 	if err != nil {
 		return index.TargetState{}, err
 	}
@@ -179,11 +179,11 @@ func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, 
 // namespacesOf returns the namespaces that hold an object of target called
 // name, read with one LIST across the workspace (metadata only).
 func (f *FrontProxyFinder) namespacesOf(ctx context.Context, cluster string, target schema.GroupVersionResource, name string) ([]string, error) {
-	if err := trust.Name(name); err != nil {
+	if err := admission.Name(name); err != nil {
 		// Not a name any object can have, nor one to put in a selector.
 		return nil, nil
 	}
-	path, err := trust.Path(cluster, target, "", "")
+	path, err := admission.Path(cluster, target, "", "")
 	if err != nil {
 		return nil, err
 	}

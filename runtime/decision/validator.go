@@ -35,9 +35,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // Protections finds the rules' protections of a protected resource (the
@@ -121,7 +119,7 @@ type Validator struct {
 	finder      DependentFinder
 	opts        ValidatorOptions
 	log         logr.Logger
-	rules       readiness.Rules
+	rules       admission.Rules
 	// hook reads and answers the AdmissionReviews.
 	hook http.Handler
 	// now is the clock; tests replace it.
@@ -130,7 +128,7 @@ type Validator struct {
 
 // NewValidator returns a validator that refuses a protected DELETE while
 // rules says it does not know every rule that can matter to it.
-func NewValidator(protections Protections, finder DependentFinder, rules readiness.Rules, opts ValidatorOptions, log logr.Logger) *Validator {
+func NewValidator(protections Protections, finder DependentFinder, rules admission.Rules, opts ValidatorOptions, log logr.Logger) *Validator {
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 8 * time.Second
 	}
@@ -175,8 +173,8 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	default:
 		return admission.Allow("only CREATE, UPDATE and DELETE are checked"), outcomeAllowed
 	}
-	if err := v.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Now); err != nil {
-		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
+	if err := v.rules.Decidable(ctx, admission.ScopeOf(ctx), admission.Now); err != nil {
+		return admission.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 
 	obj, err := decodeObject(req)
@@ -197,7 +195,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 		if v.maySkip(req.UserInfo.Groups) {
 			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
 			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations}); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
+			if cluster, err := admission.ClusterOf(req, admission.Annotations{OldObject: meta.Annotations}); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
 				v.opts.Auditor.RecordSkip(cluster, req, meta)
 			}
 			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
@@ -210,7 +208,7 @@ func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionReques
 	if len(protections) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations})
+	cluster, err := admission.ClusterOf(req, admission.Annotations{OldObject: meta.Annotations})
 	if err != nil {
 		log.Info("cannot decide: no logical cluster", "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
@@ -271,7 +269,7 @@ func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
 	if v.opts.Candidates == nil || admission.DryRun(req) {
 		return
 	}
-	if cluster, err := trust.ClusterOf(req, w.annotations()); err == nil {
+	if cluster, err := admission.ClusterOf(req, w.annotations()); err == nil {
 		v.opts.Candidates.Candidate(cluster, req)
 	}
 }

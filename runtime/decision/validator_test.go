@@ -29,9 +29,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 var (
@@ -327,7 +325,7 @@ func TestDecide(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(tt.req)
 			}
-			v := NewValidator(protections, finder, readiness.When(ready), tt.opts, logr.Discard())
+			v := NewValidator(protections, finder, admission.When(ready), tt.opts, logr.Discard())
 			resp, outcome := v.Decide(context.Background(), tt.req)
 			if resp.Allowed != tt.wantAllowed || outcome != tt.wantOutcome {
 				t.Fatalf("allowed=%v outcome=%s, want allowed=%v outcome=%s (result %+v)", resp.Allowed, outcome, tt.wantAllowed, tt.wantOutcome, resp.Result)
@@ -348,7 +346,7 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	finder := &fakeFinder{}
-	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 	valid, _ := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1"}),
@@ -406,11 +404,11 @@ func TestServeHTTPRejectsMalformedRequests(t *testing.T) {
 // scopeRecorder is a readiness that records the scope it was asked about
 // and answers with err.
 type scopeRecorder struct {
-	asked []scope.Scope
+	asked []admission.Scope
 	err   error
 }
 
-func (r *scopeRecorder) Decidable(_ context.Context, sc scope.Scope, _ readiness.Freshness) error {
+func (r *scopeRecorder) Decidable(_ context.Context, sc admission.Scope, _ admission.Freshness) error {
 	r.asked = append(r.asked, sc)
 	return r.err
 }
@@ -426,12 +424,12 @@ func TestServeHTTPDecidesInTheURLsScope(t *testing.T) {
 	tests := []struct {
 		name, path  string
 		err         error
-		wantScope   scope.Scope
+		wantScope   admission.Scope
 		wantAllowed bool
 	}{
-		{"scoped, decidable", "/validate/clusters/b,a", nil, scope.Of("a", "b"), true},
-		{"unscoped, decidable", "/validate", nil, scope.Unnamed, true},
-		{"scoped, not decidable", "/validate/clusters/a", errors.New("the rules in logical cluster(s) a are not read"), scope.Of("a"), false},
+		{"scoped, decidable", "/validate/clusters/b,a", nil, admission.Of("a", "b"), true},
+		{"unscoped, decidable", "/validate", nil, admission.Unnamed, true},
+		{"scoped, not decidable", "/validate/clusters/a", errors.New("the rules in logical cluster(s) a are not read"), admission.Of("a"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,7 +479,7 @@ func TestSkipProtectionIsAudited(t *testing.T) {
 	close(ready)
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm"}}}}
 	audit := &recordingAuditor{}
-	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, blocked, readiness.When(ready),
+	v := NewValidator(fakeProtections{vpcGVR: {{Dependent: vmGVR}}}, blocked, admission.When(ready),
 		ValidatorOptions{Auditor: audit, SkipProtectionGroups: []string{"admins"}}, logr.Discard())
 
 	skipped := deleteRequest(vpcGVR, "skipped", map[string]string{v1alpha1.ClusterAnnotation: "c1", v1alpha1.SkipProtectionAnnotation: "true"})
@@ -561,7 +559,7 @@ func TestByDependent(t *testing.T) {
 	finder := &fakeFinder{}
 	ready := make(chan struct{})
 	close(ready)
-	v := NewValidator(fakeProtections{vpcGVR: five}, finder, readiness.When(ready), ValidatorOptions{}, logr.Discard())
+	v := NewValidator(fakeProtections{vpcGVR: five}, finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 	if resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "v", map[string]string{v1alpha1.ClusterAnnotation: "c1"})); !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
 	}

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // written is the metadata of the object a create or update writes, and of
@@ -19,9 +18,9 @@ type written struct {
 	obj, old metav1.ObjectMeta
 }
 
-// annotations are the annotations of both objects, for trust.ClusterOf.
-func (w written) annotations() trust.Annotations {
-	return trust.Annotations{Object: w.obj.Annotations, OldObject: w.old.Annotations}
+// annotations are the annotations of both objects, for admission.ClusterOf.
+func (w written) annotations() admission.Annotations {
+	return admission.Annotations{Object: w.obj.Annotations, OldObject: w.old.Annotations}
 }
 
 // decodeWritten decodes the metadata of a create or update; a request it

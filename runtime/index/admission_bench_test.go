@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // foundTargets finds every referenced object, alive, and writes nothing.
@@ -70,7 +70,7 @@ func BenchmarkIndexRequest(b *testing.B) {
 	close(ready)
 	now := time.Now()
 	mine, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm", At: metav1.NewTime(now)})
-	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 	ix.Targets = foundTargets{annotations: map[string]string{intent.Key("t1"): mine}}
 	recorded := map[string]string{v1alpha1.IntentTargetsAnnotation: `[{"group":"network.test.io","version":"v1","resource":"vpcs","name":"vpc-a"}]`}
 	requests := []struct {

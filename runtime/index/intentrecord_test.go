@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // written returns the labels or annotations (field) the object has once
@@ -104,7 +104,7 @@ func TestIntentRecordIsTheWebhooks(t *testing.T) {
 	close(ready)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 			ix.Targets = targetsFixture()
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps", Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			if tt.old != "" {
@@ -190,7 +190,7 @@ func TestSupersededIntentsWithdrawn(t *testing.T) {
 			targets := targetsFixture()
 			targets.objects["apps/vpc-a"].Annotations = tt.onA
 			targets.objects["apps/vpc-c"] = &TargetState{Found: true}
-			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 			ix.Targets = targets
 			resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Update,
 				Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",

@@ -16,7 +16,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -30,7 +29,7 @@ type Schemas interface {
 // that reference the object.
 type Indexer struct {
 	schemas Schemas
-	rules   readiness.Rules
+	rules   admission.Rules
 	log     logr.Logger
 	// hook reads and answers the AdmissionReviews.
 	hook http.Handler
@@ -62,7 +61,7 @@ type Indexer struct {
 // NewIndexer returns an indexer that refuses a write while rules says it
 // does not know every rule over the written type: without them it can
 // neither label the object nor check what it newly references.
-func NewIndexer(schemas Schemas, rules readiness.Rules, log logr.Logger) *Indexer {
+func NewIndexer(schemas Schemas, rules admission.Rules, log logr.Logger) *Indexer {
 	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: intent.DefaultLifetime, now: time.Now}
 	ix.hook = admission.NewHandler(log, ix.Decide, observeIndex)
 	return ix
@@ -97,7 +96,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		// The intents to withdraw are named by the dependent itself:
 		// waiting for the rules to be confirmed current would only let
 		// them stand, holding their targets, until they expire.
-		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Registered) == nil {
+		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), admission.Registered) == nil {
 			ix.withdrawIntents(ctx, req)
 		}
 		return admission.Allow(""), indexUnchanged
@@ -128,14 +127,14 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 			fmt.Sprintf("cannot index %s/%s: metadata.labels: %v", req.Resource.Resource, req.Name, err)), admission.OutcomeBadRequest
 	}
 
-	if err := ix.rules.Decidable(ctx, admission.ScopeOf(ctx), readiness.Recent); err != nil {
+	if err := ix.rules.Decidable(ctx, admission.ScopeOf(ctx), admission.Recent); err != nil {
 		// Not knowing the rules over this type, it can neither label the
 		// object nor tell whether the write makes a new reference to an
 		// object being deleted. A pod gets such requests only when reached
 		// past its readiness, or while a shard holding those rules cannot
 		// be read; refusing them is what the validator (package decision)
 		// does too.
-		return readiness.NotDecidable(err), admission.OutcomeNotInitialized
+		return admission.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 	var old map[string]interface{}
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {

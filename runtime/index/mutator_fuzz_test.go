@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -34,7 +34,7 @@ func FuzzIndexerDecide(f *testing.F) {
 		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")}}}}
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(index), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(index), admission.When(ready), logr.Discard())
 	f.Fuzz(func(t *testing.T, object []byte) {
 		req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Update, Name: "vm",
 			Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: object}}

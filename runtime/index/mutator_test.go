@@ -20,7 +20,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -97,7 +96,7 @@ func TestIndexerDecide(t *testing.T) {
 			if tt.notReady {
 				initialized = make(chan struct{})
 			}
-			ix := NewIndexer(schemaSource(index), readiness.When(initialized), logr.Discard())
+			ix := NewIndexer(schemaSource(index), admission.When(initialized), logr.Discard())
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, SubResource: tt.subresource, Name: "vm",
 				Resource: metav1.GroupVersionResource(vmGVR), Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			resp, outcome := ix.Decide(context.Background(), req)
@@ -139,7 +138,7 @@ func TestIndexerDecide(t *testing.T) {
 func TestIndexerServeHTTP(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(refindex.Schema{}), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(refindex.Schema{}), admission.When(ready), logr.Discard())
 	for _, body := range []string{"", "{", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, v1alpha1.MutatePath, bytes.NewBufferString(body))

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 )
 
 // fakeMarks records marks; created, when set, runs on each (an object
@@ -74,7 +74,7 @@ func TestPendingReferenceMarked(t *testing.T) {
 			if tt.createLate {
 				tt.marks.created = func() { targets.objects["apps/vpc-gone"] = &TargetState{Found: true} }
 			}
-			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 			ix.Targets, ix.Pending = targets, tt.marks
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 				Object: runtime.RawExtension{Raw: []byte(tt.object)}}

@@ -21,7 +21,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // TargetState is what a write that references an object needs to know of
@@ -67,7 +66,7 @@ type reference struct {
 func (r reference) String() string { return r.target.Resource + "/" + r.name }
 
 // referencesOf returns what obj references under s, sorted. A value that
-// cannot be an object's name (trust.Name) references nothing: no object is
+// cannot be an object's name (admission.Name) references nothing: no object is
 // looked for, annotated or addressed by it.
 func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
 	seen := map[reference]bool{}
@@ -76,7 +75,7 @@ func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
 		for _, p := range r.Paths {
 			for _, v := range p.Values(obj) {
 				ref := reference{target: r.TargetGVR(), name: v}
-				if trust.Name(v) == nil && !seen[ref] {
+				if admission.Name(v) == nil && !seen[ref] {
 					seen[ref] = true
 					out = append(out, ref)
 				}
@@ -146,9 +145,9 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	if name == "" {
 		self = req.Resource.Resource + "/" + generateName + "*"
 	}
-	cluster, err := trust.ClusterOf(req, trust.Annotations{Object: annotationsOf(obj), OldObject: annotationsOf(old)})
+	cluster, err := admission.ClusterOf(req, admission.Annotations{Object: annotationsOf(obj), OldObject: annotationsOf(old)})
 	if err == nil && namespace != "" {
-		err = trust.Namespace(namespace)
+		err = admission.Namespace(namespace)
 	}
 	if err != nil {
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
@@ -328,7 +327,7 @@ func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.Admi
 	if err := json.Unmarshal([]byte(meta.Annotations[v1alpha1.IntentTargetsAnnotation]), &targets); err != nil {
 		return
 	}
-	cluster, err := trust.ClusterOf(req, trust.Annotations{OldObject: meta.Annotations})
+	cluster, err := admission.ClusterOf(req, admission.Annotations{OldObject: meta.Annotations})
 	if err != nil {
 		return
 	}
@@ -336,7 +335,7 @@ func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.Admi
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
 	for _, t := range targets {
-		if trust.Name(t.Name) != nil {
+		if admission.Name(t.Name) != nil {
 			// The annotation is the dependent's, which its writer may
 			// edit: a value that is no name addresses nothing.
 			continue

@@ -24,7 +24,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
@@ -202,7 +201,7 @@ func TestRecordIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			targets := targetsFixture()
 			targets.err = tt.err
-			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 			ix.Targets = targets
 			req := &admissionv1.AdmissionRequest{UID: "u", Operation: tt.op, DryRun: &tt.dryRun, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps", Object: runtime.RawExtension{Raw: []byte(tt.object)}}
 			if tt.old != "" {
@@ -300,7 +299,7 @@ func TestIntentsPruned(t *testing.T) {
 	targets.objects["apps/vpc-a"].Annotations = map[string]string{intent.Key("old"): old, intent.Key("recent"): recent, intent.Key("garbage"): "{", "team": "x"}
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 	ix.Targets = targets
 	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
@@ -371,7 +370,7 @@ func TestWithdrawIntents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			targets := targetsFixture()
 			targets.objects["apps/vpc-a"].Annotations = tt.annotations
-			ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 			ix.Targets = targets
 			// The VM no longer references vpc-a under the rules (its path
 			// changed, say): what it recorded intents on is in its
@@ -446,7 +445,7 @@ func TestStoredIntentsPruned(t *testing.T) {
 	targets.objects["apps/vpc-a"].Annotations = annotations
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 	ix.Targets, ix.Dependents = targets, stored
 	resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
 		Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
@@ -494,7 +493,7 @@ func TestOnePrunePerObject(t *testing.T) {
 	targets.objects["apps/vpc-a"].Annotations = annotations
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(vmIndexSchema), readiness.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
 	dependents := &blockingDependents{release: make(chan struct{})}
 	ix.Targets, ix.Dependents = targets, dependents
 	for range 8 {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
 // Defaults of a Reindexer.
@@ -184,7 +184,7 @@ func (r *Reindexer) reindex(ctx context.Context, it reindexItem) {
 
 	wctx, cancel := context.WithTimeout(ctx, reindexTimeout)
 	defer cancel()
-	path, err := trust.Path(it.cluster, it.resource, it.namespace, it.name)
+	path, err := admission.Path(it.cluster, it.resource, it.namespace, it.name)
 	if err == nil {
 		err = path.On(r.raw.Patch(types.MergePatchType)).
 			Param("fieldManager", "depctrl-webhook").

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/trust"
 )
 
 // DefaultLifetime is how long an intent counts as a write that may
@@ -124,17 +124,17 @@ func On(annotations map[string]string, now time.Time, lifetime time.Duration) (f
 
 // Addressable reports whether the intent names a dependent the webhook can have
 // recorded it for: a name, or a prefix to generate one from, and a
-// namespace that could be an object's (package trust). Anyone who may
+// namespace that could be an object's (admission.Segment). Anyone who may
 // annotate the object can write an intent; one naming something else (a
 // path, say) is not the webhook's and names nothing to read.
 func Addressable(in v1alpha1.Intent) bool {
-	if in.Namespace != "" && trust.Namespace(in.Namespace) != nil {
+	if in.Namespace != "" && admission.Namespace(in.Namespace) != nil {
 		return false
 	}
 	if in.Name != "" {
-		return trust.Name(in.Name) == nil
+		return admission.Name(in.Name) == nil
 	}
-	return in.GenerateName != "" && trust.Name(in.GenerateName+"x") == nil
+	return in.GenerateName != "" && admission.Name(in.GenerateName+"x") == nil
 }
 
 // Names reports whether the intent is about the object called name in

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -30,7 +29,7 @@ import (
 // resumed process sees first, so it reads the rules again, and waits for its
 // registry to catch up with them, before it decides anything.
 //
-// That bound is a write's (readiness.Recent): one read confirms the
+// That bound is a write's (admission.Recent): one read confirms the
 // registry for every write decided in the MaxAge after it began, and a
 // write that finds the last one older than half of MaxAge starts the next
 // one ahead of need, so that under steady traffic no write waits for one.
@@ -42,7 +41,7 @@ import (
 // delivering (no reset) decides writes for up to MaxAge on what it holds;
 // a write decided on the rules before a change is found, once stored, by
 // the deletion's read of the dependents, and no object is settled under
-// the new rules before --settle-after. A deletion (readiness.Now) always
+// the new rules before --settle-after. A deletion (admission.Now) always
 // waits for a read begun after it arrived, shared by every deletion that
 // arrived before that read began: a replica cut off
 // from a shard just before a rule there changed would otherwise decide it
@@ -100,15 +99,15 @@ func (s *RuleSync) maxAge() time.Duration {
 // Each shard is confirmed on its own: a shard that answers nothing holds
 // up only the requests that depend on it, never one whose rules all live
 // on shards that answer.
-func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
-	if fresh == readiness.Registered {
+func (s *RuleSync) current(ctx context.Context, sc admission.Scope, fresh admission.Freshness) error {
+	if fresh == admission.Registered {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	arrived := s.now()
 	oldest := arrived.Add(-s.maxAge())
-	if fresh == readiness.Now {
+	if fresh == admission.Now {
 		oldest = arrived
 	}
 	for {
@@ -156,7 +155,7 @@ func (s *RuleSync) current(ctx context.Context, sc scope.Scope, fresh readiness.
 // each cluster sc names whose rules a read found, and otherwise (a cluster
 // no read found, or sc names none) every shard and the read of their URLs
 // (shardList). s.mu must be held.
-func (s *RuleSync) staleLocked(sc scope.Scope, oldest, arrived time.Time) []string {
+func (s *RuleSync) staleLocked(sc admission.Scope, oldest, arrived time.Time) []string {
 	needed := append([]string{shardList}, s.urls...)
 	if sc.Named {
 		byShard := map[string]bool{}

@@ -12,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // editRule changes the field path of the rule called name on shard and
@@ -105,7 +104,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 	s, advance := startedRuleSync(t, f)
 	key := registry.Key("cluster-a", "vm-needs-vpc")
 	ctx := context.Background()
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err != nil {
 		t.Fatalf("Decidable with the registry current: %v", err)
 	}
 
@@ -113,7 +112,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 	advance(time.Minute) // the process stood still meanwhile
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	err := s.Decidable(short, scope.Of("cluster-a"), readiness.Recent)
+	err := s.Decidable(short, admission.Of("cluster-a"), admission.Recent)
 	if err == nil || !strings.Contains(err.Error(), "retry later") || !strings.Contains(err.Error(), "current rules") {
 		t.Fatalf("Decidable with the edit unread after a pause = %v, want a refusal saying the rules are not confirmed current", err)
 	}
@@ -125,7 +124,7 @@ func TestDecidableAfterAPause(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		observeStored(t, s, "cluster-a", edited)
 	}()
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err != nil {
 		t.Fatalf("Decidable once the edit's event came: %v", err)
 	}
 	if got := registeredPath(t, s, key); got != ".spec.network.vpc" {
@@ -143,25 +142,25 @@ func TestDecidableNeedsOnlyItsShards(t *testing.T) {
 	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
 	s, advance := startedRuleSync(t, f)
 	ctx := context.Background()
-	if err := s.Decidable(ctx, scope.Unnamed, readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Unnamed, admission.Recent); err != nil {
 		t.Fatalf("Decidable with every shard up: %v", err)
 	}
 	f.set(func() { f.down["shard-b"] = true })
 	advance(time.Minute)
 	tests := []struct {
 		name    string
-		scope   scope.Scope
+		scope   admission.Scope
 		refused bool
 	}{
-		{"rules on the shard up", scope.Of("cluster-a"), false},
-		{"rules on the shard down", scope.Of("cluster-b"), true},
-		{"rules on both", scope.Of("cluster-a", "cluster-b"), true},
-		{"a cluster no read found", scope.Of("cluster-new"), true},
-		{"no clusters named", scope.Unnamed, true},
+		{"rules on the shard up", admission.Of("cluster-a"), false},
+		{"rules on the shard down", admission.Of("cluster-b"), true},
+		{"rules on both", admission.Of("cluster-a", "cluster-b"), true},
+		{"a cluster no read found", admission.Of("cluster-new"), true},
+		{"no clusters named", admission.Unnamed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Decidable(ctx, tt.scope, readiness.Recent)
+			err := s.Decidable(ctx, tt.scope, admission.Recent)
 			switch {
 			case !tt.refused && err != nil:
 				t.Errorf("Decidable = %v, want nil", err)
@@ -188,7 +187,7 @@ func TestOneConfirmationServesManyRequests(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+			if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err != nil {
 				t.Errorf("Decidable: %v", err)
 			}
 		})
@@ -200,7 +199,7 @@ func TestOneConfirmationServesManyRequests(t *testing.T) {
 
 	advance(DefaultMaxAge/2 + time.Millisecond)
 	before = lists()
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err != nil {
 		t.Fatalf("Decidable within MaxAge: %v", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -224,12 +223,12 @@ func TestDeletionNeedsARead(t *testing.T) {
 	s, advance := startedRuleSync(t, f)
 	ctx := context.Background()
 	lists := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists["shard-a"] }
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Now); err != nil {
 		t.Fatalf("a deletion with the shard up: %v", err)
 	}
 	advance(time.Millisecond)
 	before := lists()
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Now); err != nil {
 		t.Fatalf("a deletion with the shard up: %v", err)
 	}
 	if lists() == before {
@@ -238,17 +237,17 @@ func TestDeletionNeedsARead(t *testing.T) {
 
 	f.set(func() { f.down["shard-a"] = true })
 	advance(time.Millisecond)
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err != nil {
 		t.Errorf("a write within MaxAge of the last read: %v", err)
 	}
-	err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now)
+	err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Now)
 	if err == nil || !strings.Contains(err.Error(), "/shard-a") || !strings.Contains(err.Error(), "retry later") {
 		t.Errorf("a deletion with the shard cut off = %v, want a refusal naming shard-a", err)
 	}
 
 	f.set(func() { f.down["shard-a"] = false })
 	advance(time.Millisecond)
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Now); err != nil {
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Now); err != nil {
 		t.Errorf("a deletion once the shard is back: %v", err)
 	}
 }
@@ -264,7 +263,7 @@ func TestAStoppedShardHoldsUpOnlyItsRequests(t *testing.T) {
 	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
 	s, advance := startedRuleSync(t, f)
 	ctx := context.Background()
-	if err := s.Decidable(ctx, scope.Unnamed, readiness.Now); err != nil {
+	if err := s.Decidable(ctx, admission.Unnamed, admission.Now); err != nil {
 		t.Fatalf("a deletion with every shard up: %v", err)
 	}
 	f.set(func() { f.hung["shard-b"] = true })
@@ -272,12 +271,12 @@ func TestAStoppedShardHoldsUpOnlyItsRequests(t *testing.T) {
 
 	// Reads of the stopped shard under way, as every request that needs
 	// all shards starts one.
-	go func() { _ = s.Decidable(ctx, scope.Unnamed, readiness.Now) }()
+	go func() { _ = s.Decidable(ctx, admission.Unnamed, admission.Now) }()
 	for i := range 3 {
 		advance(time.Millisecond)
 		// Less than the time a read of the stopped shard takes to fail.
 		short, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := s.Decidable(short, scope.Of("cluster-a"), readiness.Now)
+		err := s.Decidable(short, admission.Of("cluster-a"), admission.Now)
 		cancel()
 		if err != nil {
 			t.Errorf("deletion %d with its rules on the shard up: %v", i, err)
@@ -285,7 +284,7 @@ func TestAStoppedShardHoldsUpOnlyItsRequests(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	err := s.Decidable(short, scope.Of("cluster-b"), readiness.Now)
+	err := s.Decidable(short, admission.Of("cluster-b"), admission.Now)
 	if err == nil || !strings.Contains(err.Error(), "/shard-b") || !strings.Contains(err.Error(), "retry later") {
 		t.Errorf("a deletion with its rules on the stopped shard = %v, want a refusal naming shard-b", err)
 	}
@@ -323,7 +322,7 @@ func TestWriteWaitsWhileTheWatchIsDown(t *testing.T) {
 	s.Watches = []WatchHealth{health}
 	ctx := context.Background()
 	lists := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.lists["shard-a"] }
-	write := func() error { return s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent) }
+	write := func() error { return s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent) }
 
 	if err := write(); err != nil {
 		t.Fatalf("a write with the watch live: %v", err)

@@ -17,11 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -197,7 +196,7 @@ func (s *RuleSync) unreadLocked() string {
 // scope that names no clusters needs every shard). Current once a read of
 // the rules begun no longer ago than fresh allows confirmed it (current.go);
 // it waits, up to ctx's end, for one that can.
-func (s *RuleSync) Decidable(ctx context.Context, sc scope.Scope, fresh readiness.Freshness) error {
+func (s *RuleSync) Decidable(ctx context.Context, sc admission.Scope, fresh admission.Freshness) error {
 	if err := s.untilInitialized(func() error { return s.decidableLocked(sc) }); err != nil {
 		return err
 	}
@@ -206,9 +205,9 @@ func (s *RuleSync) Decidable(ctx context.Context, sc scope.Scope, fresh readines
 
 // decidableLocked is Decidable before every shard is read; s.mu must be
 // held.
-func (s *RuleSync) decidableLocked(sc scope.Scope) error {
+func (s *RuleSync) decidableLocked(sc admission.Scope) error {
 	if len(s.read) == 0 && len(s.clusters) == 0 {
-		return readiness.ErrNotInitialized
+		return admission.ErrNotInitialized
 	}
 	if !sc.Named {
 		return fmt.Errorf("dependency protection cannot decide this request yet, retry later: it may depend on the rules of any workspace, and %s", s.unreadLocked())

@@ -17,10 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/readiness"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -257,8 +256,8 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	s.started = clock
 
-	if err := s.Decidable(ctx, scope.Of("cluster-a"), readiness.Recent); err == nil || err != readiness.ErrNotInitialized {
-		t.Errorf("before any read: Decidable = %v, want %v", err, readiness.ErrNotInitialized)
+	if err := s.Decidable(ctx, admission.Of("cluster-a"), admission.Recent); err == nil || err != admission.ErrNotInitialized {
+		t.Errorf("before any read: Decidable = %v, want %v", err, admission.ErrNotInitialized)
 	}
 	f.set(func() { f.down["shard-b"] = true })
 	if _, err := s.populate(ctx); err == nil {
@@ -266,18 +265,18 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		scope   scope.Scope
+		scope   admission.Scope
 		refused string // "" when decidable
 	}{
-		{"rules on the shard read", scope.Of("cluster-a"), ""},
-		{"rules on the shard down", scope.Of("cluster-b"), "cluster-b"},
-		{"rules on both", scope.Of("cluster-a", "cluster-b"), "cluster-b"},
-		{"a cluster no shard read holds", scope.Of("cluster-gone"), "/shard-b"},
-		{"no clusters named", scope.Unnamed, "any workspace"},
+		{"rules on the shard read", admission.Of("cluster-a"), ""},
+		{"rules on the shard down", admission.Of("cluster-b"), "cluster-b"},
+		{"rules on both", admission.Of("cluster-a", "cluster-b"), "cluster-b"},
+		{"a cluster no shard read holds", admission.Of("cluster-gone"), "/shard-b"},
+		{"no clusters named", admission.Unnamed, "any workspace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Decidable(ctx, tt.scope, readiness.Recent)
+			err := s.Decidable(ctx, tt.scope, admission.Recent)
 			switch {
 			case tt.refused == "" && err != nil:
 				t.Errorf("Decidable = %v, want nil", err)
@@ -304,8 +303,8 @@ func TestRuleSyncDecidableWhileAShardIsDown(t *testing.T) {
 		t.Fatalf("populate after the shard came back: %v", err)
 	}
 	close(s.initialized)
-	for _, sc := range []scope.Scope{scope.Of("cluster-b"), scope.Of("cluster-gone"), scope.Unnamed} {
-		if err := s.Decidable(ctx, sc, readiness.Recent); err != nil {
+	for _, sc := range []admission.Scope{admission.Of("cluster-b"), admission.Of("cluster-gone"), admission.Unnamed} {
+		if err := s.Decidable(ctx, sc, admission.Recent); err != nil {
 			t.Errorf("every shard read: Decidable(%v) = %v, want nil", sc, err)
 		}
 	}
@@ -331,7 +330,7 @@ func TestRuleSyncReadyBeforeAnyBinding(t *testing.T) {
 	if err := s.Ready(); err != nil {
 		t.Errorf("Ready() = %v, want ready", err)
 	}
-	if err := s.Decidable(ctx, scope.Unnamed, readiness.Recent); err != nil {
+	if err := s.Decidable(ctx, admission.Unnamed, admission.Recent); err != nil {
 		t.Errorf("Decidable = %v, want nil", err)
 	}
 }

@@ -4,7 +4,7 @@
 // watches that retry until the shard serves the export (Follower), and
 // serves the protection decision (package decision) and the reference index
 // (package index), which refuse a request until RuleSync knows every rule
-// that matters to it (package readiness). It holds no admission logic of
+// that matters to it (admission.Rules). It holds no admission logic of
 // its own.
 package webhook
 

@@ -6,7 +6,7 @@ import "time"
 // the controller writes into the webhook configurations: deletions are
 // decided at ValidatePath, dependents are indexed at MutatePath. Below
 // either, a URL may name the workspaces whose rules its requests depend on
-// (package scope).
+// (admission.Scope).
 const (
 	ValidatePath = "/validate"
 	MutatePath   = "/mutate"

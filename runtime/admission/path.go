@@ -1,4 +1,4 @@
-package trust
+package admission
 
 // The one door of the runtime's requests to the kcp front-proxy, which
 // serves every logical cluster below /clusters/<name> and routes each to its
@@ -26,7 +26,7 @@ func (a Address) String() string { return path.Join(a.segments...) }
 
 // Path is the front-proxy address of a resource in a logical cluster: the
 // collection, in namespace if given, and the object called name if given.
-// Every segment is checked (package trust) before it is joined: a value
+// Every segment is checked (the trust boundary) before it is joined: a value
 // that would leave its segment ("..", "/", an escape) or a cluster that is
 // no logical cluster name makes no address, so no value read from a request
 // or an object can address another workspace or another resource.

@@ -1,12 +1,4 @@
-// Package trust is the boundary between what an admission request says and
-// what the runtime acts on. Every field of a request (names, namespaces,
-// annotations, labels, the intents recorded on objects) is written by a
-// client until it is checked here; the runtime reads a request's logical
-// cluster only through ClusterOf, and builds no URL path from a segment that
-// Segment refused (Path calls it for every segment it joins).
-// A value that cannot be an object's name names no object: a reference
-// holding one references nothing, and records nothing.
-package trust
+package admission
 
 import (
 	"fmt"

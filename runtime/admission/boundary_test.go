@@ -1,4 +1,4 @@
-package trust
+package admission
 
 import (
 	"go/ast"
@@ -16,13 +16,13 @@ import (
 // clustersJoined lists the files where a /clusters/ path may be joined by
 // hand, and why the name there is not a request's.
 var clustersJoined = map[string]string{
-	"runtime/trust/path.go":                        "checks every segment",
+	"runtime/admission/path.go":                    "checks every segment",
 	"runtime/virtualworkspace/objectclient.go":     "clusters that the export's virtual workspace lists",
 	"runtime/virtualworkspace/virtualworkspace.go": "clusters that the export's virtual workspace lists",
 	"runtime/process/kcpconfig.go":                 "workspaces from the runtime's flags",
 	"runtime/process/selfcontained.go":             "workspaces from the runtime's flags",
 	"runtime/process/process.go":                   "a flag's help text",
-	"runtime/scope/scope.go":                       "the scope of the controller's own webhook URLs, which Parse checks strictly",
+	"runtime/admission/scope.go":                   "the scope of the controller's own webhook URLs, which Parse checks strictly",
 }
 
 // clustersSegment matches a string that holds "clusters" as a URL path
@@ -38,12 +38,12 @@ func doorsOpened(fset *token.FileSet, rel string, f *ast.File) []string {
 		case *ast.SelectorExpr:
 			switch x.Sel.Name {
 			case "ClusterAnnotation":
-				if !strings.HasPrefix(rel, "runtime/trust/") && !strings.HasPrefix(rel, "runtime/api/") {
-					found = append(found, fset.Position(x.Pos()).String()+": reads ClusterAnnotation; the logical cluster of a request comes from package trust only")
+				if rel != "runtime/admission/cluster.go" && !strings.HasPrefix(rel, "runtime/api/") {
+					found = append(found, fset.Position(x.Pos()).String()+": reads ClusterAnnotation; the logical cluster of a request comes from admission.ClusterOf only")
 				}
 			case "AbsPath":
-				if rel != "runtime/trust/path.go" {
-					found = append(found, fset.Position(x.Pos()).String()+": sets a request path itself; build it with trust.Path and Address.On")
+				if rel != "runtime/admission/path.go" {
+					found = append(found, fset.Position(x.Pos()).String()+": sets a request path itself; build it with admission.Path and Address.On")
 				}
 			}
 		case *ast.BasicLit:
@@ -52,11 +52,11 @@ func doorsOpened(fset *token.FileSet, rel string, f *ast.File) []string {
 			}
 			s, _ := strconv.Unquote(x.Value)
 			if s == "kcp.io/cluster" && !strings.HasPrefix(rel, "runtime/api/") {
-				found = append(found, fset.Position(x.Pos()).String()+": names the logical cluster annotation; read it through package trust")
+				found = append(found, fset.Position(x.Pos()).String()+": names the logical cluster annotation; read it through admission.ClusterOf")
 			}
 			if clustersSegment.MatchString(s) {
 				if _, ok := clustersJoined[rel]; !ok {
-					found = append(found, fset.Position(x.Pos()).String()+": joins a /clusters/ path by hand; use trust.Path, or list the file in clustersJoined with the reason its cluster is not a request's")
+					found = append(found, fset.Position(x.Pos()).String()+": joins a /clusters/ path by hand; use admission.Path, or list the file in clustersJoined with the reason its cluster is not a request's")
 				}
 			}
 		}
@@ -86,8 +86,8 @@ func TestDoorsOpened(t *testing.T) {
 			code: `c := meta.Annotations[v1alpha1.ClusterAnnotation]`, want: 1},
 		{name: "the annotation read by its name", file: "runtime/index/recording.go",
 			code: `c := meta.Annotations["kcp.io/cluster"]`, want: 1},
-		{name: "a path from trust.Path", file: "runtime/decision/finder.go",
-			code: `p, err := trust.Path(cluster, logicalClusters, "", "cluster"); r := p.On(f.raw.Get())`},
+		{name: "a path from admission.Path", file: "runtime/decision/finder.go",
+			code: `p, err := admission.Path(cluster, logicalClusters, "", "cluster"); r := p.On(f.raw.Get())`},
 		{name: "logical clusters in a message, and the logicalclusters resource", file: "runtime/decision/finder.go",
 			code: `msg := "the logical clusters of " + "logicalclusters"`},
 		{name: "a file listed with its reason", file: "runtime/process/kcpconfig.go",
@@ -110,7 +110,7 @@ func TestDoorsOpened(t *testing.T) {
 // TestBoundaryHasOneDoor reads the runtime's code and fails when a request
 // value could reach a URL or a workspace choice past this package: the
 // logical cluster annotation is read here only, every request to the
-// front-proxy gets its path from trust.Address, and "/clusters/" is
+// front-proxy gets its path from admission.Address, and "/clusters/" is
 // joined by hand only where the cluster comes from the runtime's own
 // configuration or from kcp (clustersJoined).
 func TestBoundaryHasOneDoor(t *testing.T) {

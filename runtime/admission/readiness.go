@@ -1,8 +1,4 @@
-// Package readiness tells whether the webhook knows every rule that can
-// matter to an admission request. Both admission endpoints (package decision
-// and package index) refuse a request, to be retried, while it does not: a
-// decision or an index label computed without a rule would be wrong.
-package readiness
+package admission
 
 import (
 	"context"
@@ -10,9 +6,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/scope"
 )
 
 // Rules says whether the webhook knows every rule that can matter to a
@@ -23,7 +16,7 @@ type Rules interface {
 	// version as of a read no older than fresh allows, and otherwise why
 	// not: the request is then refused, to be retried. It may wait, until
 	// ctx ends, to find out.
-	Decidable(ctx context.Context, sc scope.Scope, fresh Freshness) error
+	Decidable(ctx context.Context, sc Scope, fresh Freshness) error
 }
 
 // Freshness is how recent the read that confirms the rules current must
@@ -52,7 +45,7 @@ func When(initialized <-chan struct{}) Rules { return readyWhen(initialized) }
 
 type readyWhen <-chan struct{}
 
-func (c readyWhen) Decidable(context.Context, scope.Scope, Freshness) error {
+func (c readyWhen) Decidable(context.Context, Scope, Freshness) error {
 	select {
 	case <-c:
 		return nil
@@ -72,5 +65,5 @@ func (notInitializedError) Error() string {
 
 // NotDecidable is the refusal of a request the webhook cannot decide yet.
 func NotDecidable(err error) *admissionv1.AdmissionResponse {
-	return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
+	return Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error())
 }
