@@ -17,7 +17,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 )
 
 // benchObject renders a protected VPC the size an API server sends: the
@@ -63,7 +63,7 @@ func BenchmarkValidatorRequest(b *testing.B) {
 		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}}}
 	finder := &fakeFinder{dependents: map[string]string{"prod/vm-1": "vpc-1"}}
 	v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{Candidates: noCandidates{}}, logr.Discard())
-	held, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "prod", Name: "vm-1", At: metav1.NewTime(time.Now())})
+	held, _ := index.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "prod", Name: "vm-1", At: metav1.NewTime(time.Now())})
 	user := authenticationv1.UserInfo{Username: "alice"}
 	requests := []struct {
 		name string
@@ -71,7 +71,7 @@ func BenchmarkValidatorRequest(b *testing.B) {
 	}{
 		{"create", admissionv1.AdmissionRequest{Operation: admissionv1.Create, Object: benchObject("c1", nil)}},
 		{"update", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Object: benchObject("c1", nil),
-			OldObject: benchObject("c1", map[string]string{intent.Key("0123456789abcdef"): held})}},
+			OldObject: benchObject("c1", map[string]string{index.Key("0123456789abcdef"): held})}},
 		{"delete", admissionv1.AdmissionRequest{Operation: admissionv1.Delete, OldObject: benchObject("c1", nil)}},
 	}
 	for _, r := range requests {

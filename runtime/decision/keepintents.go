@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 )
 
 // keepIntents refuses an update of a protected object that drops an intent
 // that is still fresh, unless the webhook itself makes it (it withdraws,
 // retracts and prunes intents) or the intent's write is over and left its
-// dependent stored and referencing the object (intent.Held: a deletion finds
+// dependent stored and referencing the object (index.Held: a deletion finds
 // it by reading the dependents). An intent stands for a dependent's write
 // that may not be stored yet; an update that drops it (`kubectl replace`,
 // a tool that writes whole objects) would let a deletion decided after it
@@ -28,8 +28,8 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	if req.SubResource != "" || len(req.OldObject.Raw) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	fresh, _ := intent.On(w.old.Annotations, v.now(), v.opts.IntentLifetime)
-	var dropped []intent.Recorded
+	fresh, _ := index.On(w.old.Annotations, v.now(), v.opts.IntentLifetime)
+	var dropped []index.Recorded
 	for _, in := range fresh {
 		if w.obj.Annotations[in.Key] != w.old.Annotations[in.Key] {
 			dropped = append(dropped, in)
@@ -65,7 +65,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 		target, in.Key, kind, who, in.At.Add(v.opts.IntentLifetime).UTC().Format(time.RFC3339))), outcomeDenied
 }
 
-// pendingIntent returns the first of the dropped intents that intent.Judge
+// pendingIntent returns the first of the dropped intents that index.Judge
 // does not find held: its write may still be on its way (a dependent still
 // stored at the revision the write replaces is the old copy, whatever it
 // references), or it is over without the reference. Such an intent would do
@@ -73,7 +73,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 // webhook) is judged over by what the stored copy references alone, which
 // may be the old copy; so the guard keeps those until they expire, as it
 // always did. Nil means every dropped intent is held.
-func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, w written, dropped []intent.Recorded) (*intent.Recorded, error) {
+func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, w written, dropped []index.Recorded) (*index.Recorded, error) {
 	cluster, clusterErr := admission.ClusterOf(req, w.annotations())
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
@@ -87,7 +87,7 @@ func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.Admissio
 		if err != nil {
 			return nil, err
 		}
-		if intent.Judge(in.Intent, d) != intent.Held {
+		if index.Judge(in.Intent, d) != index.Held {
 			return &dropped[i], nil
 		}
 	}

@@ -8,13 +8,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // pendingBlockers returns the dependents behind the fresh intents recorded
 // on the object called name: each one whose write may still be stored, or
-// is over and left it referencing the object (intent.Judge, from a read of
+// is over and left it referencing the object (index.Judge, from a read of
 // the dependent now). The dependents listed by the reference index are the
 // stored ones; an intent stands for a write admitted but perhaps not yet
 // stored, which that list cannot see. So a dependent not found blocks, until
@@ -23,7 +23,7 @@ import (
 // copy references. Only a write that is over and left the dependent not
 // referencing the object lets it go.
 func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string) ([]Blocker, error) {
-	fresh, _ := intent.On(annotations, v.now(), v.opts.IntentLifetime)
+	fresh, _ := index.On(annotations, v.now(), v.opts.IntentLifetime)
 	if len(fresh) == 0 {
 		return nil, nil
 	}
@@ -32,7 +32,7 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 	seen := map[Blocker]bool{}
 	for _, in := range fresh {
 		p, ok := byResource[in.Resource]
-		if !ok || !intent.Standing(in.Intent, p.RuleUIDs, p.Since) {
+		if !ok || !index.Standing(in.Intent, p.RuleUIDs, p.Since) {
 			// No rule protects the object from this type any more, or
 			// the rules the intent was recorded under are gone, and with
 			// them, perhaps, the webhook that would have withdrawn it.
@@ -46,10 +46,10 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 			if err != nil {
 				return nil, fmt.Errorf("reading %s %s, which is recorded as referencing the object: %w", p.Dependent.GroupResource(), in.Name, err)
 			}
-			switch intent.Judge(in.Intent, d) {
-			case intent.Released:
+			switch index.Judge(in.Intent, d) {
+			case index.Released:
 				continue
-			case intent.Held:
+			case index.Held:
 				b.Pending = false
 			}
 		}
@@ -77,24 +77,24 @@ func byDependentResource(protections []registry.Protection) map[string]registry.
 // Referencing implements DependentFinder with a GET of the dependent, which
 // the API server answers from storage. A dependent being deleted references
 // nothing, so that chains of finalizers cannot deadlock.
-func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
+func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (index.Dependent, error) {
 	path, err := admission.Path(cluster, p.Dependent, namespace, dependent)
 	if err != nil {
-		return intent.Dependent{}, err
+		return index.Dependent{}, err
 	}
 	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
 	if err := res.Error(); err != nil {
 		if apierrors.IsNotFound(err) {
-			return intent.Dependent{}, nil
+			return index.Dependent{}, nil
 		}
-		return intent.Dependent{}, err
+		return index.Dependent{}, err
 	}
 	body, _ := res.Raw()
 	obj := map[string]interface{}{}
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return intent.Dependent{}, fmt.Errorf("decoding %s %s: %w", p.Dependent.GroupResource(), dependent, err)
+		return index.Dependent{}, fmt.Errorf("decoding %s %s: %w", p.Dependent.GroupResource(), dependent, err)
 	}
-	d := intent.Dependent{Found: true}
+	d := index.Dependent{Found: true}
 	if md, ok := obj["metadata"].(map[string]interface{}); ok {
 		d.ResourceVersion, _ = md["resourceVersion"].(string)
 	}

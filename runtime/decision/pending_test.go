@@ -18,7 +18,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -29,7 +29,7 @@ import (
 func TestPendingBlockers(t *testing.T) {
 	now := time.Now()
 	encoded := func(resource, name, generateName string, at time.Time) string {
-		v, err := intent.Encode(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
+		v, err := index.Encode(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestPendingBlockers(t *testing.T) {
 	// update is the intent of an update of the VM called name admitted
 	// against its revision base.
 	update := func(name, base string) string {
-		v, err := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Base: base})
+		v, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Base: base})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestPendingBlockers(t *testing.T) {
 	// of is the intent of a create of the VM called name recorded under
 	// the rules with these UIDs.
 	of := func(name string, rules ...string) string {
-		v, err := intent.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Rules: rules})
+		v, err := index.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Rules: rules})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,45 +64,45 @@ func TestPendingBlockers(t *testing.T) {
 	}{
 		{
 			name:    "a dependent not stored yet blocks",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-slow", "", now)},
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-slow (being written)",
 		},
 		{
 			name:    "a stored dependent that references the object blocks",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "vpc"}}, wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-a",
 		},
 		{
 			name:    "a stored dependent that no longer references it does not",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "other-vpc"}},
 		},
 		{
 			name:     "an update moving the reference here, held before it is stored: the old copy at its base blocks as being written",
-			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "7"}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e (being written)",
 		},
 		{
 			name:     "an update adding the reference, held: the old copy at its base references nothing",
-			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": ""}, revisions: map[string]string{"default/vm-e": "7"}},
 			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
 		},
 		{
 			name:     "a read older than the update's base blocks as well",
-			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "6"}},
 			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
 		},
 		{
 			name:    "the update stored, or beaten by another write, without the reference: it does not block",
-			intents: map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents: map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "8"}},
 		},
 		{
 			name:     "the update stored with the reference blocks as a stored dependent",
-			intents:  map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc"}, revisions: map[string]string{"default/vm-e": "8"}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e",
 		},
@@ -110,33 +110,33 @@ func TestPendingBlockers(t *testing.T) {
 			// The update can no longer be stored: the revision it
 			// replaces is gone.
 			name:    "the updated dependent deleted meanwhile lets the object go",
-			intents: map[string]string{intent.Key("t1"): update("vm-e", "7")},
+			intents: map[string]string{index.Key("t1"): update("vm-e", "7")},
 			finder:  &fakeFinder{},
 		},
 		{
 			name:    "an expired intent is not read",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-2*intent.DefaultLifetime))},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-2*index.DefaultLifetime))},
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "an intent of a type no rule protects the object from is not read",
-			intents: map[string]string{intent.Key("t1"): encoded("managedvolumes.storage.test.io", "v", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded("managedvolumes.storage.test.io", "v", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "a create with a generated name blocks until withdrawn or expired",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "", "vm-", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "", "vm-", now)},
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-* (being written)",
 		},
 		{
 			name:    "an intent recorded before the rule was created belongs to a rule since deleted",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-time.Minute))},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-time.Minute))},
 			since:   now.Add(-10 * time.Second),
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "within the clock skew of the rule's creation it counts",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-12*time.Second))},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-slow", "", now.Add(-12*time.Second))},
 			since:   now.Add(-10 * time.Second),
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
 		},
@@ -145,22 +145,22 @@ func TestPendingBlockers(t *testing.T) {
 			// write was admitted; the VM deleted meanwhile, while no
 			// index webhook was there to withdraw the intent.
 			name:    "an intent recorded under a rule since deleted does not count, however recent",
-			intents: map[string]string{intent.Key("t1"): of("vm-gone", "uid-old")},
+			intents: map[string]string{index.Key("t1"): of("vm-gone", "uid-old")},
 			finder:  &fakeFinder{referencingErr: errors.New("must not be read")},
 		},
 		{
 			name:    "an intent recorded under the standing rule counts",
-			intents: map[string]string{intent.Key("t1"): of("vm-slow", "uid-other", "uid-rule")},
+			intents: map[string]string{index.Key("t1"): of("vm-slow", "uid-other", "uid-rule")},
 			finder:  &fakeFinder{}, wantCode: 403, wantMessage: "VirtualMachine/vm-slow (being written)",
 		},
 		{
 			name:    "a failed read refuses",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder:  &fakeFinder{referencingErr: errors.New("boom")}, wantCode: 503, wantMessage: "boom",
 		},
 		{
 			name:    "a dependent the index finds answers first: the intents are not read",
-			intents: map[string]string{intent.Key("t1"): encoded(vms, "vm-a", "", now)},
+			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-a", "", now)},
 			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Kind: "VirtualMachine", Name: "vm-stored"}}},
 				referencingErr: errors.New("must not be read")},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-stored",
@@ -211,12 +211,12 @@ func TestFrontProxyReferencing(t *testing.T) {
 	p := registry.Protection{Dependent: vmGVR, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
 	for _, tt := range []struct {
 		name string
-		want intent.Dependent
+		want index.Dependent
 		fail bool
 	}{
-		{name: "vm-ref", want: intent.Dependent{Found: true, ResourceVersion: "41", References: true}},
-		{name: "vm-other", want: intent.Dependent{Found: true, ResourceVersion: "42"}},
-		{name: "vm-going", want: intent.Dependent{Found: true, ResourceVersion: "43"}},
+		{name: "vm-ref", want: index.Dependent{Found: true, ResourceVersion: "41", References: true}},
+		{name: "vm-other", want: index.Dependent{Found: true, ResourceVersion: "42"}},
+		{name: "vm-going", want: index.Dependent{Found: true, ResourceVersion: "43"}},
 		{name: "vm-absent"},
 		{name: "vm-secret", fail: true},
 	} {
@@ -229,19 +229,19 @@ func TestFrontProxyReferencing(t *testing.T) {
 
 // TestKeepIntents: an update of a protected object may drop a fresh intent
 // only when the webhook itself makes it, or when the intent's write is over
-// and left its dependent referencing the object (intent.Held).
+// and left its dependent referencing the object (index.Held).
 func TestKeepIntents(t *testing.T) {
 	now := time.Now()
-	fresh, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
+	fresh, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
 	// freshUpdate is the intent of an update of vm-1 admitted against its
 	// revision 7.
-	freshUpdate, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now), Base: "7"})
-	expired, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * intent.DefaultLifetime))})
+	freshUpdate, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now), Base: "7"})
+	expired, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * index.DefaultLifetime))})
 	object := func(annotations map[string]string) []byte {
 		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
 		return b
 	}
-	withIntents := map[string]string{intent.Key("t1"): fresh, intent.Key("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
+	withIntents := map[string]string{index.Key("t1"): fresh, index.Key("t0"): expired, "team": "a", v1alpha1.ClusterAnnotation: "c1"}
 	tests := []struct {
 		name    string
 		after   map[string]string
@@ -265,10 +265,10 @@ func TestKeepIntents(t *testing.T) {
 			stored: map[string]string{"default/vm-1": "vpc"}},
 		{name: "one stored without the reference may be the old copy of the write in flight", after: map[string]string{"team": "a"}, user: "alice",
 			stored: map[string]string{"default/vm-1": "other"}, wantCode: 409},
-		{name: "an update that keeps the intents", after: map[string]string{intent.Key("t1"): fresh, intent.Key("t0"): expired, "team": "b"}, user: "alice"},
+		{name: "an update that keeps the intents", after: map[string]string{index.Key("t1"): fresh, index.Key("t0"): expired, "team": "b"}, user: "alice"},
 		{name: "dropping a fresh intent is refused", after: map[string]string{"team": "a"}, user: "alice", wantCode: 409},
-		{name: "changing a fresh intent is refused", after: map[string]string{intent.Key("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
-		{name: "dropping an expired one is not", after: map[string]string{intent.Key("t1"): fresh, "team": "a"}, user: "alice"},
+		{name: "changing a fresh intent is refused", after: map[string]string{index.Key("t1"): "{}", "team": "a"}, user: "alice", wantCode: 409},
+		{name: "dropping an expired one is not", after: map[string]string{index.Key("t1"): fresh, "team": "a"}, user: "alice"},
 		{name: "the webhook itself may drop a fresh one", after: map[string]string{"team": "a"}, user: "depctrl-webhook"},
 		{name: "not knowing itself, it refuses", after: map[string]string{"team": "a"}, user: "depctrl-webhook", selfErr: errors.New("no review"), wantCode: 409},
 	}
@@ -283,7 +283,7 @@ func TestKeepIntents(t *testing.T) {
 			if tt.update != "" {
 				finder.revisions = map[string]string{"default/vm-1": tt.update}
 				before = maps.Clone(withIntents)
-				before[intent.Key("t1")] = freshUpdate
+				before[index.Key("t1")] = freshUpdate
 			}
 			v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -28,7 +28,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 	var all []v1alpha1.Intent
 	for k, val := range annotations {
 		var in v1alpha1.Intent
-		if strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) && json.Unmarshal([]byte(val), &in) == nil && !in.At.IsZero() && intent.Addressable(in) {
+		if strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) && json.Unmarshal([]byte(val), &in) == nil && !in.At.IsZero() && index.Addressable(in) {
 			all = append(all, in)
 		}
 	}
@@ -49,7 +49,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 			break
 		}
 		p, ok := byResource[in.Resource]
-		if !ok || in.Name == "" || !intent.Standing(in, p.RuleUIDs, p.Since) {
+		if !ok || in.Name == "" || !index.Standing(in, p.RuleUIDs, p.Since) {
 			continue
 		}
 		checked++

@@ -12,7 +12,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 )
 
 // TestRecordedBlockers: a deletion of an object whose intents, fresh or
@@ -27,8 +27,8 @@ func TestRecordedBlockers(t *testing.T) {
 		out := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
 		for i, n := range names {
 			// The first is the newest.
-			v, _ := intent.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: n, At: metav1.NewTime(now.Add(-time.Duration(i) * time.Hour))})
-			out[intent.Key(fmt.Sprintf("t%d", i))] = v
+			v, _ := index.Encode(v1alpha1.Intent{Resource: vms, Version: "v1", Namespace: "default", Name: n, At: metav1.NewTime(now.Add(-time.Duration(i) * time.Hour))})
+			out[index.Key(fmt.Sprintf("t%d", i))] = v
 		}
 		return out
 	}

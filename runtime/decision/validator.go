@@ -34,7 +34,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -78,8 +78,8 @@ type DependentFinder interface {
 	Terminating(ctx context.Context, cluster string) (bool, error)
 	// Referencing reads the dependent of p called dependent in namespace:
 	// whether it is stored, at which revision, and whether it references
-	// the object called name (what intent.Judge needs).
-	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error)
+	// the object called name (what index.Judge needs).
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (index.Dependent, error)
 	// ReferencedNames returns the names of the protected objects that the
 	// dependents of p in cluster reference, read in one go. namespace is
 	// as for FindBlockers.
@@ -102,7 +102,7 @@ type ValidatorOptions struct {
 	// else the annotation is ignored and the delete is decided as usual.
 	SkipProtectionGroups []string
 	// IntentLifetime is how long an intent recorded on a protected object
-	// counts as a write that may still be stored (intent.DefaultLifetime).
+	// counts as a write that may still be stored (index.DefaultLifetime).
 	IntentLifetime time.Duration
 	// Self tells the webhook's own user: only its updates of a protected
 	// object may drop a fresh intent or settle it. Without it no update
@@ -136,7 +136,7 @@ func NewValidator(protections Protections, finder DependentFinder, rules admissi
 		opts.MaxBlockersReported = 10
 	}
 	if opts.IntentLifetime == 0 {
-		opts.IntentLifetime = intent.DefaultLifetime
+		opts.IntentLifetime = index.DefaultLifetime
 	}
 	v := &Validator{protections: protections, finder: finder, opts: opts, log: log, rules: rules, now: time.Now}
 	v.hook = admission.NewHandler(log, v.Decide, observe)

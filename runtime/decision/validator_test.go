@@ -28,7 +28,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -79,12 +79,12 @@ func (f *fakeFinder) FindBlockers(_ context.Context, _, namespace string, _ sche
 
 func (f *fakeFinder) Terminating(context.Context, string) (bool, error) { return f.terminating, nil }
 
-func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (intent.Dependent, error) {
+func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, name string) (index.Dependent, error) {
 	if f.referencingErr != nil {
-		return intent.Dependent{}, f.referencingErr
+		return index.Dependent{}, f.referencingErr
 	}
 	ref, ok := f.dependents[namespace+"/"+dependent]
-	return intent.Dependent{Found: ok, ResourceVersion: f.revisions[namespace+"/"+dependent], References: ok && ref == name}, nil
+	return index.Dependent{Found: ok, ResourceVersion: f.revisions[namespace+"/"+dependent], References: ok && ref == name}, nil
 }
 
 func (f *fakeFinder) ReferencedNames(_ context.Context, _, namespace string, p registry.Protection) (map[string]bool, error) {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 )
 
 // foundTargets finds every referenced object, alive, and writes nothing.
@@ -69,9 +68,9 @@ func BenchmarkIndexRequest(b *testing.B) {
 	ready := make(chan struct{})
 	close(ready)
 	now := time.Now()
-	mine, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm", At: metav1.NewTime(now)})
+	mine, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm", At: metav1.NewTime(now)})
 	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
-	ix.Targets = foundTargets{annotations: map[string]string{intent.Key("t1"): mine}}
+	ix.Targets = foundTargets{annotations: map[string]string{Key("t1"): mine}}
 	recorded := map[string]string{v1alpha1.IntentTargetsAnnotation: `[{"group":"network.test.io","version":"v1","resource":"vpcs","name":"vpc-a"}]`}
 	requests := []struct {
 		name string
@@ -81,7 +80,7 @@ func BenchmarkIndexRequest(b *testing.B) {
 		{"update", admissionv1.AdmissionRequest{Operation: admissionv1.Update, Object: benchVM("c1", "vpc-b", nil, nil),
 			OldObject: benchVM("c1", "vpc-a", nil, nil)}},
 		{"delete", admissionv1.AdmissionRequest{Operation: admissionv1.Delete,
-			OldObject: benchVM("c1", "vpc-a", map[string]string{v1alpha1.IntentLabel: intent.LabelValue("t1", now)}, recorded)}},
+			OldObject: benchVM("c1", "vpc-a", map[string]string{v1alpha1.IntentLabel: LabelValue("t1", now)}, recorded)}},
 	}
 	for _, r := range requests {
 		req := r.req

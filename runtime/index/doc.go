@@ -6,6 +6,10 @@
 //     records an intent on each object a write newly references, refusing
 //     the write when that object is being deleted; a deletion of the
 //     dependent withdraws its intents.
+//   - Intents (intent.go, judge.go) are what a write records on each object
+//     it newly references: one annotation per write, standing for that
+//     write until it is stored (the architecture guide's "Intents:
+//     references on their way"); Judge tells whether one still stands.
 //   - Reindexer writes again, in the background, the dependents a deletion
 //     had to read in full for want of a current index stamp.
 //   - Configurations tells the registry which reference index

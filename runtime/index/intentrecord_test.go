@@ -15,7 +15,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 )
 
 // written returns the labels or annotations (field) the object has once
@@ -40,9 +39,9 @@ func written(t *testing.T, object string, resp *admissionv1.AdmissionResponse, f
 // would withdraw them.
 func TestIntentRecordIsTheWebhooks(t *testing.T) {
 	now := time.Now()
-	fresh := intent.LabelValue("t1", now.Add(-time.Second))
-	stale := intent.LabelValue("t1", now.Add(-2*intent.DefaultLifetime))
-	forged := intent.LabelValue("other", now)
+	fresh := LabelValue("t1", now.Add(-time.Second))
+	stale := LabelValue("t1", now.Add(-2*DefaultLifetime))
+	forged := LabelValue("other", now)
 	targetsOf := func(vpc string) string {
 		return `[{"group":"network.test.io","version":"v1","resource":"vpcs","name":"` + vpc + `"}]`
 	}
@@ -138,11 +137,11 @@ func TestIntentRecordIsTheWebhooks(t *testing.T) {
 func TestSupersededIntentsWithdrawn(t *testing.T) {
 	now := time.Now()
 	encoded := func(name string) string {
-		v, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(now)})
+		v, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(now)})
 		return v
 	}
 	stored := func(vpcs ...string) string {
-		return vmReferencing(fmt.Sprintf(`,"resourceVersion":"7","labels":{%q:%q}`, v1alpha1.IntentLabel, intent.LabelValue("t1", now)), vpcs...)
+		return vmReferencing(fmt.Sprintf(`,"resourceVersion":"7","labels":{%q:%q}`, v1alpha1.IntentLabel, LabelValue("t1", now)), vpcs...)
 	}
 	withTargets := func(obj string) string {
 		var m map[string]interface{}
@@ -160,27 +159,27 @@ func TestSupersededIntentsWithdrawn(t *testing.T) {
 	}{
 		{
 			name:        "moving the reference elsewhere withdraws the stored write's intent",
-			onA:         map[string]string{intent.Key("t1"): encoded("vm"), intent.Key("t9"): encoded("vm-other")},
+			onA:         map[string]string{Key("t1"): encoded("vm"), Key("t9"): encoded("vm-other")},
 			object:      vmReferencing("", "vpc-c"),
-			wantLeftOnA: []string{intent.Key("t9")},
+			wantLeftOnA: []string{Key("t9")},
 		},
 		{
 			name:        "adding a reference withdraws it too: the stored copy references vpc-a itself",
-			onA:         map[string]string{intent.Key("t1"): encoded("vm")},
+			onA:         map[string]string{Key("t1"): encoded("vm")},
 			object:      vmReferencing("", "vpc-a", "vpc-c"),
 			wantLeftOnA: nil,
 		},
 		{
 			name:        "a token whose intent names another dependent withdraws nothing",
-			onA:         map[string]string{intent.Key("t1"): encoded("vm-other")},
+			onA:         map[string]string{Key("t1"): encoded("vm-other")},
 			object:      vmReferencing("", "vpc-c"),
-			wantLeftOnA: []string{intent.Key("t1")},
+			wantLeftOnA: []string{Key("t1")},
 		},
 		{
 			name:        "a write that records nothing withdraws nothing",
-			onA:         map[string]string{intent.Key("t1"): encoded("vm")},
+			onA:         map[string]string{Key("t1"): encoded("vm")},
 			object:      vmReferencing(`,"labels":{"team":"x"}`, "vpc-a"),
-			wantLeftOnA: []string{intent.Key("t1")},
+			wantLeftOnA: []string{Key("t1")},
 		},
 	}
 	ready := make(chan struct{})

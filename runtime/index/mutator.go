@@ -15,7 +15,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -48,7 +47,7 @@ type Indexer struct {
 	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may
-	// still be stored (intent.DefaultLifetime).
+	// still be stored (DefaultLifetime).
 	IntentLifetime time.Duration
 	// now is the clock; tests replace it.
 	now func() time.Time
@@ -62,7 +61,7 @@ type Indexer struct {
 // does not know every rule over the written type: without them it can
 // neither label the object nor check what it newly references.
 func NewIndexer(schemas Schemas, rules admission.Rules, log logr.Logger) *Indexer {
-	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: intent.DefaultLifetime, now: time.Now}
+	ix := &Indexer{schemas: schemas, rules: rules, log: log, RequestTimeout: 8 * time.Second, IntentLifetime: DefaultLifetime, now: time.Now}
 	ix.hook = admission.NewHandler(log, ix.Decide, observeIndex)
 	return ix
 }
@@ -224,7 +223,7 @@ func (ix *Indexer) standingLabel(old map[string]interface{}) string {
 		return ""
 	}
 	v := admission.MetaOf(old).Labels[v1alpha1.IntentLabel]
-	if _, at, ok := intent.ParseLabel(v); ok && ix.now().Sub(at) <= ix.IntentLifetime {
+	if _, at, ok := ParseLabel(v); ok && ix.now().Sub(at) <= ix.IntentLifetime {
 		return v
 	}
 	return ""

@@ -19,7 +19,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
@@ -160,16 +159,16 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 	var set map[string]*string
 	label := ""
 	if record {
-		token, err := intent.NewToken()
+		token, err := NewToken()
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
 		}
 		now := ix.now()
-		value, err := intent.Encode(v1alpha1.Intent{
+		value, err := Encode(v1alpha1.Intent{
 			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 			// The revision the write replaces: until the dependent is
-			// stored past it, the write may still be (intent.Judge).
+			// stored past it, the write may still be (Judge).
 			Base: admission.MetaOf(old).ResourceVersion,
 			// The rules it is recorded under: it counts while one stands.
 			Rules: s.RuleUIDs,
@@ -177,8 +176,8 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
 		}
-		set = map[string]*string{intent.Key(token): &value}
-		label = intent.LabelValue(token, now)
+		set = map[string]*string{Key(token): &value}
+		label = LabelValue(token, now)
 	}
 	var recorded []reference
 	for _, ref := range refs {
@@ -238,7 +237,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 // and, on an object that carries many, those of dependents already stored
 // (storedIntents).
 func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annotations map[string]string) {
-	fresh, expired := intent.On(annotations, ix.now(), ix.IntentLifetime)
+	fresh, expired := On(annotations, ix.now(), ix.IntentLifetime)
 	if len(expired) == 0 && len(fresh) <= pruneThreshold {
 		return
 	}
@@ -319,7 +318,7 @@ func (ix *Indexer) withdrawIntents(ctx context.Context, req *admissionv1.Admissi
 func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.AdmissionRequest, old map[string]interface{}) {
 	md, _ := old["metadata"].(map[string]interface{})
 	meta := admission.MetaOf(old)
-	token, at, ok := intent.ParseLabel(meta.Labels[v1alpha1.IntentLabel])
+	token, at, ok := ParseLabel(meta.Labels[v1alpha1.IntentLabel])
 	if !ok || ix.now().Sub(at) > ix.IntentLifetime || md == nil {
 		return
 	}
@@ -345,8 +344,8 @@ func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.Admi
 		if err != nil || !state.Found {
 			continue
 		}
-		key := intent.Key(token)
-		fresh, _ := intent.On(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
+		key := Key(token)
+		fresh, _ := On(map[string]string{key: state.Annotations[key]}, ix.now(), ix.IntentLifetime)
 		if len(fresh) != 1 || !fresh[0].Names(resource, meta.Namespace, meta.Name) {
 			continue
 		}

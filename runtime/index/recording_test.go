@@ -23,7 +23,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
@@ -216,7 +215,7 @@ func TestRecordIntents(t *testing.T) {
 			}
 			var withIntent []string
 			for key, o := range targets.objects {
-				fresh, _ := intent.On(o.Annotations, time.Now(), intent.DefaultLifetime)
+				fresh, _ := On(o.Annotations, time.Now(), DefaultLifetime)
 				for _, in := range fresh {
 					if in.Names("virtualmachines.compute.test.io", "apps", "vm") {
 						withIntent = append(withIntent, key)
@@ -244,7 +243,7 @@ func TestRecordIntents(t *testing.T) {
 				if (label != "") != (len(tt.wantIntents) > 0) {
 					t.Fatalf("intent label %q, want one exactly when intents were recorded", label)
 				}
-				if token, _, ok := intent.ParseLabel(label); ok && targets.objects[tt.wantIntents[0]].Annotations[intent.Key(token)] == "" {
+				if token, _, ok := ParseLabel(label); ok && targets.objects[tt.wantIntents[0]].Annotations[Key(token)] == "" {
 					t.Fatalf("the label's token %s names no intent on %s", token, tt.wantIntents[0])
 				}
 				return
@@ -292,11 +291,11 @@ func patched(t *testing.T, resp *admissionv1.AdmissionResponse, path string) map
 // on the object, and only those.
 func TestIntentsPruned(t *testing.T) {
 	now := time.Now()
-	old, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * intent.DefaultLifetime))})
-	recent, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-recent", At: metav1.NewTime(now.Add(-time.Second))})
+	old, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * DefaultLifetime))})
+	recent, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-recent", At: metav1.NewTime(now.Add(-time.Second))})
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
-	targets.objects["apps/vpc-a"].Annotations = map[string]string{intent.Key("old"): old, intent.Key("recent"): recent, intent.Key("garbage"): "{", "team": "x"}
+	targets.objects["apps/vpc-a"].Annotations = map[string]string{Key("old"): old, Key("recent"): recent, Key("garbage"): "{", "team": "x"}
 	ready := make(chan struct{})
 	close(ready)
 	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
@@ -308,7 +307,7 @@ func TestIntentsPruned(t *testing.T) {
 	}
 	select {
 	case got := <-targets.pruned:
-		if want := []string{intent.Key("garbage"), intent.Key("old")}; !slices.Equal(got, want) {
+		if want := []string{Key("garbage"), Key("old")}; !slices.Equal(got, want) {
 			t.Fatalf("pruned %v, want %v", got, want)
 		}
 	case <-time.After(10 * time.Second):
@@ -316,7 +315,7 @@ func TestIntentsPruned(t *testing.T) {
 	}
 	targets.mu.Lock()
 	defer targets.mu.Unlock()
-	if a := targets.objects["apps/vpc-a"].Annotations; a[intent.Key("recent")] == "" || a["team"] != "x" {
+	if a := targets.objects["apps/vpc-a"].Annotations; a[Key("recent")] == "" || a["team"] != "x" {
 		t.Fatalf("pruning removed more than the expired intents: %v", a)
 	}
 }
@@ -327,7 +326,7 @@ func TestIntentsPruned(t *testing.T) {
 func TestWithdrawIntents(t *testing.T) {
 	now := time.Now()
 	encoded := func(name string, at time.Time) string {
-		v, _ := intent.Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
+		v, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
 		return v
 	}
 	tests := []struct {
@@ -340,28 +339,28 @@ func TestWithdrawIntents(t *testing.T) {
 		wantAsked   []string
 	}{
 		{
-			name: "its own fresh intent is withdrawn", label: intent.LabelValue("t1", now),
-			annotations: map[string]string{intent.Key("t1"): encoded("vm", now), intent.Key("t2"): encoded("vm-other", now)},
-			wantLeft:    []string{intent.Key("t2")}, wantAsked: []string{"get apps/vpc-a", "withdraw apps/vpc-a"},
+			name: "its own fresh intent is withdrawn", label: LabelValue("t1", now),
+			annotations: map[string]string{Key("t1"): encoded("vm", now), Key("t2"): encoded("vm-other", now)},
+			wantLeft:    []string{Key("t2")}, wantAsked: []string{"get apps/vpc-a", "withdraw apps/vpc-a"},
 		},
 		{
-			name: "a token that names another dependent's intent withdraws nothing", label: intent.LabelValue("t2", now),
-			annotations: map[string]string{intent.Key("t2"): encoded("vm-other", now)},
-			wantLeft:    []string{intent.Key("t2")}, wantAsked: []string{"get apps/vpc-a"},
+			name: "a token that names another dependent's intent withdraws nothing", label: LabelValue("t2", now),
+			annotations: map[string]string{Key("t2"): encoded("vm-other", now)},
+			wantLeft:    []string{Key("t2")}, wantAsked: []string{"get apps/vpc-a"},
 		},
 		{
-			name: "an expired label: nothing to do", label: intent.LabelValue("t1", now.Add(-2*intent.DefaultLifetime)),
-			annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
-			wantLeft:    []string{intent.Key("t1")},
+			name: "an expired label: nothing to do", label: LabelValue("t1", now.Add(-2*DefaultLifetime)),
+			annotations: map[string]string{Key("t1"): encoded("vm", now)},
+			wantLeft:    []string{Key("t1")},
 		},
 		{
-			name: "a dry run withdraws nothing", label: intent.LabelValue("t1", now), dryRun: true,
-			annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
-			wantLeft:    []string{intent.Key("t1")},
+			name: "a dry run withdraws nothing", label: LabelValue("t1", now), dryRun: true,
+			annotations: map[string]string{Key("t1"): encoded("vm", now)},
+			wantLeft:    []string{Key("t1")},
 		},
 		{
-			name: "no label: nothing to do", annotations: map[string]string{intent.Key("t1"): encoded("vm", now)},
-			wantLeft: []string{intent.Key("t1")},
+			name: "no label: nothing to do", annotations: map[string]string{Key("t1"): encoded("vm", now)},
+			wantLeft: []string{Key("t1")},
 		},
 	}
 	ready := make(chan struct{})
@@ -401,9 +400,9 @@ func TestWithdrawIntents(t *testing.T) {
 
 // fakeDependents answers Referencing from the stored dependents, by
 // namespace/name; one not in it is not stored.
-type fakeDependents map[string]intent.Dependent
+type fakeDependents map[string]Dependent
 
-func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, _ string) (intent.Dependent, error) {
+func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Protection, namespace, dependent, _ string) (Dependent, error) {
 	return f[namespace+"/"+dependent], nil
 }
 
@@ -418,28 +417,28 @@ func TestStoredIntentsPruned(t *testing.T) {
 	var want []string
 	// Every intent is an update's, admitted against revision 10.
 	add := func(name string, at time.Time) string {
-		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at), Base: "10"})
-		annotations[intent.Key(name)] = v
-		return intent.Key(name)
+		v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at), Base: "10"})
+		annotations[Key(name)] = v
+		return Key(name)
 	}
 	for i := range pruneThreshold {
 		name := fmt.Sprintf("vm-%03d", i)
 		key := add(name, now.Add(-10*time.Second))
 		switch i % 4 {
 		case 0:
-			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "20", References: true}
+			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "20", References: true}
 			want = append(want, key)
 		case 1:
 			// stored, referencing something else
-			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "20"}
+			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "20"}
 		case 2:
 			// still the old copy, referencing the object under another
 			// path, say: the write may still be stored
-			stored["apps/"+name] = intent.Dependent{Found: true, ResourceVersion: "10", References: true}
+			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "10", References: true}
 		}
 	}
 	add("vm-young", now)
-	stored["apps/vm-young"] = intent.Dependent{Found: true, ResourceVersion: "20", References: true}
+	stored["apps/vm-young"] = Dependent{Found: true, ResourceVersion: "20", References: true}
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
 	targets.objects["apps/vpc-a"].Annotations = annotations
@@ -469,13 +468,13 @@ type blockingDependents struct {
 	release chan struct{}
 }
 
-func (b *blockingDependents) Referencing(ctx context.Context, _ string, _ registry.Protection, _, _, _ string) (intent.Dependent, error) {
+func (b *blockingDependents) Referencing(ctx context.Context, _ string, _ registry.Protection, _, _, _ string) (Dependent, error) {
 	b.reads.Add(1)
 	select {
 	case <-b.release:
 	case <-ctx.Done():
 	}
-	return intent.Dependent{}, nil
+	return Dependent{}, nil
 }
 
 // TestOnePrunePerObject: on an object that carries more fresh intents than
@@ -486,8 +485,8 @@ func TestOnePrunePerObject(t *testing.T) {
 	now := time.Now()
 	annotations := map[string]string{}
 	for i := range pruneThreshold + 1 {
-		v, _ := intent.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: fmt.Sprintf("vm-%03d", i), At: metav1.NewTime(now.Add(-10 * time.Second))})
-		annotations[intent.Key(fmt.Sprintf("t%03d", i))] = v
+		v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: fmt.Sprintf("vm-%03d", i), At: metav1.NewTime(now.Add(-10 * time.Second))})
+		annotations[Key(fmt.Sprintf("t%03d", i))] = v
 	}
 	targets := targetsFixture()
 	targets.objects["apps/vpc-a"].Annotations = annotations

@@ -7,13 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // An object's annotations hold 256 KiB in all, some 1 400 intents. So once
 // an object carries more than pruneThreshold fresh intents, recording one
-// more also removes those that intent.Judge finds held: their writes are
+// more also removes those that Judge finds held: their writes are
 // over and left their dependents stored and referencing the object, and a
 // deletion finds such a dependent by reading the dependents. Intents younger than pruneMinAge are left alone;
 // their writes are most likely still on their way.
@@ -24,14 +23,14 @@ const (
 
 // DependentReader reads one dependent (decision.FrontProxyFinder does).
 type DependentReader interface {
-	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (intent.Dependent, error)
+	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (Dependent, error)
 }
 
 // storedIntents returns the keys of the fresh intents on the object called
-// name of target that intent.Judge finds held, when there are more than
+// name of target that Judge finds held, when there are more than
 // pruneThreshold fresh intents. One whose dependent is still stored at the
 // revision its write replaces stays, whatever that old copy references.
-func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []intent.Recorded) []string {
+func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []Recorded) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
 	}
@@ -56,7 +55,7 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 			ix.log.Info("reading a dependent to settle its intent failed", "cluster", cluster, "dependent", in.Resource+"/"+in.Name, "error", err.Error())
 			return keys
 		}
-		if intent.Judge(in.Intent, d) == intent.Held {
+		if Judge(in.Intent, d) == Held {
 			keys = append(keys, in.Key)
 		}
 	}

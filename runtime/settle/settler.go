@@ -24,7 +24,7 @@ import (
 // before the stamp was published, by a replica of any version, is stored or
 // has failed.
 //
-// It equals intent.DefaultLifetime (a test in package intent says so).
+// It equals index.DefaultLifetime (a test in package index says so).
 const DefaultSettleAfter = 90 * time.Second
 
 // sweepDelay is how long after a create its place is swept: creates that

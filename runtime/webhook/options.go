@@ -7,7 +7,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
@@ -35,7 +34,7 @@ type Options struct {
 	ReindexWorkers int
 	// IntentLifetime is how long an intent recorded on a referenced
 	// object counts as a write that may still be stored; the zero value is
-	// intent.DefaultLifetime.
+	// index.DefaultLifetime.
 	IntentLifetime time.Duration
 	// Settle turns the settler on (package settle).
 	Settle bool
@@ -73,7 +72,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 8*time.Second, "deadline for deciding one request; keep it below the webhook configuration's timeoutSeconds")
 	fs.Int64Var(&o.ListPageSize, "list-page-size", decision.DefaultPageSize, "dependents per LIST page when looking for references; a decision holds one page at a time (about half a kilobyte per dependent with small specs), so pages bound the webhook's memory however many dependents a consumer creates; 0 reads all of them in one response, a little faster and unbounded")
 	fs.IntVar(&o.ReindexWorkers, "reindex-workers", index.DefaultReindexWorkers, "dependents written again at once to index them when a deletion found them without a current index stamp (written before their rule); needs patch on their type in the consumer's workspace, else each workspace is asked once every few minutes; 0 turns it off")
-	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", intent.DefaultLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
+	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", index.DefaultLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
 	fs.BoolVar(&o.Settle, "settle-objects", true, "label the protected objects found unreferenced as settled, so that their deletions skip the webhook (see the architecture guide, \"Settled objects\"); false: every deletion of a protected object comes to the webhook")
 	fs.DurationVar(&o.SettleAfter, "settle-after", settle.DefaultSettleAfter, "with --settle-objects: how long the rules over a type must stand unchanged, and published by the controller, before its objects may be settled; must exceed the shards' --request-timeout (60s by default)")
 	fs.StringVar(&o.PendingNamespace, "pending-references-namespace", "default", "namespace in the dep-ctrl workspace that holds the Leases marking references to objects that do not exist yet, so that such objects are not settled before those writes are stored")

@@ -22,7 +22,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
@@ -104,11 +103,11 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	pending := settle.NewPendingReferences(kube.CoordinationV1(), o.PendingNamespace)
 	intentLifetime := o.IntentLifetime
 	if intentLifetime == 0 {
-		intentLifetime = intent.DefaultLifetime
+		intentLifetime = index.DefaultLifetime
 	}
 	var settler *settle.Settler
 	if o.Settle {
-		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: intent.Clock{Lifetime: intentLifetime},
+		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: index.Clock{Lifetime: intentLifetime},
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
 	}
 	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated,

@@ -19,7 +19,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/intent"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -123,7 +123,7 @@ func TestReferenceIndex(t *testing.T) {
 		wantAll := want("vpc-a")
 		wantAll["team"] = "a"
 		record := before.GetLabels()[v1alpha1.IntentLabel]
-		if _, at, ok := intent.ParseLabel(record); ok && time.Since(at) < intent.DefaultLifetime/2 {
+		if _, at, ok := index.ParseLabel(record); ok && time.Since(at) < index.DefaultLifetime/2 {
 			wantAll[v1alpha1.IntentLabel] = record
 		} else if kept, ok := got.GetLabels()[v1alpha1.IntentLabel]; ok && kept == record {
 			// Expired meanwhile or not: either is right near the end of

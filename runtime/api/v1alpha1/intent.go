@@ -53,7 +53,7 @@ type Intent struct {
 	// create, and in intents recorded before it was introduced. The API
 	// server stores the write only while the dependent is still at that
 	// revision, so a dependent stored at a later one tells that the write
-	// is over (intent.Judge).
+	// is over (index.Judge).
 	Base string `json:"base,omitempty"`
 	// Rules are the UIDs of the rules over the dependent's type when the
 	// intent was recorded; empty in intents recorded before it was

@@ -1,8 +1,4 @@
-// Package intent encodes the intents the webhook records on referenced
-// objects: one annotation per write that newly references an object,
-// standing for that write until it is stored (the architecture guide's
-// "Intents: references on their way").
-package intent
+package index
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package intent
+package index
 
 import (
 	"testing"
