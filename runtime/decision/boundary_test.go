@@ -17,16 +17,16 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // regionGVR is a cluster-scoped dependent type.
 var regionGVR = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "regions"}
 
 // indexSchemas gives the index schema of each dependent type.
-type indexSchemas map[schema.GroupResource]refindex.Schema
+type indexSchemas map[schema.GroupResource]registry.Schema
 
-func (s indexSchemas) IndexSchema(gr schema.GroupResource) refindex.Schema { return s[gr] }
+func (s indexSchemas) IndexSchema(gr schema.GroupResource) registry.Schema { return s[gr] }
 
 // boundaryRules: VirtualMachines reference VPCs by .spec.vpcRef.name,
 // Regions (cluster-scoped) by .spec.vpc.
@@ -35,9 +35,9 @@ var boundaryRules = struct {
 	protections fakeProtections
 }{
 	schemas: indexSchemas{
-		vmGVR.GroupResource(): {Stamp: "s1", References: []refindex.Reference{{Target: vpcGVR.GroupResource(), Version: "v1",
+		vmGVR.GroupResource(): {Stamp: "s1", References: []registry.Reference{{Target: vpcGVR.GroupResource(), Version: "v1",
 			Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}}},
-		regionGVR.GroupResource(): {Stamp: "s2", References: []refindex.Reference{{Target: vpcGVR.GroupResource(), Version: "v1",
+		regionGVR.GroupResource(): {Stamp: "s2", References: []registry.Reference{{Target: vpcGVR.GroupResource(), Version: "v1",
 			Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpc")}}}},
 	},
 	protections: fakeProtections{vpcGVR: {

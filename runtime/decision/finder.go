@@ -16,7 +16,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -177,7 +176,7 @@ func (f *FrontProxyFinder) inScope(cluster, namespace string, p registry.Protect
 // server answers from its watch cache while the revision is recent): the
 // decision is then one snapshot, as of that revision.
 func (f *FrontProxyFinder) lookup(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, p registry.Protection, limit int) ([]Blocker, int, error) {
-	var s refindex.Schema
+	var s registry.Schema
 	if f.Schemas != nil {
 		s = f.Schemas.IndexSchema(p.Dependent.GroupResource())
 	}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
@@ -259,7 +258,7 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 }
 
 // schemaSource serves one reference index schema for every dependent type.
-type schemaSource refindex.Schema
+type schemaSource registry.Schema
 
 // reindexQueue records the dependents a lookup gives the Reindexer.
 type reindexQueue map[reindexItem]bool
@@ -277,14 +276,14 @@ func (q reindexQueue) Enqueue(cluster string, resource schema.GroupVersionResour
 	}
 }
 
-func (s schemaSource) IndexSchema(schema.GroupResource) refindex.Schema { return refindex.Schema(s) }
+func (s schemaSource) IndexSchema(schema.GroupResource) registry.Schema { return registry.Schema(s) }
 
 func TestFrontProxyFinderIndexed(t *testing.T) {
 	path := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
 	vmPath := fieldpath.MustParse(".spec.vpcRef.name")
 	p := registry.Protection{Dependent: schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"},
 		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{vmPath}}
-	index := refindex.Schema{Stamp: "s1", References: []refindex.Reference{{Target: vpcs, Paths: []fieldpath.Path{vmPath}}}}
+	index := registry.Schema{Stamp: "s1", References: []registry.Reference{{Target: vpcs, Paths: []fieldpath.Path{vmPath}}}}
 	labelled := func(name, vpc string, labels map[string]string) map[string]interface{} {
 		o := vm("apps", name, vpc, false)
 		l := map[string]interface{}{"team": "a"}
@@ -295,19 +294,19 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 		return o
 	}
 	stamped := func(name, vpc string) map[string]interface{} {
-		return labelled(name, vpc, map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, vpc): ""})
+		return labelled(name, vpc, map[string]string{registry.StampLabel: "s1", registry.RefLabel(vpcs, vpc): ""})
 	}
 	items := []map[string]interface{}{
 		stamped("vm-00", "vpc-a"),
 		stamped("vm-01", "vpc-b"),
 		labelled("vm-02", "vpc-a", nil), // written before the index existed
-		labelled("vm-03", "vpc-a", map[string]string{refindex.StampLabel: "s0", refindex.RefLabel(vpcs, "vpc-a"): ""}), // under other rules
+		labelled("vm-03", "vpc-a", map[string]string{registry.StampLabel: "s0", registry.RefLabel(vpcs, "vpc-a"): ""}), // under other rules
 		// A label that says vpc-a over a field that says vpc-b (a digest
 		// collision, say) is checked against the field.
-		labelled("vm-04", "vpc-b", map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-a"): ""}),
+		labelled("vm-04", "vpc-b", map[string]string{registry.StampLabel: "s1", registry.RefLabel(vpcs, "vpc-a"): ""}),
 		// Stamped without its reference label: the index is trusted, the
 		// object is not read (the webhook never writes this).
-		labelled("vm-05", "vpc-a", map[string]string{refindex.StampLabel: "s1"}),
+		labelled("vm-05", "vpc-a", map[string]string{registry.StampLabel: "s1"}),
 	}
 	// Unindexed but being deleted: neither a blocker nor worth indexing.
 	deleting := vm("apps", "vm-06", "vpc-a", true)
@@ -410,7 +409,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 		DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
 	server := &listServer{items: map[string][]map[string]interface{}{path: {vm("apps", "vm-1", "vpc-a", false)}}}
 	f := serveFinder(t, server)
-	f.Schemas = schemaSource(refindex.Schema{})
+	f.Schemas = schemaSource(registry.Schema{})
 	queued := reindexQueue{}
 	f.Reindexer = queued
 	got, _, err := f.FindBlockers(context.Background(), "c1", "apps", vpcs, "vpc-a", p, 10)

@@ -2,7 +2,7 @@
 // cheap and safe (package decision reads them):
 //
 //   - Indexer, the mutating admission endpoint, labels each dependent on
-//     create and update with what it references (package refindex), and
+//     create and update with what it references (registry.Schema), and
 //     records an intent on each object a write newly references, refusing
 //     the write when that object is being deleted; a deletion of the
 //     dependent withdraws its intents.

@@ -15,16 +15,16 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // Schemas gives the reference index schema of a dependent type.
 type Schemas interface {
-	IndexSchema(dependent schema.GroupResource) refindex.Schema
+	IndexSchema(dependent schema.GroupResource) registry.Schema
 }
 
 // Indexer labels dependents on create and update with what they reference
-// (package refindex), so that deciding a DELETE reads only the dependents
+// (registry.Schema), so that deciding a DELETE reads only the dependents
 // that reference the object.
 type Indexer struct {
 	schemas Schemas
@@ -154,7 +154,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 	if index == nil {
 		outcome = indexStripped
 	}
-	labels, changed := refindex.Relabel(current, index)
+	labels, changed := registry.Relabel(current, index)
 	if ix.relabelIntent(labels, intentLabel, old) {
 		changed = true
 	}

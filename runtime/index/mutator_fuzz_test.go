@@ -14,7 +14,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // FuzzIndexerDecide feeds arbitrary objects to the reference index. It must
@@ -30,7 +30,7 @@ func FuzzIndexerDecide(f *testing.F) {
 	f.Add([]byte(`[]`))
 	f.Add([]byte(``))
 
-	index := refindex.Schema{Stamp: "s1", References: []refindex.Reference{{Target: vpcGVR.GroupResource(),
+	index := registry.Schema{Stamp: "s1", References: []registry.Reference{{Target: vpcGVR.GroupResource(),
 		Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")}}}}
 	ready := make(chan struct{})
 	close(ready)
@@ -75,7 +75,7 @@ func FuzzIndexerDecide(f *testing.F) {
 				t.Fatalf("patched labels: %v", err)
 			}
 		}
-		want, _ := refindex.Relabel(current, index.Labels(obj))
+		want, _ := registry.Relabel(current, index.Labels(obj))
 		if !maps.Equal(got, want) {
 			t.Fatalf("labels after admission = %v, want %v", got, want)
 		}

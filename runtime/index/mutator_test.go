@@ -20,7 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 var (
@@ -28,13 +28,13 @@ var (
 	vmGVR  = schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
 )
 
-type schemaSource refindex.Schema
+type schemaSource registry.Schema
 
-func (s schemaSource) IndexSchema(schema.GroupResource) refindex.Schema { return refindex.Schema(s) }
+func (s schemaSource) IndexSchema(schema.GroupResource) registry.Schema { return registry.Schema(s) }
 
 func TestIndexerDecide(t *testing.T) {
 	vpcs := vpcGVR.GroupResource()
-	index := refindex.Schema{Stamp: "s1", References: []refindex.Reference{{Target: vpcs, Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}}}
+	index := registry.Schema{Stamp: "s1", References: []registry.Reference{{Target: vpcs, Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}}}
 	ready := make(chan struct{})
 	close(ready)
 	tests := []struct {
@@ -51,26 +51,26 @@ func TestIndexerDecide(t *testing.T) {
 		{
 			name: "create: labelled", op: admissionv1.Create,
 			object:      `{"metadata":{"name":"vm"},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			wantPatched: true, wantLabels: map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-a"): ""}, wantOutcome: indexLabelled,
+			wantPatched: true, wantLabels: map[string]string{registry.StampLabel: "s1", registry.RefLabel(vpcs, "vpc-a"): ""}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "update that moves the reference: relabelled, user labels kept", op: admissionv1.Update,
-			object:      `{"metadata":{"name":"vm","labels":{"team":"a","` + refindex.StampLabel + `":"s1","` + refindex.RefLabel(vpcs, "vpc-a") + `":""}},"spec":{"vpcRef":{"name":"vpc-b"}}}`,
-			wantPatched: true, wantLabels: map[string]string{"team": "a", refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-b"): ""}, wantOutcome: indexLabelled,
+			object:      `{"metadata":{"name":"vm","labels":{"team":"a","` + registry.StampLabel + `":"s1","` + registry.RefLabel(vpcs, "vpc-a") + `":""}},"spec":{"vpcRef":{"name":"vpc-b"}}}`,
+			wantPatched: true, wantLabels: map[string]string{"team": "a", registry.StampLabel: "s1", registry.RefLabel(vpcs, "vpc-b"): ""}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "update with labels already right: no patch", op: admissionv1.Update,
-			object:      `{"metadata":{"name":"vm","labels":{"` + refindex.StampLabel + `":"s1","` + refindex.RefLabel(vpcs, "vpc-a") + `":""}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
+			object:      `{"metadata":{"name":"vm","labels":{"` + registry.StampLabel + `":"s1","` + registry.RefLabel(vpcs, "vpc-a") + `":""}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
 			wantOutcome: indexUnchanged,
 		},
 		{
 			name: "a user removing the index labels gets them back", op: admissionv1.Update,
 			object:      `{"metadata":{"name":"vm","labels":{}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
-			wantPatched: true, wantLabels: map[string]string{refindex.StampLabel: "s1", refindex.RefLabel(vpcs, "vpc-a"): ""}, wantOutcome: indexLabelled,
+			wantPatched: true, wantLabels: map[string]string{registry.StampLabel: "s1", registry.RefLabel(vpcs, "vpc-a"): ""}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "not initialized: refused, to be retried", op: admissionv1.Update, notReady: true,
-			object:     `{"metadata":{"name":"vm","labels":{"team":"a","` + refindex.StampLabel + `":"s1"}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
+			object:     `{"metadata":{"name":"vm","labels":{"team":"a","` + registry.StampLabel + `":"s1"}},"spec":{"vpcRef":{"name":"vpc-a"}}}`,
 			wantDenied: true, wantOutcome: admission.OutcomeNotInitialized,
 		},
 		{
@@ -138,7 +138,7 @@ func TestIndexerDecide(t *testing.T) {
 func TestIndexerServeHTTP(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
-	ix := NewIndexer(schemaSource(refindex.Schema{}), admission.When(ready), logr.Discard())
+	ix := NewIndexer(schemaSource(registry.Schema{}), admission.When(ready), logr.Discard())
 	for _, body := range []string{"", "{", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`} {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodPost, v1alpha1.MutatePath, bytes.NewBufferString(body))

@@ -19,7 +19,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // TargetState is what a write that references an object needs to know of
@@ -67,7 +67,7 @@ func (r reference) String() string { return r.target.Resource + "/" + r.name }
 // referencesOf returns what obj references under s, sorted. A value that
 // cannot be an object's name (admission.Name) references nothing: no object is
 // looked for, annotated or addressed by it.
-func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
+func referencesOf(s registry.Schema, obj map[string]interface{}) []reference {
 	seen := map[reference]bool{}
 	var out []reference
 	for _, r := range s.References {
@@ -92,7 +92,7 @@ func referencesOf(s refindex.Schema, obj map[string]interface{}) []reference {
 
 // newReferences returns what obj references under s that old did not: a
 // reference the dependent already held is not made anew by this write.
-func newReferences(s refindex.Schema, old, obj map[string]interface{}) []reference {
+func newReferences(s registry.Schema, old, obj map[string]interface{}) []reference {
 	refs := referencesOf(s, obj)
 	if old == nil {
 		return refs
@@ -123,7 +123,7 @@ func newReferences(s refindex.Schema, old, obj map[string]interface{}) []referen
 // decided from now on sees the intent, and one decided before it is decided
 // again (against the annotated revision) before it can be stored. A dry run
 // records nothing; it only checks that no target is being deleted.
-func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s refindex.Schema, obj, md, old map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
+func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.AdmissionRequest, s registry.Schema, obj, md, old map[string]interface{}) (*admissionv1.AdmissionResponse, string, string, []v1alpha1.IntentTarget) {
 	if ix.Targets == nil || len(s.References) == 0 {
 		return nil, "", "", nil
 	}

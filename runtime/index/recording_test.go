@@ -23,7 +23,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
@@ -106,7 +105,7 @@ func targetsFixture() *fakeTargets {
 	}}
 }
 
-var vmIndexSchema = refindex.Schema{Stamp: "s1", RuleUIDs: []string{"uid-vm-rule"}, References: []refindex.Reference{{
+var vmIndexSchema = registry.Schema{Stamp: "s1", RuleUIDs: []string{"uid-vm-rule"}, References: []registry.Reference{{
 	Target: vpcGVR.GroupResource(), Version: "v1",
 	Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name"), fieldpath.MustParse(".spec.networks[*].vpc")},
 }}}

@@ -1,6 +1,22 @@
 // Package registry is the webhook's thread-safe index of DependencyRules:
 // metadata only, with a reverse index from each protected resource to the
 // dependents that may reference it, so a DELETE finds its rules in O(1).
+//
+// # The reference index (refindex.go)
+//
+// The rules imply an index of references in labels on the
+// dependents themselves, so that a DELETE can ask the API server for the few
+// dependents that reference the object instead of reading all of them.
+//
+// A dependent carries, for every object it references under the current
+// rules, a label RefLabel(target, name), and a stamp label whose value
+// names the exact set of rules the labels were computed from. The labels
+// are written by a mutating webhook on every create and update, so they
+// change in the same write as the fields they describe: there is no moment
+// at which the index and the object disagree. A dependent without the
+// current stamp (written before the rule or its webhook existed, or under
+// other rules) says nothing, and the caller must read it in full; see
+// Schema.
 package registry
 
 import (
@@ -14,7 +30,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -68,7 +83,7 @@ type Registry struct {
 	rules    map[string]*Rule
 	byTarget map[schema.GroupResource][]Protection
 	// byDependent is the reference index schema of each dependent type.
-	byDependent map[schema.GroupResource]refindex.Schema
+	byDependent map[schema.GroupResource]Schema
 	// staleTargets and staleDependents name the entries of byTarget and
 	// byDependent that a change made stale. They are rebuilt on the next
 	// read, all in one pass over the rules: rebuilding on every change
@@ -85,7 +100,7 @@ type Registry struct {
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{rules: map[string]*Rule{}, byTarget: map[schema.GroupResource][]Protection{}, byDependent: map[schema.GroupResource]refindex.Schema{},
+	return &Registry{rules: map[string]*Rule{}, byTarget: map[schema.GroupResource][]Protection{}, byDependent: map[schema.GroupResource]Schema{},
 		staleTargets: map[schema.GroupResource]bool{}, staleDependents: map[schema.GroupResource]bool{}, indexConfigs: map[string]string{}}
 }
 
@@ -227,12 +242,12 @@ func (r *Registry) rebuild() {
 		return
 	}
 	lists := map[schema.GroupResource][]Protection{}
-	versions := map[schema.GroupResource][]refindex.RuleVersion{}
+	versions := map[schema.GroupResource][]RuleVersion{}
 	paths := map[schema.GroupResource]map[schema.GroupResource][]fieldpath.Path{}
 	targetVersions := map[schema.GroupResource]string{}
 	for _, rule := range r.rules {
 		if dependent := rule.Dependent.GroupResource(); r.staleDependents[dependent] {
-			versions[dependent] = append(versions[dependent], refindex.RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: r.liveEpoch(rule)})
+			versions[dependent] = append(versions[dependent], RuleVersion{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, Version: rule.Dependent.Version, Epoch: r.liveEpoch(rule)})
 			if paths[dependent] == nil {
 				paths[dependent] = map[schema.GroupResource][]fieldpath.Path{}
 			}
@@ -271,11 +286,11 @@ func (r *Registry) rebuild() {
 			targets = append(targets, gr)
 		}
 		sort.Slice(targets, func(i, j int) bool { return targets[i].String() < targets[j].String() })
-		refs := make([]refindex.Reference, 0, len(targets))
+		refs := make([]Reference, 0, len(targets))
 		for _, gr := range targets {
-			refs = append(refs, refindex.Reference{Target: gr, Version: targetVersions[gr], Paths: byTarget[gr]})
+			refs = append(refs, Reference{Target: gr, Version: targetVersions[gr], Paths: byTarget[gr]})
 		}
-		r.byDependent[dependent] = refindex.NewSchema(versions[dependent], refs)
+		r.byDependent[dependent] = NewSchema(versions[dependent], refs)
 	}
 	clear(r.staleTargets)
 	clear(r.staleDependents)
@@ -283,8 +298,8 @@ func (r *Registry) rebuild() {
 
 // IndexSchema returns the reference index schema of a dependent type: no
 // stamp when no rule is over it.
-func (r *Registry) IndexSchema(dependent schema.GroupResource) refindex.Schema {
-	var s refindex.Schema
+func (r *Registry) IndexSchema(dependent schema.GroupResource) Schema {
+	var s Schema
 	r.read(func() { s = r.byDependent[dependent] })
 	return s
 }

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
 )
 
 // pathsOf lists the field paths of protections, in order.
@@ -23,9 +22,9 @@ func pathsOf(ps []Protection) []string {
 }
 
 // refLabels is the reference labels of obj under s, without the stamp.
-func refLabels(s refindex.Schema, obj map[string]interface{}) map[string]string {
+func refLabels(s Schema, obj map[string]interface{}) map[string]string {
 	labels := s.Labels(obj)
-	delete(labels, refindex.StampLabel)
+	delete(labels, StampLabel)
 	return labels
 }
 
@@ -65,7 +64,7 @@ func TestOneRuleNamesATargetTwice(t *testing.T) {
 		"vpcRef":    map[string]interface{}{"name": "vpc-1"},
 		"extraVPCs": []interface{}{map[string]interface{}{"name": "vpc-1"}},
 	}}
-	if want := map[string]string{refindex.RefLabel(vpcs.GroupResource(), "vpc-1"): ""}; !reflect.DeepEqual(refLabels(s, both), want) {
+	if want := map[string]string{RefLabel(vpcs.GroupResource(), "vpc-1"): ""}; !reflect.DeepEqual(refLabels(s, both), want) {
 		t.Fatalf("labels of a VM naming vpc-1 twice = %v, want %v", refLabels(s, both), want)
 	}
 	for _, p := range got[0].Paths {
@@ -150,7 +149,7 @@ func TestDependentAndProtectedFromOneExport(t *testing.T) {
 		t.Fatalf("index schema of regions = %+v, want indexed, referencing vpcs", s)
 	}
 	region := map[string]interface{}{"spec": map[string]interface{}{"vpc": "vpc-1"}}
-	if want := map[string]string{refindex.RefLabel(vpcs.GroupResource(), "vpc-1"): ""}; !reflect.DeepEqual(refLabels(s, region), want) {
+	if want := map[string]string{RefLabel(vpcs.GroupResource(), "vpc-1"): ""}; !reflect.DeepEqual(refLabels(s, region), want) {
 		t.Fatalf("labels of a Region = %v, want %v", refLabels(s, region), want)
 	}
 	// The deletion webhook of VPCs and the index configuration of Regions

@@ -18,7 +18,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -343,14 +343,14 @@ func (top *Topology) waitIndexWebhookActive(ctx context.Context, t *testing.T, w
 	check.Eventually(ctx, t, 2*time.Minute, "kcp to call the index webhook in "+ws.Path, func() error {
 		probe := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
-			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{refindex.StampLabel: "probe"}},
+			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{registry.StampLabel: "probe"}},
 			"spec":     ref("nothing"),
 		}}
 		created, err := vms.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			return err
 		}
-		if s := created.GetLabels()[refindex.StampLabel]; s == "probe" {
+		if s := created.GetLabels()[registry.StampLabel]; s == "probe" {
 			return fmt.Errorf("the index webhook did not see vm-probe yet")
 		}
 		return nil
@@ -369,14 +369,14 @@ func (top *Topology) waitIndexWebhookGone(ctx context.Context, t *testing.T, ws 
 		_ = vms.Delete(ctx, "vm-probe", metav1.DeleteOptions{})
 		probe := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
-			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{refindex.StampLabel: "probe"}},
+			"metadata": map[string]interface{}{"name": "vm-probe", "labels": map[string]interface{}{registry.StampLabel: "probe"}},
 			"spec":     ref("nothing"),
 		}}
 		created, err := vms.Create(ctx, probe, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		if s := created.GetLabels()[refindex.StampLabel]; s != "probe" {
+		if s := created.GetLabels()[registry.StampLabel]; s != "probe" {
 			return fmt.Errorf("the index webhook still saw vm-probe (its stamp label is %q)", s)
 		}
 		return nil

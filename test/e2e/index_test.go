@@ -20,7 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -60,16 +60,16 @@ func TestReferenceIndex(t *testing.T) {
 		check.Must(t, err)
 		out := map[string]string{}
 		for k, v := range vm.GetLabels() {
-			if refindex.IsIndexLabel(k) {
+			if registry.IsIndexLabel(k) {
 				out[k] = v
 			}
 		}
 		return out
 	}
 	want := func(refs ...string) map[string]string {
-		out := map[string]string{refindex.StampLabel: stamp}
+		out := map[string]string{registry.StampLabel: stamp}
 		for _, r := range refs {
-			out[refindex.RefLabel(vpcGR, r)] = ""
+			out[registry.RefLabel(vpcGR, r)] = ""
 		}
 		return out
 	}
@@ -116,7 +116,7 @@ func TestReferenceIndex(t *testing.T) {
 		check.Must(t, err)
 		touch(ctx, t, vms, "vm-a", func(vm *unstructured.Unstructured) {
 			// Drop the real labels, forge one for another VPC.
-			vm.SetLabels(map[string]string{"team": "a", refindex.RefLabel(vpcGR, "vpc-z"): ""})
+			vm.SetLabels(map[string]string{"team": "a", registry.RefLabel(vpcGR, "vpc-z"): ""})
 		})
 		got, err := vms.Get(ctx, "vm-a", metav1.GetOptions{})
 		check.Must(t, err)
@@ -140,7 +140,7 @@ func TestReferenceIndex(t *testing.T) {
 		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-f", map[string]interface{}{}, nil)
 		u := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
-			"metadata": map[string]interface{}{"name": "vm-f", "labels": map[string]interface{}{refindex.StampLabel: stamp}},
+			"metadata": map[string]interface{}{"name": "vm-f", "labels": map[string]interface{}{registry.StampLabel: stamp}},
 			"spec":     ref("vpc-f"),
 		}}
 		_, err := vms.Create(ctx, u, metav1.CreateOptions{})
@@ -175,7 +175,7 @@ func TestReferenceIndex(t *testing.T) {
 			t.Fatal("no dependent was read in full after the rule changed: old labels were trusted")
 		}
 		touch(ctx, t, vms, "vm-a", nil)
-		if got := indexLabels("vm-a")[refindex.StampLabel]; got == stamp || got == "" {
+		if got := indexLabels("vm-a")[registry.StampLabel]; got == stamp || got == "" {
 			t.Fatalf("vm-a's stamp after a write under the edited rule is %q (was %q)", got, stamp)
 		}
 	})
@@ -189,7 +189,7 @@ func TestReferenceIndex(t *testing.T) {
 		top.createRule(ctx, t, top.Compute, ruleObject("vm-again", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.backupVPC"))
 		top.waitReady(ctx, t, top.Compute, "vm-again")
 		top.waitCondition(ctx, t, top.Compute, "vm-again", v1alpha1.ConditionIndexed, "True", "Indexed")
-		first := waitStamp(ctx, t, vms, "vm-probe", indexLabels("vm-probe")[refindex.StampLabel])
+		first := waitStamp(ctx, t, vms, "vm-probe", indexLabels("vm-probe")[registry.StampLabel])
 		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-again", map[string]interface{}{}, nil)
 		// Labelled under the first rule, which does not read .spec.networks.
 		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-again", map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": "vpc-again"}}}, nil)
@@ -245,7 +245,7 @@ func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface,
 		if err != nil {
 			return err
 		}
-		if stamp = vm.GetLabels()[refindex.StampLabel]; stamp == "" || stamp == not {
+		if stamp = vm.GetLabels()[registry.StampLabel]; stamp == "" || stamp == not {
 			return fmt.Errorf("%s is stamped %q", name, stamp)
 		}
 		return nil
@@ -258,7 +258,7 @@ func waitStamp(ctx context.Context, t *testing.T, res dynamic.ResourceInterface,
 func waitAllStamped(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, stamp string) {
 	t.Helper()
 	check.Eventually(ctx, t, 30*time.Minute, "the webhook to re-index every dependent", func() error {
-		l, err := res.List(ctx, metav1.ListOptions{LabelSelector: refindex.StampLabel + "!=" + stamp, Limit: 1})
+		l, err := res.List(ctx, metav1.ListOptions{LabelSelector: registry.StampLabel + "!=" + stamp, Limit: 1})
 		if err == nil && len(l.Items) > 0 {
 			err = fmt.Errorf("%s is not indexed under the current rules", l.Items[0].GetName())
 		}
@@ -338,7 +338,7 @@ func TestReindex(t *testing.T) {
 		out := map[string]string{}
 		for _, vm := range list.Items {
 			if vm.GetName() != "vm-probe" {
-				out[vm.GetName()] = vm.GetLabels()[refindex.StampLabel]
+				out[vm.GetName()] = vm.GetLabels()[registry.StampLabel]
 			}
 		}
 		return out
@@ -363,7 +363,7 @@ func TestReindex(t *testing.T) {
 		}
 		vm, err := top.objects(t, granted, fixtures.VirtualMachines).Get(ctx, "vm-user", metav1.GetOptions{})
 		check.Must(t, err)
-		if _, ok := vm.GetLabels()[refindex.RefLabel(fixtures.VPCs.GVR().GroupResource(), "vpc-used")]; !ok {
+		if _, ok := vm.GetLabels()[registry.RefLabel(fixtures.VPCs.GVR().GroupResource(), "vpc-used")]; !ok {
 			t.Fatalf("re-indexed vm-user has no reference label for vpc-used: %v", vm.GetLabels())
 		}
 		// From now on the labels decide, and protection holds.

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -45,7 +45,7 @@ func TestIndexTrustWithoutController(t *testing.T) {
 	setRef(ctx, t, vms, "vm-1", "vpc-b")
 	vm, err := vms.Get(ctx, "vm-1", metav1.GetOptions{})
 	check.Must(t, err)
-	if vm.GetLabels()[refindex.StampLabel] != stamp {
+	if vm.GetLabels()[registry.StampLabel] != stamp {
 		t.Fatalf("vm-1's labels changed without the index webhook: %v", vm.GetLabels())
 	}
 	t.Logf("vm-1 references vpc-b but its labels still say vpc-a under the current stamp")

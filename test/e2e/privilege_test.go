@@ -16,7 +16,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/refindex"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -252,7 +252,7 @@ func TestNarrowedReadAccess(t *testing.T) {
 	vm1 := func() string {
 		vm, err := top.objects(t, c, fixtures.VirtualMachines).Get(ctx, "vm-1", metav1.GetOptions{})
 		check.Must(t, err)
-		return vm.GetLabels()[refindex.StampLabel]
+		return vm.GetLabels()[registry.StampLabel]
 	}
 	before, forbidden := vm1(), counter(forbiddenMetric)
 	check.Eventually(ctx, t, time.Minute, "the webhook to be refused re-indexing in "+c.Path, func() error {

@@ -1,4 +1,4 @@
-package refindex
+package registry
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	vpcs    = schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
+	vpcsGR  = schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
 	subnets = schema.GroupResource{Group: "network.test.io", Resource: "subnets"}
 )
 
@@ -28,7 +28,7 @@ func paths(ps ...string) []fieldpath.Path {
 }
 
 func TestNewSchema(t *testing.T) {
-	refs := []Reference{{Target: vpcs, Paths: paths(".spec.vpcRef.name")}}
+	refs := []Reference{{Target: vpcsGR, Paths: paths(".spec.vpcRef.name")}}
 	base := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs)
 	if !base.Indexed() || len(base.Stamp) != 20 {
 		t.Fatalf("stamp = %q, want 20 hex characters", base.Stamp)
@@ -48,9 +48,9 @@ func TestNewSchema(t *testing.T) {
 		{name: "no rules: not indexed", refs: refs},
 		{name: "a new epoch changes the stamp", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e2"}, {Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}}, refs: refs, indexed: true},
 		{name: "a rule without an index webhook: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v1"}}, refs: refs},
-		{name: "a path into status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".spec.vpcRef.name", ".status.vpc")}}},
-		{name: "a list in status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".status[*].vpc")}}},
-		{name: "a field named like status is fine", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcs, Paths: paths(".statusRef.name")}}, indexed: true},
+		{name: "a path into status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcsGR, Paths: paths(".spec.vpcRef.name", ".status.vpc")}}},
+		{name: "a list in status: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcsGR, Paths: paths(".status[*].vpc")}}},
+		{name: "a field named like status is fine", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, refs: []Reference{{Target: vpcsGR, Paths: paths(".statusRef.name")}}, indexed: true},
 		{name: "rules over two versions: not indexed", rules: []RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}, {Key: "c/b", Generation: 3, Version: "v2", Epoch: "e1"}}, refs: refs},
 	}
 	for _, tt := range tests {
@@ -70,7 +70,7 @@ func TestNewSchema(t *testing.T) {
 // once each, also when the type cannot be indexed: the intents its writes
 // record name them either way.
 func TestSchemaRuleUIDs(t *testing.T) {
-	refs := []Reference{{Target: vpcs, Paths: paths(".status.vpc")}}
+	refs := []Reference{{Target: vpcsGR, Paths: paths(".status.vpc")}}
 	s := NewSchema([]RuleVersion{{Key: "c/b", UID: "u2", Version: "v1"}, {Key: "c/a", UID: "u1", Version: "v1"}, {Key: "c/a", UID: "u1", Version: "v1"}}, refs)
 	if s.Indexed() || !slices.Equal(s.RuleUIDs, []string{"u1", "u2"}) {
 		t.Fatalf("indexed %v, rule UIDs %v; want not indexed, [u1 u2]", s.Indexed(), s.RuleUIDs)
@@ -79,7 +79,7 @@ func TestSchemaRuleUIDs(t *testing.T) {
 
 func TestLabels(t *testing.T) {
 	s := NewSchema([]RuleVersion{{Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, []Reference{
-		{Target: vpcs, Paths: paths(".spec.vpcRef.name", ".spec.networks[*].vpc")},
+		{Target: vpcsGR, Paths: paths(".spec.vpcRef.name", ".spec.networks[*].vpc")},
 		{Target: subnets, Paths: paths(".spec.subnetRef.name")},
 	})
 	obj := map[string]interface{}{}
@@ -91,8 +91,8 @@ func TestLabels(t *testing.T) {
 	}
 	want := map[string]string{
 		StampLabel:                 s.Stamp,
-		RefLabel(vpcs, "vpc-a"):    "",
-		RefLabel(vpcs, "vpc-b"):    "",
+		RefLabel(vpcsGR, "vpc-a"):  "",
+		RefLabel(vpcsGR, "vpc-b"):  "",
 		RefLabel(subnets, "vpc-a"): "",
 	}
 	got := s.Labels(obj)
@@ -107,11 +107,11 @@ func TestLabels(t *testing.T) {
 			t.Errorf("label value %q is invalid: %v", v, errs)
 		}
 	}
-	if RefLabel(vpcs, "vpc-a") == RefLabel(subnets, "vpc-a") {
+	if RefLabel(vpcsGR, "vpc-a") == RefLabel(subnets, "vpc-a") {
 		t.Fatal("references to two resources share a label")
 	}
 	long := strings.Repeat("a", 253)
-	if errs := validation.IsQualifiedName(RefLabel(vpcs, long)); len(errs) > 0 {
+	if errs := validation.IsQualifiedName(RefLabel(vpcsGR, long)); len(errs) > 0 {
 		t.Fatalf("the label of a 253-character name is invalid: %v", errs)
 	}
 	if got := (Schema{}).Labels(obj); got != nil {
@@ -120,7 +120,7 @@ func TestLabels(t *testing.T) {
 }
 
 func TestRelabel(t *testing.T) {
-	index := map[string]string{StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""}
+	index := map[string]string{StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""}
 	tests := []struct {
 		name        string
 		current     map[string]string
@@ -129,12 +129,12 @@ func TestRelabel(t *testing.T) {
 		wantChanged bool
 	}{
 		{name: "new object", current: nil, index: index, want: index, wantChanged: true},
-		{name: "already right", current: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""}, index: index,
-			want: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""}},
-		{name: "a stale reference goes, user labels stay", current: map[string]string{"team": "a", StampLabel: "s0", RefLabel(vpcs, "vpc-old"): ""}, index: index,
-			want: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""}, wantChanged: true},
+		{name: "already right", current: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""}, index: index,
+			want: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""}},
+		{name: "a stale reference goes, user labels stay", current: map[string]string{"team": "a", StampLabel: "s0", RefLabel(vpcsGR, "vpc-old"): ""}, index: index,
+			want: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""}, wantChanged: true},
 		{name: "a forged stamp is replaced", current: map[string]string{StampLabel: "s1"}, index: index, want: index, wantChanged: true},
-		{name: "stripping", current: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""}, index: nil,
+		{name: "stripping", current: map[string]string{"team": "a", StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""}, index: nil,
 			want: map[string]string{"team": "a"}, wantChanged: true},
 		{name: "nothing to strip", current: nil, index: nil, want: map[string]string{}},
 	}
@@ -151,9 +151,9 @@ func TestRelabel(t *testing.T) {
 func TestSelectors(t *testing.T) {
 	s := Schema{Stamp: "s1"}
 	objects := map[string]map[string]string{
-		"current, referencing": {StampLabel: "s1", RefLabel(vpcs, "vpc-a"): ""},
-		"current, other":       {StampLabel: "s1", RefLabel(vpcs, "vpc-b"): ""},
-		"old stamp":            {StampLabel: "s0", RefLabel(vpcs, "vpc-a"): ""},
+		"current, referencing": {StampLabel: "s1", RefLabel(vpcsGR, "vpc-a"): ""},
+		"current, other":       {StampLabel: "s1", RefLabel(vpcsGR, "vpc-b"): ""},
+		"old stamp":            {StampLabel: "s0", RefLabel(vpcsGR, "vpc-a"): ""},
 		"no stamp":             {"team": "a"},
 		"no labels":            nil,
 	}
@@ -161,7 +161,7 @@ func TestSelectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	referencing, err := labels.Parse(s.ReferencingSelector(vpcs, "vpc-a"))
+	referencing, err := labels.Parse(s.ReferencingSelector(vpcsGR, "vpc-a"))
 	if err != nil {
 		t.Fatal(err)
 	}

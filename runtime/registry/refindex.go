@@ -1,17 +1,4 @@
-// Package refindex keeps an index of references in labels on the
-// dependents themselves, so that a DELETE can ask the API server for the few
-// dependents that reference the object instead of reading all of them.
-//
-// A dependent carries, for every object it references under the current
-// rules, a label RefLabel(target, name), and a stamp label whose value
-// names the exact set of rules the labels were computed from. The labels
-// are written by a mutating webhook on every create and update, so they
-// change in the same write as the fields they describe: there is no moment
-// at which the index and the object disagree. A dependent without the
-// current stamp (written before the rule or its webhook existed, or under
-// other rules) says nothing, and the caller must read it in full; see
-// Schema.
-package refindex
+package registry
 
 import (
 	"crypto/sha256"
