@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -29,13 +28,13 @@ func (r resolveAs) resolve(_ context.Context, path string) (string, error) {
 	case error:
 		return "", v
 	}
-	return "", fmt.Errorf("%w: %q (while resolving %q)", resolver.ErrNotFound, path, path)
+	return "", fmt.Errorf("%w: %q (while resolving %q)", ErrWorkspaceNotFound, path, path)
 }
 
 // unreadAt is the resolver's failure to read path (forbidden, say), which
 // last resolved to lastKnown ("" for never in this process).
 func unreadAt(path, lastKnown string) error {
-	return &resolver.UnreadError{Path: path, LastKnown: logicalcluster.Name(lastKnown), Err: fmt.Errorf("reading workspace %q: forbidden", path)}
+	return &UnreadError{Path: path, LastKnown: logicalcluster.Name(lastKnown), Err: fmt.Errorf("reading workspace %q: forbidden", path)}
 }
 
 // TestComputePlanKeepsUnreadWorkspaces: a dependency whose workspace path

@@ -13,7 +13,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/cycles"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -147,7 +146,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // current rule. Nothing is carried over from earlier runs: a dependency
 // that was removed or changed simply does not appear. A failure to read
 // is never taken for nothing to protect: a dependency whose workspace path
-// cannot be read (resolve fails other than with resolver.ErrNotFound)
+// cannot be read (resolve fails other than with ErrWorkspaceNotFound)
 // goes on protecting the cluster the path last resolved to, or, unknown
 // that, is Held, and the rule reports that it cannot be checked. Whether the exports
 // serve a rule's types (Served, read through exports) decides its
@@ -191,9 +190,9 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 				// about it: the dependency keeps the cluster its path last
 				// resolved to, or, when this process never resolved it, the
 				// entries installed for it (KeepInstalled).
-				var u *resolver.UnreadError
+				var u *UnreadError
 				switch {
-				case errors.Is(err, resolver.ErrNotFound):
+				case errors.Is(err, ErrWorkspaceNotFound):
 					notFound = true
 					continue
 				case errors.As(err, &u) && u.LastKnown != "":

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 )
 
 func gvr(group, resource string) schema.GroupVersionResource {
@@ -28,7 +26,7 @@ func fakeResolve(paths map[string]string) ResolveFunc {
 		if c, ok := paths[path]; ok {
 			return c, nil
 		}
-		return "", fmt.Errorf("%w: %q (while resolving %q)", resolver.ErrNotFound, path, path)
+		return "", fmt.Errorf("%w: %q (while resolving %q)", ErrWorkspaceNotFound, path, path)
 	}
 }
 

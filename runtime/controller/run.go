@@ -18,7 +18,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/resolver"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -48,7 +47,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	res := resolver.New(workspaceGetter{kcp}, o.ResolverTTL)
+	res := NewResolver(workspaceGetter{kcp}, o.ResolverTTL)
 	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
 	if err != nil {
 		return err

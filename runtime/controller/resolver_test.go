@@ -1,4 +1,4 @@
-package resolver
+package controller
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			r := New(newTree(), time.Minute)
+			r := NewResolver(newTree(), time.Minute)
 			got, err := r.Resolve(context.Background(), tt.path)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
@@ -81,15 +81,15 @@ func TestResolve(t *testing.T) {
 }
 
 func TestResolveNotFoundIsDetectable(t *testing.T) {
-	_, err := New(newTree(), time.Minute).Resolve(context.Background(), "root:gone")
-	if !errors.Is(err, ErrNotFound) {
-		t.Fatalf("want ErrNotFound, got %v", err)
+	_, err := NewResolver(newTree(), time.Minute).Resolve(context.Background(), "root:gone")
+	if !errors.Is(err, ErrWorkspaceNotFound) {
+		t.Fatalf("want ErrWorkspaceNotFound, got %v", err)
 	}
 }
 
 func TestResolveCachesAndForgets(t *testing.T) {
 	tree := newTree()
-	r := New(tree, time.Minute)
+	r := NewResolver(tree, time.Minute)
 	ctx := context.Background()
 	if _, err := r.Resolve(ctx, "root:org:team:network"); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestResolveCachesAndForgets(t *testing.T) {
 
 func TestResolveExpires(t *testing.T) {
 	tree := newTree()
-	r := New(tree, time.Second)
+	r := NewResolver(tree, time.Second)
 	now := time.Now()
 	r.now = func() time.Time { return now }
 	ctx := context.Background()
@@ -129,7 +129,7 @@ func TestResolveExpires(t *testing.T) {
 }
 
 // TestResolveUnread: a path that cannot be read is an UnreadError, never
-// ErrNotFound, and carries the cluster the path last resolved to, however
+// ErrWorkspaceNotFound, and carries the cluster the path last resolved to, however
 // long ago, until a read finds the path gone.
 func TestResolveUnread(t *testing.T) {
 	workspaces := schema.GroupResource{Group: "tenancy.kcp.io", Resource: "workspaces"}
@@ -183,7 +183,7 @@ func TestResolveUnread(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tree := newTree()
-			r := New(tree, time.Second)
+			r := NewResolver(tree, time.Second)
 			now := time.Now()
 			r.now = func() time.Time { return now }
 			ctx := context.Background()
@@ -199,8 +199,8 @@ func TestResolveUnread(t *testing.T) {
 				_, err = r.Resolve(ctx, tt.path)
 			}
 			var unread *UnreadError
-			if !errors.As(err, &unread) || errors.Is(err, ErrNotFound) {
-				t.Fatalf("want an UnreadError and not ErrNotFound, got %#v", err)
+			if !errors.As(err, &unread) || errors.Is(err, ErrWorkspaceNotFound) {
+				t.Fatalf("want an UnreadError and not ErrWorkspaceNotFound, got %#v", err)
 			}
 			if unread.LastKnown != tt.wantKnown || unread.Path != tt.path {
 				t.Errorf("last known %q for %q, want %q for %q", unread.LastKnown, unread.Path, tt.wantKnown, tt.path)

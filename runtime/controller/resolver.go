@@ -1,6 +1,7 @@
-// Package resolver maps kcp workspace paths such as "root:org:network" to
-// the logical cluster names that virtual workspaces address.
-package resolver
+package controller
+
+// The resolver maps kcp workspace paths such as "root:org:network" to the
+// logical cluster names that virtual workspaces address.
 
 import (
 	"context"
@@ -16,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ErrNotFound wraps every error for a path that does not exist.
-var ErrNotFound = errors.New("workspace not found")
+// ErrWorkspaceNotFound wraps every error for a path that does not exist.
+var ErrWorkspaceNotFound = errors.New("workspace not found")
 
 // UnreadError is the error for a path that could not be read: reading a
 // workspace along it was forbidden, failed or timed out, or one is not
-// scheduled yet. Unlike ErrNotFound it says nothing about whether the
+// scheduled yet. Unlike ErrWorkspaceNotFound it says nothing about whether the
 // workspace is there, so a caller must not act as if it were gone.
 type UnreadError struct {
 	// Path is the path being resolved.
@@ -54,18 +55,18 @@ type Resolver struct {
 	now    func() time.Time
 
 	mu    sync.Mutex
-	cache map[string]entry
+	cache map[string]resolved
 }
 
-type entry struct {
+type resolved struct {
 	cluster logicalcluster.Name
 	uid     string
 	expires time.Time
 }
 
-// New returns a resolver whose cache entries live for ttl.
-func New(getter WorkspaceGetter, ttl time.Duration) *Resolver {
-	return &Resolver{getter: getter, ttl: ttl, now: time.Now, cache: map[string]entry{}}
+// NewResolver returns a resolver whose cache entries live for ttl.
+func NewResolver(getter WorkspaceGetter, ttl time.Duration) *Resolver {
+	return &Resolver{getter: getter, ttl: ttl, now: time.Now, cache: map[string]resolved{}}
 }
 
 // Resolve returns the logical cluster name behind path. A path without a
@@ -96,7 +97,7 @@ func (r *Resolver) Resolve(ctx context.Context, path string) (logicalcluster.Nam
 		if apierrors.IsNotFound(err) {
 			// Gone: nothing below it is known any more.
 			r.Forget(prefix)
-			return "", fmt.Errorf("%w: %q (while resolving %q)", ErrNotFound, prefix, path)
+			return "", fmt.Errorf("%w: %q (while resolving %q)", ErrWorkspaceNotFound, prefix, path)
 		}
 		if err != nil {
 			return "", r.unread(path, fmt.Errorf("reading workspace %q (while resolving %q): %w", prefix, path, err))
@@ -105,7 +106,7 @@ func (r *Resolver) Resolve(ctx context.Context, path string) (logicalcluster.Nam
 			return "", r.unread(path, fmt.Errorf("workspace %q is not scheduled yet (phase %q)", prefix, ws.Status.Phase))
 		}
 		cluster = logicalcluster.Name(ws.Spec.Cluster)
-		r.store(prefix, entry{cluster: cluster, uid: string(ws.UID)})
+		r.store(prefix, resolved{cluster: cluster, uid: string(ws.UID)})
 		parent = cluster.Path()
 	}
 	return cluster, nil
@@ -147,17 +148,17 @@ func (r *Resolver) unread(path string, err error) error {
 	return &UnreadError{Path: path, LastKnown: r.cache[path].cluster, Err: err}
 }
 
-func (r *Resolver) cached(path string) (entry, bool) {
+func (r *Resolver) cached(path string) (resolved, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.cache[path]
 	if !ok || r.now().After(e.expires) {
-		return entry{}, false
+		return resolved{}, false
 	}
 	return e, true
 }
 
-func (r *Resolver) store(path string, e entry) {
+func (r *Resolver) store(path string, e resolved) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.cache[path]; ok && old.uid != e.uid {
