@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/cycles"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -403,14 +402,14 @@ func (r *dependencyRuleResource) graph(ctx context.Context, self plannedRule, pl
 
 // edges are the graph's steps; only, when set, keeps just that dependency
 // of self.
-func (g cycleGraph) edges(only int, named func(key string) string) []cycles.Edge {
-	var out []cycles.Edge
+func (g cycleGraph) edges(only int, named func(key string) string) []v1alpha1.CycleEdge {
+	var out []v1alpha1.CycleEdge
 	for key, n := range g.nodes {
 		for i, to := range n.steps.to {
 			if key == g.self && only >= 0 && i != only {
 				continue
 			}
-			out = append(out, cycles.Edge{Rule: named(key), From: n.steps.from, To: to})
+			out = append(out, v1alpha1.CycleEdge{Rule: named(key), From: n.steps.from, To: to})
 		}
 	}
 	return out
@@ -435,7 +434,7 @@ func (r *dependencyRuleResource) checkCycles(ctx context.Context, self plannedRu
 		if g.self == "" {
 			return
 		}
-		c, on := cycles.Of(g.edges(-1, byKey), g.self)
+		c, on := v1alpha1.CycleOf(g.edges(-1, byKey), g.self)
 		if !on {
 			return
 		}
@@ -471,7 +470,7 @@ func (r *dependencyRuleResource) reportCycle(ctx context.Context, g cycleGraph, 
 	self := named(g.self)
 	reported := false
 	for i := range g.nodes[g.self].steps.to {
-		c, on := cycles.Of(g.edges(i, named), self)
+		c, on := v1alpha1.CycleOf(g.edges(i, named), self)
 		if !on {
 			continue
 		}
@@ -503,7 +502,7 @@ func (r *dependencyRuleResource) reportCycle(ctx context.Context, g cycleGraph, 
 		diags.AddAttributeError(path.Root("dependency").AtListIndex(i), "DependencyRule closes a dependency cycle", detail)
 	}
 	if !reported {
-		c, _ := cycles.Of(g.edges(-1, named), self)
+		c, _ := v1alpha1.CycleOf(g.edges(-1, named), self)
 		diags.AddAttributeError(path.Root("dependency"), "DependencyRule closes a dependency cycle",
 			fmt.Sprintf("rule %s closes a dependency cycle: %s. Change or remove a dependency, or another rule on it, to break the cycle.", self, c.Path))
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/cycles"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
@@ -156,7 +156,7 @@ type ResolveFunc func(ctx context.Context, path string) (string, error)
 // away.
 func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Binding, resolve ResolveFunc, exports ExportFunc) *Plan {
 	p := &Plan{Webhooks: map[string][]schema.GroupVersionResource{}, Scopes: map[string]map[schema.GroupVersionResource][]string{}, Indexes: map[string][]schema.GroupVersionResource{}, Rules: map[string]*RulePlan{}}
-	var edges []cycles.Edge
+	var edges []v1alpha1.CycleEdge
 	for _, r := range rules {
 		rp := &RulePlan{Acyclic: Outcome{OK: true, Reason: "NoCycle", Message: "the rule is not part of a dependency cycle"}}
 		p.Rules[r.Key] = rp
@@ -171,7 +171,7 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 		// for the dependency workspaces to resolve.
 		planIndex(p, rp, r, bindings)
 		for _, d := range r.Dependencies {
-			edges = append(edges, cycles.Edge{Rule: r.Key, From: groupResource(r.Dependent), To: groupResource(d.GVR)})
+			edges = append(edges, v1alpha1.CycleEdge{Rule: r.Key, From: groupResource(r.Dependent), To: groupResource(d.GVR)})
 		}
 
 		var resolveErrs []string
@@ -273,7 +273,7 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 			rp.Installed = Outcome{OK: true, Reason: "Installed", Message: fmt.Sprintf("webhook configuration installed in %d workspace(s)", len(rp.Targets))}
 		}
 	}
-	for key, cycle := range cycles.Find(edges) {
+	for key, cycle := range v1alpha1.FindCycles(edges) {
 		p.Rules[key].Acyclic = Outcome{Reason: "CycleDetected", Message: fmt.Sprintf(
 			"the rule is part of a dependency cycle (%s): objects on it protect each other and can only be deleted after setting the skip-protection annotation on one of them; remove or change one rule to break the cycle", cycle)}
 	}

@@ -1,30 +1,30 @@
-package cycles
+package v1alpha1
 
 import (
 	"reflect"
 	"testing"
 )
 
-func TestFind(t *testing.T) {
+func TestFindCycles(t *testing.T) {
 	tests := []struct {
 		name  string
-		edges []Edge
+		edges []CycleEdge
 		want  map[string]string
 	}{
 		{name: "no rules", want: map[string]string{}},
 		{
 			name:  "a chain is not a cycle",
-			edges: []Edge{{"a/vm", "vms", "vpcs"}, {"a/db", "dbs", "firewalls"}, {"b/fw", "firewalls", "vpcs"}},
+			edges: []CycleEdge{{"a/vm", "vms", "vpcs"}, {"a/db", "dbs", "firewalls"}, {"b/fw", "firewalls", "vpcs"}},
 			want:  map[string]string{},
 		},
 		{
 			name:  "a self reference is not a cycle",
-			edges: []Edge{{"a/parent", "vpcs", "vpcs"}},
+			edges: []CycleEdge{{"a/parent", "vpcs", "vpcs"}},
 			want:  map[string]string{},
 		},
 		{
 			name:  "two rules protecting each other",
-			edges: []Edge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
+			edges: []CycleEdge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
 			want: map[string]string{
 				"c1/vm-needs-vpc": "vms -> vpcs (rule c1/vm-needs-vpc) -> vms (rule c2/vpc-needs-vm)",
 				"c2/vpc-needs-vm": "vpcs -> vms (rule c2/vpc-needs-vm) -> vpcs (rule c1/vm-needs-vpc)",
@@ -32,7 +32,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name: "a longer cycle, with a bystander",
-			edges: []Edge{
+			edges: []CycleEdge{
 				{"r1", "a", "b"}, {"r2", "b", "c"}, {"r3", "c", "a"},
 				{"bystander", "d", "a"},
 			},
@@ -44,7 +44,7 @@ func TestFind(t *testing.T) {
 		},
 		{
 			name:  "two rules making one step",
-			edges: []Edge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c3/vm-needs-vpc-too", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
+			edges: []CycleEdge{{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c3/vm-needs-vpc-too", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"}},
 			want: map[string]string{
 				"c1/vm-needs-vpc":     "vms -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too) -> vms (rule c2/vpc-needs-vm)",
 				"c3/vm-needs-vpc-too": "vms -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too) -> vms (rule c2/vpc-needs-vm)",
@@ -54,27 +54,27 @@ func TestFind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Find(tt.edges); !reflect.DeepEqual(got, tt.want) {
+			if got := FindCycles(tt.edges); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Find = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestOf(t *testing.T) {
-	edges := []Edge{
+func TestCycleOf(t *testing.T) {
+	edges := []CycleEdge{
 		{"c1/vm-needs-vpc", "vms", "vpcs"}, {"c3/vm-needs-vpc-too", "vms", "vpcs"}, {"c2/vpc-needs-vm", "vpcs", "vms"},
 		{"c4/db-needs-vpc", "dbs", "vpcs"},
 	}
-	got, ok := Of(edges, "c2/vpc-needs-vm")
+	got, ok := CycleOf(edges, "c2/vpc-needs-vm")
 	want := Cycle{
 		Path:  "vpcs -> vms (rule c2/vpc-needs-vm) -> vpcs (rules c1/vm-needs-vpc, c3/vm-needs-vpc-too)",
 		Rules: []string{"c1/vm-needs-vpc", "c2/vpc-needs-vm", "c3/vm-needs-vpc-too"},
 	}
 	if !ok || !reflect.DeepEqual(got, want) {
-		t.Fatalf("Of(c2/vpc-needs-vm) = %+v, %v; want %+v, true", got, ok, want)
+		t.Fatalf("CycleOf(c2/vpc-needs-vm) = %+v, %v; want %+v, true", got, ok, want)
 	}
-	if got, ok := Of(edges, "c4/db-needs-vpc"); ok {
-		t.Fatalf("Of(c4/db-needs-vpc) = %+v, true; a rule leading into a cycle is not on it", got)
+	if got, ok := CycleOf(edges, "c4/db-needs-vpc"); ok {
+		t.Fatalf("CycleOf(c4/db-needs-vpc) = %+v, true; a rule leading into a cycle is not on it", got)
 	}
 }

@@ -1,9 +1,10 @@
-// Package cycles finds dependency cycles between rules: types whose objects
-// can protect each other forever. The controller reports them on the rules
-// (the Acyclic condition), and the Terraform provider refuses, at plan, a
-// rule that would close one. It is pure: it knows types and rule names, not
-// where either comes from.
-package cycles
+package v1alpha1
+
+// Dependency cycles between rules: types whose objects can protect each
+// other forever. The controller reports them on the rules (the Acyclic
+// condition), and the Terraform provider refuses, at plan, a rule that would
+// close one. This is pure: it knows types and rule names, not where either
+// comes from.
 
 import (
 	"slices"
@@ -11,21 +12,23 @@ import (
 	"strings"
 )
 
-// Edge says that objects of type From reference (and so protect) objects of
-// type To, by the rule named Rule.
-type Edge struct {
+// CycleEdge says that objects of type From reference (and so protect)
+// objects of type To, by the rule named Rule.
+//
+// +kubebuilder:object:generate=false
+type CycleEdge struct {
 	Rule     string
 	From, To string
 }
 
-// Find returns, for every rule whose edge lies on a cycle between
+// FindCycles returns, for every rule whose edge lies on a cycle between
 // different types, that cycle in a readable, stable order, each step with
 // the rules that make it ("compute.io/vms -> network.io/vpcs (rule
 // c1/vm-needs-vpc) -> compute.io/vms (rule c2/vpc-needs-vm)"). Objects on such a
 // cycle can protect each other forever; deleting one needs skip-protection.
 // A type referencing its own kind (a VPC naming a parent VPC) is not a
 // cycle: its instances can still be deleted leaf first.
-func Find(edges []Edge) map[string]string {
+func FindCycles(edges []CycleEdge) map[string]string {
 	out := map[string]string{}
 	for rule, c := range find(edges) {
 		out[rule] = c.Path
@@ -33,21 +36,23 @@ func Find(edges []Edge) map[string]string {
 	return out
 }
 
-// Cycle is one rule's cycle: the walk Find describes, and every rule that
-// makes a step of it, sorted.
+// Cycle is one rule's cycle: the walk FindCycles describes, and every rule
+// that makes a step of it, sorted.
+//
+// +kubebuilder:object:generate=false
 type Cycle struct {
 	Path  string
 	Rules []string
 }
 
-// Of returns the cycle of rule, as Find describes it, and whether rule is
+// CycleOf returns the cycle of rule, as FindCycles describes it, and whether rule is
 // on one.
-func Of(edges []Edge, rule string) (Cycle, bool) {
+func CycleOf(edges []CycleEdge, rule string) (Cycle, bool) {
 	c, ok := find(edges)[rule]
 	return c, ok
 }
 
-func find(edges []Edge) map[string]Cycle {
+func find(edges []CycleEdge) map[string]Cycle {
 	adj := map[string][]string{}
 	nodes := map[string]bool{}
 	rules := map[[2]string][]string{}
