@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -50,24 +50,24 @@ func ruleEvents(before, after []metav1.Condition) []ruleEvent {
 		case t == v1alpha1.ConditionIndexed && a.Reason == "InvalidSpec":
 			// WorkspacesResolved and WebhookInstalled report it already.
 		case a.Status == metav1.ConditionFalse && t != v1alpha1.ConditionReady && !transient[a.Reason]:
-			out = append(out, ruleEvent{Type: events.Warning, Reason: a.Reason, Note: a.Message})
+			out = append(out, ruleEvent{Type: process.EventWarning, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionWebhookInstalled:
-			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
+			out = append(out, ruleEvent{Type: process.EventNormal, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionAcyclic && b != nil && b.Status == metav1.ConditionFalse:
-			out = append(out, ruleEvent{Type: events.Normal, Reason: "CycleResolved", Note: "the rule is no longer part of a dependency cycle"})
+			out = append(out, ruleEvent{Type: process.EventNormal, Reason: "CycleResolved", Note: "the rule is no longer part of a dependency cycle"})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionIndexed && b != nil && b.Status == metav1.ConditionFalse:
 			// Only a recovery: a new rule's first index is no news beside
 			// Installed and Ready.
-			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
+			out = append(out, ruleEvent{Type: process.EventNormal, Reason: a.Reason, Note: a.Message})
 		case a.Status == metav1.ConditionTrue && t == v1alpha1.ConditionReady:
-			out = append(out, ruleEvent{Type: events.Normal, Reason: a.Reason, Note: a.Message})
+			out = append(out, ruleEvent{Type: process.EventNormal, Reason: a.Reason, Note: a.Message})
 		}
 	}
 	return out
 }
 
 // instance names this replica in the Events it records.
-var instance = events.Instance("depctrl-controller")
+var instance = process.EventInstance("depctrl-controller")
 
 // recordEvents writes evs next to the rule, in its own workspace, through
 // the virtual workspace and the export's claim on Events. Events are a
@@ -91,8 +91,8 @@ func (s *Syncer) recordEvents(ctx context.Context, o virtualworkspace.Object, ru
 	defer cancel()
 	now := time.Now()
 	for i, e := range evs {
-		obj := events.Event{
-			Regarding: events.Regarding{
+		obj := process.Event{
+			Regarding: process.Regarding{
 				APIVersion: v1alpha1.GroupVersion.String(),
 				Kind:       v1alpha1.Kind,
 				Name:       rule.Name,
@@ -105,7 +105,7 @@ func (s *Syncer) recordEvents(ctx context.Context, o virtualworkspace.Object, ru
 			Controller: "dependencies.opendefense.cloud/controller",
 			Instance:   instance,
 		}.Object(now.Add(time.Duration(i))) // distinct names within one run
-		if _, err := c.Resource(events.GVR).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		if _, err := c.Resource(process.EventsGVR).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			log.Error(err, "recording an Event", "reason", e.Reason)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
@@ -207,7 +207,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		bindings[o.Cluster] = Binding{
 			URL:                o.URL,
 			ClaimAccepted:      claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
-			EventsAccepted:     claimAccepted(o.Obj, events.ClaimGroupResource),
+			EventsAccepted:     claimAccepted(o.Obj, process.EventsClaim),
 			IndexClaimAccepted: claimAccepted(o.Obj, virtualworkspace.MutatingWebhookConfigurationsGVR.GroupResource()),
 			TypesClaimAccepted: claimAccepted(o.Obj, APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, APIResourceSchemasGVR.GroupResource()),
 		}

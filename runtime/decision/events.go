@@ -16,7 +16,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Reason of the Event recorded when the skip-protection annotation let an
@@ -45,7 +45,7 @@ type EventAuditor struct {
 // NewEventAuditor returns an auditor writing through finder's front-proxy
 // connection.
 func NewEventAuditor(finder *FrontProxyFinder, log logr.Logger) *EventAuditor {
-	return &EventAuditor{Finder: finder, Log: log, instance: events.Instance("depctrl-webhook")}
+	return &EventAuditor{Finder: finder, Log: log, instance: process.EventInstance("depctrl-webhook")}
 }
 
 // RecordSkip writes the Event in the background, once the deletion shows:
@@ -82,7 +82,7 @@ func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequ
 
 // createEvent creates ev in cluster, in the namespace it names.
 func (f *FrontProxyFinder) createEvent(ctx context.Context, cluster string, ev *unstructured.Unstructured) error {
-	path, err := admission.Path(cluster, events.GVR, ev.GetNamespace(), "")
+	path, err := admission.Path(cluster, process.EventsGVR, ev.GetNamespace(), "")
 	if err != nil {
 		return err
 	}
@@ -153,15 +153,15 @@ func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gv
 
 // skipEvent is the Event for one skip-protection use.
 func skipEvent(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, instance string, now time.Time) *unstructured.Unstructured {
-	return events.Event{
-		Regarding: events.Regarding{
+	return process.Event{
+		Regarding: process.Regarding{
 			APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
 			Kind:       req.Kind.Kind,
 			Namespace:  req.Namespace,
 			Name:       req.Name,
 			UID:        string(meta.UID),
 		},
-		Type:   events.Warning,
+		Type:   process.EventWarning,
 		Reason: reasonSkipProtection,
 		Action: "Delete",
 		Note: fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",

@@ -4,8 +4,8 @@
 // deployment renderer and the Terraform import use too); the kubeconfig
 // they connect to kcp with, which must point at the dep-ctrl workspace
 // through the front-proxy, its rate limit and scheme; the
-// controller-runtime manager built from them; and main's parsing of the
-// arguments, logging and exit.
+// controller-runtime manager built from them; the Events both record
+// (events.go); and main's parsing of the arguments, logging and exit.
 package process
 
 import (

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/events"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
@@ -134,7 +134,7 @@ func (top *Topology) waitCondition(ctx context.Context, t *testing.T, ws env.Wor
 // ws's namespace, and returns its note.
 func (top *Topology) waitEvent(ctx context.Context, t *testing.T, ws env.Workspace, namespace, name, reason string) string {
 	t.Helper()
-	api := top.dynamicFor(t, ws.Path).Resource(events.GVR).Namespace(namespace)
+	api := top.dynamicFor(t, ws.Path).Resource(process.EventsGVR).Namespace(namespace)
 	var note string
 	check.Eventually(ctx, t, 30*time.Second, fmt.Sprintf("a %s Event on %s in %s", reason, name, ws.Path), func() error {
 		list, err := api.List(ctx, metav1.ListOptions{})

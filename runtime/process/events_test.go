@@ -1,4 +1,4 @@
-package events
+package process
 
 import (
 	"reflect"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-func TestObject(t *testing.T) {
+func TestEventObject(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	tests := []struct {
 		name          string
@@ -21,7 +21,7 @@ func TestObject(t *testing.T) {
 		name: "namespaced object",
 		event: Event{
 			Regarding: Regarding{APIVersion: "network.example.io/v1", Kind: "VPC", Namespace: "apps", Name: "vpc-1", UID: "u-1"},
-			Type:      Warning, Reason: "DeletionProtectionSkipped", Action: "Delete", Note: "deleted", Controller: "c", Instance: "i",
+			Type:      EventWarning, Reason: "DeletionProtectionSkipped", Action: "Delete", Note: "deleted", Controller: "c", Instance: "i",
 		},
 		wantNamespace: "apps",
 		wantRegarding: map[string]string{"apiVersion": "network.example.io/v1", "kind": "VPC", "name": "vpc-1", "namespace": "apps", "uid": "u-1"},
@@ -29,7 +29,7 @@ func TestObject(t *testing.T) {
 		name: "cluster-scoped object goes to default",
 		event: Event{
 			Regarding: Regarding{APIVersion: "dependencies.opendefense.cloud/v1alpha1", Kind: "DependencyRule", Name: "r", UID: "u-2"},
-			Type:      Normal, Reason: "Ready", Action: "Reconcile", Note: strings.Repeat("x", 2000), Controller: "c", Instance: "i",
+			Type:      EventNormal, Reason: "Ready", Action: "Reconcile", Note: strings.Repeat("x", 2000), Controller: "c", Instance: "i",
 		},
 		wantNamespace: "default",
 		wantRegarding: map[string]string{"apiVersion": "dependencies.opendefense.cloud/v1alpha1", "kind": "DependencyRule", "name": "r", "uid": "u-2"},
@@ -42,8 +42,8 @@ func TestObject(t *testing.T) {
 					t.Errorf("the Event has no %s", f)
 				}
 			}
-			if note, _, _ := unstructured.NestedString(ev.Object, "note"); len(note) > maxNote {
-				t.Errorf("note of %d bytes, the API server takes at most %d", len(note), maxNote)
+			if note, _, _ := unstructured.NestedString(ev.Object, "note"); len(note) > maxEventNote {
+				t.Errorf("note of %d bytes, the API server takes at most %d", len(note), maxEventNote)
 			}
 			regarding, _, _ := unstructured.NestedStringMap(ev.Object, "regarding")
 			if !reflect.DeepEqual(regarding, tt.wantRegarding) {
@@ -59,8 +59,8 @@ func TestObject(t *testing.T) {
 	}
 }
 
-func TestNameOfLongObject(t *testing.T) {
-	long := Name(strings.Repeat("a", 253), time.Now())
+func TestEventNameOfLongObject(t *testing.T) {
+	long := EventName(strings.Repeat("a", 253), time.Now())
 	if errs := validation.IsDNS1123Subdomain(long); len(errs) > 0 {
 		t.Errorf("Event name for a long object name %q: %v", long, errs)
 	}

@@ -1,8 +1,9 @@
-// Package events builds the events.k8s.io/v1 Events the runtime records:
-// the webhook's audit of skip-protection deletes, and the controller's
-// reports on DependencyRules. Both write them next to the object they are
-// about, where its owners look (kubectl describe, kubectl events).
-package events
+package process
+
+// The events.k8s.io/v1 Events the runtime records: the webhook's audit of
+// skip-protection deletes, and the controller's reports on DependencyRules.
+// Both write them next to the object they are about, where its owners look
+// (kubectl describe, kubectl events).
 
 import (
 	"fmt"
@@ -15,21 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GVR is the resource Events are created as.
-var GVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+// EventsGVR is the resource Events are created as.
+var EventsGVR = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 
-// ClaimGroupResource is how an APIExport claims Events: kcp keys claims on
+// EventsClaim is how an APIExport claims Events: kcp keys claims on
 // Events by the core group, whichever of the two Event APIs a request uses.
-var ClaimGroupResource = schema.GroupResource{Resource: "events"}
+var EventsClaim = schema.GroupResource{Resource: "events"}
 
 // Event types.
 const (
-	Normal  = "Normal"
-	Warning = "Warning"
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
 )
 
-// maxNote is the API server's limit on an Event's note.
-const maxNote = 1024
+// maxEventNote is the API server's limit on an Event's note.
+const maxEventNote = 1024
 
 // Regarding names the object an Event is about.
 type Regarding struct {
@@ -40,7 +41,7 @@ type Regarding struct {
 // Event is one report.
 type Event struct {
 	Regarding Regarding
-	// Type is Normal or Warning.
+	// Type is EventNormal or EventWarning.
 	Type, Reason, Action, Note string
 	// Controller and Instance say who reports: the component and the pod.
 	Controller, Instance string
@@ -55,8 +56,8 @@ func (e Event) Object(now time.Time) *unstructured.Unstructured {
 		ns = metav1.NamespaceDefault
 	}
 	note := e.Note
-	if len(note) > maxNote {
-		note = note[:maxNote-3] + "..."
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
 	}
 	regarding := map[string]interface{}{
 		"apiVersion": e.Regarding.APIVersion,
@@ -73,7 +74,7 @@ func (e Event) Object(now time.Time) *unstructured.Unstructured {
 		"apiVersion": "events.k8s.io/v1",
 		"kind":       "Event",
 		"metadata": map[string]interface{}{
-			"name":      Name(e.Regarding.Name, now),
+			"name":      EventName(e.Regarding.Name, now),
 			"namespace": ns,
 		},
 		"eventTime":           now.UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
@@ -87,18 +88,18 @@ func (e Event) Object(now time.Time) *unstructured.Unstructured {
 	}}
 }
 
-// Instance names the reporting replica in Events: the host name (the pod's
+// EventInstance names the reporting replica in Events: the host name (the pod's
 // name in a Deployment), or fallback when there is none.
-func Instance(fallback string) string {
+func EventInstance(fallback string) string {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
 	}
 	return fallback
 }
 
-// Name is <object>.<hex time>, as Kubernetes' own recorders name Events,
+// EventName is <object>.<hex time>, as Kubernetes' own recorders name Events,
 // shortened so that it stays a valid name.
-func Name(object string, now time.Time) string {
+func EventName(object string, now time.Time) string {
 	if len(object) > 200 {
 		object = object[:200]
 	}
