@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/test/admissiontest"
 )
 
 // FuzzServeHTTP feeds arbitrary bodies to the admission endpoint. Whatever

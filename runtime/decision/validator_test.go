@@ -25,11 +25,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission/admissiontest"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
+	"github.com/depctrl/terraform-provider-depctrl/test/admissiontest"
 )
 
 var (
