@@ -71,6 +71,8 @@ type worker struct {
 	forge string
 	// namespace is the worker's own, so that it may delete it.
 	namespace string
+	// held tells when the slow admission step holds a move.
+	held *arrivals
 	// Clients made on the test goroutine: workers never call t.Fatal.
 	vpcAPI, vmAPI, regionAPI, namespaces dynamic.ResourceInterface
 }
@@ -161,8 +163,13 @@ func TestInvariantUnderLoad(t *testing.T) {
 	// slow label.
 	probe := vmObject("slow-probe", "nothing")
 	probe.SetLabels(map[string]string{slowLabel: "probe"})
+	held := &arrivals{}
 	slowAdmission(ctx, t, top, top.Consumers[0], slowMoveHold, func(obj, old metav1.ObjectMeta) bool {
-		return obj.Labels[slowLabel] != "" && obj.Labels[slowLabel] != old.Labels[slowLabel]
+		if obj.Labels[slowLabel] == "" || obj.Labels[slowLabel] == old.Labels[slowLabel] {
+			return false
+		}
+		held.arrive(obj.Labels[slowLabel])
+		return true
 	}, probe)
 
 	ws := make([]*worker, workers)
@@ -172,7 +179,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		ns := fmt.Sprintf("w%d", i)
 		apply(ctx, t, top.admin(t, consumer.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 		ws[i] = &worker{
-			id: i, consumer: consumer, namespace: ns,
+			id: i, consumer: consumer, namespace: ns, held: held,
 			rng:  rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())),
 			vpcs: map[string]bool{}, vms: map[string]vmRef{}, regions: map[string]vmRef{},
 			forge:  top.Consumers[(i+1)%len(top.Consumers)].Cluster,
@@ -680,6 +687,43 @@ func (w *worker) createRegion(ctx context.Context, vpc string, tl *tally, fail f
 	tl.add(func(tl *tally) { tl.regions++ })
 }
 
+// arrivals tells a worker when the slow admission step holds its write:
+// each held write carries a label value of its own.
+type arrivals struct {
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+}
+
+// expect returns what is closed once a write labelled label is held.
+func (a *arrivals) expect(label string) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.waiting == nil {
+		a.waiting = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	a.waiting[label] = ch
+	return ch
+}
+
+// arrive says that the slow step holds a write labelled label; kcp may
+// call the step again for one write, which changes nothing.
+func (a *arrivals) arrive(label string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ch, ok := a.waiting[label]; ok {
+		close(ch)
+		delete(a.waiting, label)
+	}
+}
+
+// forget drops label once its write is done.
+func (a *arrivals) forget(label string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.waiting, label)
+}
+
 // slowLabel on a VM, when a write changes it, makes the slow admission
 // step hold that write for slowMoveHold.
 const (
@@ -704,8 +748,12 @@ func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleSta
 		md["annotations"] = map[string]string{v1alpha1.ClusterAnnotation: w.forge}
 	}
 	held := w.rng.IntN(2) == 0
+	var arrived <-chan struct{}
 	if held {
-		md["labels"] = map[string]string{slowLabel: strconv.Itoa(w.rng.Int())}
+		label := fmt.Sprintf("w%d-%d", w.id, w.rng.Int())
+		md["labels"] = map[string]string{slowLabel: label}
+		arrived = w.held.expect(label)
+		defer w.held.forget(label)
 	}
 	body, _ := json.Marshal(map[string]interface{}{"metadata": md, "spec": vmSpec(vpc, ref.style)})
 	moved := make(chan error, 1)
@@ -715,13 +763,26 @@ func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleSta
 	}()
 	next := vmRef{vpc: vpc, style: ref.style, guarded: rule.present && ref.style == rule.style && w.vpcs[vpc]}
 	var deleteErr error
-	tried := held && next.guarded
-	if tried {
-		// Past the index webhook, held by the slow one.
-		time.Sleep(slowMoveHold / 2)
-		deleteErr = w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+	var movedErr error
+	movedAlready := false
+	tried := false
+	if held && next.guarded {
+		// Once the slow step holds the write, the index webhook has let
+		// it through (validating webhooks come after mutating ones), and
+		// it is not stored before the hold is over: the move is in flight.
+		select {
+		case <-arrived:
+			tried = true
+			deleteErr = w.vpcAPI.Delete(ctx, vpc, metav1.DeleteOptions{})
+		case movedErr = <-moved:
+			// Refused before the slow step: nothing was in flight.
+			movedAlready = true
+		}
 	}
-	if err := <-moved; err != nil {
+	if !movedAlready {
+		movedErr = <-moved
+	}
+	if err := movedErr; err != nil {
 		fail("moving %s's reference to %s: %v", vm, vpc, err)
 		if tried && deleteErr == nil {
 			delete(w.vpcs, vpc)
