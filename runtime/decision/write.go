@@ -3,8 +3,9 @@ package decision
 import (
 	"context"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
 
 // validateWrite guards a create or update of a protected object: one that
