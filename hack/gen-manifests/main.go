@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 )
 
 const (
@@ -38,7 +38,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	files, err := gen.FromCRD(crd)
+	files, err := manifests.FromCRD(crd)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -195,9 +194,9 @@ func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
 // depCtrlBindingYAML binds the dep-ctrl export and accepts its claims,
 // the read-only ones on APIExports and APIResourceSchemas included.
 func depCtrlBindingYAML(depCtrlPath string) string {
-	verbs := "[" + strings.Join(gen.ClaimVerbs, ", ") + "]"
-	eventVerbs := "[" + strings.Join(gen.EventClaimVerbs, ", ") + "]"
-	typeVerbs := "[" + strings.Join(gen.TypeClaimVerbs, ", ") + "]"
+	verbs := "[" + strings.Join(manifests.ClaimVerbs, ", ") + "]"
+	eventVerbs := "[" + strings.Join(manifests.EventClaimVerbs, ", ") + "]"
+	typeVerbs := "[" + strings.Join(manifests.TypeClaimVerbs, ", ") + "]"
 	return fmt.Sprintf(`apiVersion: apis.kcp.io/v1alpha2
 kind: APIBinding
 metadata:

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests/gen"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
@@ -26,11 +25,11 @@ func TestManifestsDecodeAndAgree(t *testing.T) {
 		claims = append(claims, fmt.Sprintf("%s/%s %v", c.Group, c.Resource, c.Verbs))
 	}
 	want := []string{
-		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
-		"admissionregistration.k8s.io/mutatingwebhookconfigurations " + fmt.Sprint(gen.ClaimVerbs),
-		"/events " + fmt.Sprint(gen.EventClaimVerbs),
-		"apis.kcp.io/apiexports " + fmt.Sprint(gen.TypeClaimVerbs),
-		"apis.kcp.io/apiresourceschemas " + fmt.Sprint(gen.TypeClaimVerbs),
+		"admissionregistration.k8s.io/validatingwebhookconfigurations " + fmt.Sprint(ClaimVerbs),
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations " + fmt.Sprint(ClaimVerbs),
+		"/events " + fmt.Sprint(EventClaimVerbs),
+		"apis.kcp.io/apiexports " + fmt.Sprint(TypeClaimVerbs),
+		"apis.kcp.io/apiresourceschemas " + fmt.Sprint(TypeClaimVerbs),
 	}
 	if !slices.Equal(claims, want) {
 		t.Fatalf("claims %q, want %q", claims, want)
@@ -80,7 +79,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := gen.FromCRD(crd)
+	files, err := FromCRD(crd)
 	if err != nil {
 		t.Fatal(err)
 	}

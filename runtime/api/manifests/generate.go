@@ -1,7 +1,8 @@
-// Package gen turns the DependencyRule CRD that controller-gen writes into
-// the kcp APIResourceSchema and APIExport that the runtime, the provider and
-// the tests install. It is the one place these objects are derived.
-package gen
+package manifests
+
+// FromCRD turns the DependencyRule CRD that controller-gen writes into the
+// kcp APIResourceSchema and APIExport that the runtime, the provider and the
+// tests install. It is the one place these objects are derived.
 
 import (
 	"crypto/sha256"
