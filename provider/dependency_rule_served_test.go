@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -93,7 +92,7 @@ func servedTopology(ctx context.Context, t *testing.T, e *env.Env) (depctrl, com
 		}
 	}
 	controllerOnly := []rbacv1.Subject{rbac.User(env.ControllerUser)}
-	apply(depctrl, string(manifests.APIResourceSchemaYAML()), string(manifests.APIExportYAML()),
+	apply(depctrl, string(v1alpha1.APIResourceSchemaYAML()), string(v1alpha1.APIExportYAML()),
 		grantYAML(t, rbac.ExportAccess(v1alpha1.DefaultAPIExportName, []rbacv1.Subject{rbac.User(env.ControllerUser), rbac.User(env.WebhookUser)})))
 	for _, p := range []string{"root", org.Path} {
 		apply(p, grantYAML(t, rbac.WorkspaceReader(controllerOnly)))

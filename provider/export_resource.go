@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
@@ -118,8 +117,8 @@ func (m *exportResourceModel) desired(ctx context.Context) (desiredExport, error
 	}
 	name := m.Name.ValueString()
 	return desiredExport{
-		schema: manifests.APIResourceSchema(),
-		export: manifests.APIExport(name),
+		schema: v1alpha1.APIResourceSchema(),
+		export: v1alpha1.APIExport(name),
 		access: rbac.ExportAccess(name, subjectsFrom(users, groups)),
 	}, nil
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -57,7 +56,7 @@ func TestAccExportResource_basic(t *testing.T) {
 		return statecheck.ExpectKnownValue(addr, tfjsonpath.New(name), v)
 	}
 	// An older provider version's schema: same content, another name.
-	oldSchema := manifests.APIResourceSchema()
+	oldSchema := v1alpha1.APIResourceSchema()
 	oldSchema.Name = "v00000000." + v1alpha1.Resource + "." + v1alpha1.Group
 
 	resource.Test(t, resource.TestCase{
@@ -65,7 +64,7 @@ func TestAccExportResource_basic(t *testing.T) {
 		CheckDestroy: func(*terraform.State) error {
 			checks := map[string]error{}
 			_, checks["apiexport"] = d.Resource(apiExportsGVR).Get(ctx, v1alpha1.DefaultAPIExportName, metav1.GetOptions{})
-			_, checks["apiresourceschema"] = d.Resource(apiResourceSchemasGVR).Get(ctx, manifests.SchemaName(), metav1.GetOptions{})
+			_, checks["apiresourceschema"] = d.Resource(apiResourceSchemasGVR).Get(ctx, v1alpha1.SchemaName(), metav1.GetOptions{})
 			_, checks["clusterrole"] = d.Resource(clusterRolesGVR).Get(ctx, rbac.ExportAccessName, metav1.GetOptions{})
 			_, checks["clusterrolebinding"] = d.Resource(clusterRoleBindingsGVR).Get(ctx, rbac.ExportAccessName, metav1.GetOptions{})
 			for what, err := range checks {
@@ -81,7 +80,7 @@ func TestAccExportResource_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					attr("id", knownvalue.StringExact(ws.Path+"/"+v1alpha1.DefaultAPIExportName)),
 					attr("name", knownvalue.StringExact(v1alpha1.DefaultAPIExportName)),
-					attr("schema_name", knownvalue.StringExact(manifests.SchemaName())),
+					attr("schema_name", knownvalue.StringExact(v1alpha1.SchemaName())),
 					attr("identity_hash", knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{20,}$`))),
 					attr("permission_claims", knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.StringExact("admissionregistration.k8s.io/mutatingwebhookconfigurations: create,delete,get,list,patch,update,watch"),
@@ -133,7 +132,7 @@ func TestAccExportResource_basic(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if claims, _, _ := unstructured.NestedSlice(export.Object, "spec", "permissionClaims"); len(claims) != len(manifests.APIExport("").Spec.PermissionClaims) {
+					if claims, _, _ := unstructured.NestedSlice(export.Object, "spec", "permissionClaims"); len(claims) != len(v1alpha1.APIExport("").Spec.PermissionClaims) {
 						return fmt.Errorf("permission claims not restored: %v", claims)
 					}
 					binding, err := d.Resource(clusterRoleBindingsGVR).Get(ctx, rbac.ExportAccessName, metav1.GetOptions{})
@@ -163,7 +162,7 @@ func TestAccExportResource_basic(t *testing.T) {
 				Config: exportConfig(e, ws.Path, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(addr, tfjsonpath.New("schema_name"), knownvalue.StringExact(manifests.SchemaName())),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("schema_name"), knownvalue.StringExact(v1alpha1.SchemaName())),
 				}},
 				Check: func(*terraform.State) error {
 					if _, err := d.Resource(apiResourceSchemasGVR).Get(ctx, oldSchema.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
@@ -104,7 +103,7 @@ func (m *providerBindingModel) desiredBinding() *apisv1alpha2.APIBinding {
 			}},
 		},
 	}
-	for _, c := range manifests.APIExport("").Spec.PermissionClaims {
+	for _, c := range v1alpha1.APIExport("").Spec.PermissionClaims {
 		b.Spec.PermissionClaims = append(b.Spec.PermissionClaims, apisv1alpha2.AcceptablePermissionClaim{
 			ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
 				PermissionClaim: c,

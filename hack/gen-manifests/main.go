@@ -9,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 const (
 	apiDir       = "runtime/api/v1alpha1"
-	manifestsDir = "runtime/api/manifests"
+	manifestsDir = "runtime/api/v1alpha1"
 	crdFile      = "dependencies.opendefense.cloud_dependencyrules.yaml"
 )
 
@@ -38,7 +38,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	files, err := manifests.FromCRD(crd)
+	files, err := v1alpha1.FromCRD(crd)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -64,7 +63,7 @@ func TestAPIExportProviderBeforeBindings(t *testing.T) {
 	check.Must(t, err)
 	access := rbac.ExportAccess(v1alpha1.DefaultAPIExportName, []rbacv1.Subject{rbac.User(env.WebhookUser)})
 	apply(ctx, t, top.admin(t, top.DepCtrl.Path),
-		string(manifests.APIResourceSchemaYAML()), string(manifests.APIExportYAML()), toYAML(t, withoutExportContent(access)))
+		string(v1alpha1.APIResourceSchemaYAML()), string(v1alpha1.APIExportYAML()), toYAML(t, withoutExportContent(access)))
 
 	logs := &lockedLog{}
 	var seen sync.Map // "cluster/name" of every rule the reconciler saw

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/manifests"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -114,7 +113,7 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 
 	// The dep-ctrl export and what the runtime may do with it.
 	apply(ctx, t, top.admin(t, top.DepCtrl.Path),
-		string(manifests.APIResourceSchemaYAML()), string(manifests.APIExportYAML()),
+		string(v1alpha1.APIResourceSchemaYAML()), string(v1alpha1.APIExportYAML()),
 		toYAML(t, rbac.ExportAccess(v1alpha1.DefaultAPIExportName, runtimeUsers)))
 	// Path resolution: read workspaces in root and in the intermediate org.
 	for _, p := range []string{"root", top.Org.Path} {
@@ -194,9 +193,9 @@ func (top *Topology) dynamicFor(t *testing.T, path string) dynamic.Interface {
 // depCtrlBindingYAML binds the dep-ctrl export and accepts its claims,
 // the read-only ones on APIExports and APIResourceSchemas included.
 func depCtrlBindingYAML(depCtrlPath string) string {
-	verbs := "[" + strings.Join(manifests.ClaimVerbs, ", ") + "]"
-	eventVerbs := "[" + strings.Join(manifests.EventClaimVerbs, ", ") + "]"
-	typeVerbs := "[" + strings.Join(manifests.TypeClaimVerbs, ", ") + "]"
+	verbs := "[" + strings.Join(v1alpha1.ClaimVerbs, ", ") + "]"
+	eventVerbs := "[" + strings.Join(v1alpha1.EventClaimVerbs, ", ") + "]"
+	typeVerbs := "[" + strings.Join(v1alpha1.TypeClaimVerbs, ", ") + "]"
 	return fmt.Sprintf(`apiVersion: apis.kcp.io/v1alpha2
 kind: APIBinding
 metadata:

@@ -1,5 +1,10 @@
 // Package v1alpha1 is the DependencyRule API: which resources protect which
-// others from deletion, across kcp workspaces.
+// others from deletion, across kcp workspaces. Besides the types it holds
+// what every party to a rule shares: the manifests that serve it (the CRD,
+// the kcp APIResourceSchema and the APIExport, manifests.go and
+// generate.go), the cycles rules can form (cycles.go), and the contract
+// between the controller and the webhook (endpoints.go, indexconfig.go,
+// intent.go).
 //
 // +kubebuilder:object:generate=true
 // +groupName=dependencies.opendefense.cloud

@@ -1,4 +1,4 @@
-package manifests
+package v1alpha1
 
 import (
 	"bytes"
@@ -8,16 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 func TestManifestsDecodeAndAgree(t *testing.T) {
 	crd, schema, export := CRD(), APIResourceSchema(), APIExport("")
-	if crd.Spec.Group != v1alpha1.Group || crd.Spec.Names.Plural != v1alpha1.Resource {
+	if crd.Spec.Group != Group || crd.Spec.Names.Plural != Resource {
 		t.Fatalf("CRD is for %s/%s", crd.Spec.Group, crd.Spec.Names.Plural)
 	}
-	if export.Name != v1alpha1.DefaultAPIExportName || export.Spec.Resources[0].Schema != schema.Name {
+	if export.Name != DefaultAPIExportName || export.Spec.Resources[0].Schema != schema.Name {
 		t.Fatalf("export %s serves schema %s, want %s", export.Name, export.Spec.Resources[0].Schema, schema.Name)
 	}
 	var claims []string
@@ -47,15 +45,15 @@ func TestSchemaPatternsMatchValidate(t *testing.T) {
 	dependent := spec.Properties["dependent"]
 	dependency := spec.Properties["dependencies"].Items.Schema
 	for name, tt := range map[string]struct{ got, want string }{
-		"dependent.group":                  {dependent.Properties["group"].Pattern, v1alpha1.GroupPattern},
-		"dependent.version":                {dependent.Properties["version"].Pattern, v1alpha1.VersionPattern},
-		"dependent.kind":                   {dependent.Properties["kind"].Pattern, v1alpha1.KindPattern},
-		"dependent.resource":               {dependent.Properties["resource"].Pattern, v1alpha1.ResourcePattern},
-		"dependent.apiExportName":          {dependent.Properties["apiExportName"].Pattern, v1alpha1.ExportNamePattern},
-		"dependencies[].group":             {dependency.Properties["group"].Pattern, v1alpha1.GroupPattern},
-		"dependencies[].apiExportRef.path": {dependency.Properties["apiExportRef"].Properties["path"].Pattern, v1alpha1.WorkspacePathPattern},
-		"dependencies[].apiExportRef.name": {dependency.Properties["apiExportRef"].Properties["name"].Pattern, v1alpha1.ExportNamePattern},
-		"dependencies[].fieldRef.path":     {dependency.Properties["fieldRef"].Properties["path"].Pattern, v1alpha1.FieldPathPattern},
+		"dependent.group":                  {dependent.Properties["group"].Pattern, GroupPattern},
+		"dependent.version":                {dependent.Properties["version"].Pattern, VersionPattern},
+		"dependent.kind":                   {dependent.Properties["kind"].Pattern, KindPattern},
+		"dependent.resource":               {dependent.Properties["resource"].Pattern, ResourcePattern},
+		"dependent.apiExportName":          {dependent.Properties["apiExportName"].Pattern, ExportNamePattern},
+		"dependencies[].group":             {dependency.Properties["group"].Pattern, GroupPattern},
+		"dependencies[].apiExportRef.path": {dependency.Properties["apiExportRef"].Properties["path"].Pattern, WorkspacePathPattern},
+		"dependencies[].apiExportRef.name": {dependency.Properties["apiExportRef"].Properties["name"].Pattern, ExportNamePattern},
+		"dependencies[].fieldRef.path":     {dependency.Properties["fieldRef"].Properties["path"].Pattern, FieldPathPattern},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s: the schema says %q, Validate %q", name, tt.got, tt.want)
@@ -71,7 +69,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		t.Skip("runs controller-gen")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "tool", "controller-gen", "crd", "paths=../v1alpha1/...", "output:crd:dir="+dir)
+	cmd := exec.Command("go", "tool", "controller-gen", "crd", "paths=./...", "output:crd:dir="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, out)
 	}

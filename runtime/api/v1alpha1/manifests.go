@@ -1,10 +1,11 @@
-// Package manifests embeds the DependencyRule CRD, the kcp
-// APIResourceSchema and the APIExport generated from runtime/api/v1alpha1.
-// The runtime, the Terraform provider and the tests all install these, so
-// the schema is defined once.
-//
+package v1alpha1
+
+// The DependencyRule CRD, the kcp APIResourceSchema and the APIExport,
+// generated from this package's types (make generate) and embedded: the
+// runtime, the Terraform provider and the tests all install these, so the
+// schema is defined once.
+
 //go:generate sh -c "cd ../../.. && go run ./hack/gen-manifests"
-package manifests
 
 import (
 	_ "embed"

@@ -1,4 +1,4 @@
-package manifests
+package v1alpha1
 
 // FromCRD turns the DependencyRule CRD that controller-gen writes into the
 // kcp APIResourceSchema and APIExport that the runtime, the provider and the
@@ -40,6 +40,8 @@ var TypeClaims = []apisv1alpha2.GroupResource{
 }
 
 // Files are the generated manifests.
+//
+// +kubebuilder:object:generate=false
 type Files struct {
 	APIResourceSchema []byte
 	APIExport         []byte
