@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -272,4 +273,21 @@ func TestAccDependencyRuleResource_errors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { testConfigFails(t, tt.fields.config(e), tt.want) })
 	}
+}
+
+// ruleEnforcedInKCP fails unless the DependencyRule name, read from kcp
+// through d, is enforced for its generation.
+func ruleEnforcedInKCP(ctx context.Context, d dynamic.Interface, name string) error {
+	u, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var rule v1alpha1.DependencyRule
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &rule); err != nil {
+		return fmt.Errorf("decoding DependencyRule %s: %w", name, err)
+	}
+	if !enforced(&rule) {
+		return fmt.Errorf("DependencyRule %s is not enforced: %s", name, ruleState(&rule))
+	}
+	return nil
 }

@@ -36,7 +36,8 @@ func servedSummary(reason string) string {
 }
 
 // ModifyPlan records what this plan does with the rule, for the cycle
-// checks of the others, and checks a new or changed rule, with the
+// checks of the others, plans the repair of a rule no longer enforced
+// (planRepair), and checks a new or changed rule, with the
 // provider's own credentials, as the controller would: against the exports
 // it names, as they are now (TypesServed), so that a rule that would
 // protect nothing fails the plan with the attribute named; and against
@@ -66,6 +67,9 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 	}
 	after := plannedRuleOf(&plan)
 	r.conn.rulePlans.plan(before, &after)
+	if before != nil {
+		planRepair(ctx, &state, &plan, resp)
+	}
 	if plan.Dependent == nil || len(plan.Dependencies) == 0 || plan.WorkspacePath.IsUnknown() {
 		return
 	}

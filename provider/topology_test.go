@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -216,36 +217,24 @@ func TestAccTopology_basic(t *testing.T) {
 		}
 		return nil
 	}
-	shardGrantsGone := func() error {
-		for _, s := range e.Shards {
-			if _, err := shardAdmin(t, e, s.Name).Resource(clusterRolesGVR).Get(ctx, tp.prefix+":reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("shard grant left on %s (err=%v)", s.Name, err)
-			}
-		}
-		return nil
-	}
-
 	// Every destroy, of a rule during the test and of everything at its
 	// end, runs with the runtime running: none may warn that the
 	// controller left anything behind.
 	resource.Test(t, withRuntimeRunning(resource.TestCase{
 		CheckDestroy: func(*terraform.State) error {
-			kcp := adminKCP(t, e)
-			for _, name := range []string{"depctrl", "org", "compute", "consumer-0", "consumer-1"} {
-				_, err := kcp.Cluster(logicalcluster.NewPath("root")).TenancyV1alpha1().Workspaces().Get(ctx, tp.prefix+"-"+name, metav1.GetOptions{})
-				if !apierrors.IsNotFound(err) {
-					return fmt.Errorf("workspace %s-%s left behind (err=%v)", tp.prefix, name, err)
-				}
-			}
-			if _, err := adminDynamic(t, e, "root").Resource(clusterRolesGVR).Get(ctx, tp.prefix+":workspace-reader", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("root grant left behind (err=%v)", err)
-			}
-			if err := shardGrantsGone(); err != nil {
+			// Nothing of the installation is left in any workspace of root
+			// or on any shard; the workspaces the test made itself (not
+			// Terraform) are the tenant's and the refused binding's.
+			left, err := installationLeftovers(ctx, t, e, tp.prefix, tenant, tp.path("refused"))
+			if err != nil {
 				return err
+			}
+			if len(left) > 0 {
+				return fmt.Errorf("left behind by destroy:\n  %s", strings.Join(left, "\n  "))
 			}
 			// In the tenant's workspace, what the runtime wrote stays, and
 			// is what the topology guide says stays.
-			left, err := tracesIn(ctx, adminDynamic(t, e, tenant))
+			left, err = tracesIn(ctx, adminDynamic(t, e, tenant))
 			if err != nil {
 				return err
 			}
@@ -364,8 +353,86 @@ func TestAccTopology_basic(t *testing.T) {
 					plancheck.ExpectResourceAction("depctrl_dependency_rule.refused", plancheck.ResourceActionDestroy),
 				}},
 			},
+			{
+				// Repair: the controller's grant in the network export's
+				// parent workspace is removed by hand, and the controller
+				// reports the rules unresolvable. The plan restores the
+				// grant and updates the rules to wait for them; apply
+				// returns with both enforced again.
+				PreConfig: func() { removeParentGrant(ctx, t, e, tp, compute, rule) },
+				Config:    tp.withRules(".spec.networks[*].vpc", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_root_rbac.this", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(rule, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(rule, tfjsonpath.New("ready"), knownvalue.Bool(true)),
+					plancheck.ExpectResourceAction("depctrl_dependency_rule.db_needs_firewall", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rule, tfjsonpath.New("ready"), knownvalue.Bool(true)),
+				},
+				// As apply returns, kcp says both rules are enforced.
+				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
+					if err := ruleEnforcedInKCP(ctx, compute, "vm-needs-vpc"); err != nil {
+						return err
+					}
+					return ruleEnforcedInKCP(ctx, adminDynamic(t, e, tp.path("network")), "db-needs-firewall")
+				}, protected),
+			},
 		})),
 	}))
+}
+
+// removeParentGrant deletes, outside Terraform, the controller's grant to
+// read workspaces in the network export's parent workspace, and waits
+// until the controller reports the rule addr names as not Ready.
+func removeParentGrant(ctx context.Context, t *testing.T, e *env.Env, tp topology, compute dynamic.Interface, addr string) {
+	t.Helper()
+	check.Must(t, adminDynamic(t, e, tp.path("org")).Resource(clusterRoleBindingsGVR).Delete(ctx, tp.prefix+":workspace-reader", metav1.DeleteOptions{}))
+	// The controller reads a resolved path again after its cache TTL and
+	// runs at least every resync period.
+	check.Eventually(ctx, t, 2*time.Minute, "the controller to report "+addr+" not enforced", func() error {
+		if ruleEnforcedInKCP(ctx, compute, "vm-needs-vpc") == nil {
+			return fmt.Errorf("still enforced")
+		}
+		return nil
+	})
+}
+
+// installationLeftovers lists what an installation named by prefix left
+// in kcp: workspaces in root, and ClusterRoles and ClusterRoleBindings in
+// root and in every shard's system:admin, other than the workspaces in
+// except (made by the test, not by Terraform).
+func installationLeftovers(ctx context.Context, t *testing.T, e *env.Env, prefix string, except ...string) ([]string, error) {
+	t.Helper()
+	var left []string
+	workspaces, err := adminKCP(t, e).Cluster(logicalcluster.NewPath("root")).TenancyV1alpha1().Workspaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the workspaces of root: %w", err)
+	}
+	for _, ws := range workspaces.Items {
+		if p := "root:" + ws.Name; strings.HasPrefix(ws.Name, prefix) && !slices.Contains(except, p) {
+			left = append(left, "workspace "+p)
+		}
+	}
+	rbacIn := map[string]dynamic.Interface{"root": adminDynamic(t, e, "root")}
+	for _, s := range e.Shards {
+		rbacIn["system:admin of shard "+s.Name] = shardAdmin(t, e, s.Name)
+	}
+	for where, d := range rbacIn {
+		for _, gvr := range []schema.GroupVersionResource{clusterRolesGVR, clusterRoleBindingsGVR} {
+			list, err := d.Resource(gvr).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing %s in %s: %w", gvr.Resource, where, err)
+			}
+			for _, o := range list.Items {
+				if strings.Contains(o.GetName(), prefix) {
+					left = append(left, fmt.Sprintf("%s %s in %s", gvr.Resource, o.GetName(), where))
+				}
+			}
+		}
+	}
+	sort.Strings(left)
+	return left, nil
 }
 
 // emptyPlanAfterEachApply adds to every step that applies a configuration
