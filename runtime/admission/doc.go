@@ -10,7 +10,7 @@
 // cradmission.Webhook, stricter than they are by themselves: what is not a
 // well-formed AdmissionReview is refused as bad before any decision sees it.
 //
-// # The trust boundary (cluster.go, names.go, path.go)
+// # The trust boundary (cluster.go, deletion.go, names.go, path.go)
 //
 // This is the boundary between what an admission request says and what the
 // runtime acts on. Every field of a request (names, namespaces, annotations,
@@ -19,7 +19,9 @@
 // through ClusterOf, and builds no URL path from a segment that Segment
 // refused (Path calls it for every segment it joins). A value that cannot be
 // an object's name names no object: a reference holding one references
-// nothing, and records nothing. TestBoundaryHasOneDoor keeps it so.
+// nothing, and records nothing. A DELETE reaches the protection decision
+// only as a Deletion (DeletionOf): the deleted object's name, namespace and
+// logical cluster, checked once. TestBoundaryHasOneDoor keeps it so.
 //
 // # Scope (scope.go)
 //

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
@@ -36,8 +36,8 @@ func TestWorkspaceReadsAndEvents(t *testing.T) {
 	}
 	event := func(cluster string) call {
 		return func(ctx context.Context, f *FrontProxyFinder) (string, error) {
-			req := &admissionv1.AdmissionRequest{Namespace: "prod", Name: "vpc-1", Resource: metav1.GroupVersionResource(vpcGVR)}
-			ev := skipEvent(req, metav1.ObjectMeta{Namespace: "prod", Name: "vpc-1", UID: "uid-1"}, "test", time.Now())
+			d := admission.Deletion{Namespace: "prod", Name: "vpc-1", Resource: vpcGVR, Meta: metav1.ObjectMeta{Namespace: "prod", Name: "vpc-1", UID: "uid-1"}}
+			ev := skipEvent(d, "test", time.Now())
 			return "", f.createEvent(ctx, cluster, ev)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -50,7 +51,8 @@ func benchObject(cluster string, extra map[string]string) runtime.RawExtension {
 // noCandidates hears of created objects and forgets them.
 type noCandidates struct{}
 
-func (noCandidates) Candidate(string, *admissionv1.AdmissionRequest) {}
+func (noCandidates) Created(string, schema.GroupVersionResource, string) {}
+func (noCandidates) Deleted(string, schema.GroupVersionResource, string) {}
 
 // BenchmarkValidatorRequest is the validator's work for one admission
 // request of a protected object, with its reads answered in memory: a

@@ -2,7 +2,6 @@ package decision
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,65 +24,52 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 		return admission.NotDecidable(err), admission.OutcomeNotInitialized
 	}
 
-	obj, err := decodeObject(req)
+	d, err := admission.DeletionOf(req)
 	if err != nil {
-		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
+		v.log.Info("cannot decide", "resource", d.Resource.String(), "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
 	}
-	meta := admission.MetaOf(obj)
-	if req, err = identify(req, meta); err != nil {
-		v.log.Info("cannot decide", "resource", req.Resource.String(), "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
-	}
-	log := v.log.WithValues("resource", req.Resource.String(), "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
-	target := describe(req)
+	log := v.log.WithValues("resource", d.Resource.String(), "cluster", d.Cluster, "namespace", d.Namespace, "name", d.Name, "user", d.User)
 
 	skipIgnored := false
-	if meta.Annotations[v1alpha1.SkipProtectionAnnotation] == "true" {
-		if v.maySkip(req.UserInfo.Groups) {
-			skipProtectionUses.WithLabelValues(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String()).Inc()
-			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", req.UserInfo.Groups)
-			if cluster, err := admission.ClusterOf(req, admission.Annotations{OldObject: meta.Annotations}); err == nil && v.opts.Auditor != nil && !admission.DryRun(req) {
-				v.opts.Auditor.RecordSkip(cluster, req, meta)
+	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] == "true" {
+		if v.maySkip(d.Groups) {
+			skipProtectionUses.WithLabelValues(d.Resource.GroupResource().String()).Inc()
+			log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", d.Groups)
+			if v.opts.Auditor != nil && !d.DryRun {
+				v.opts.Auditor.RecordSkip(d)
 			}
-			return admission.Allow(fmt.Sprintf("%s carries %s=true", target, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
+			return admission.Allow(fmt.Sprintf("%s carries %s=true", d, v1alpha1.SkipProtectionAnnotation)), outcomeSkipped
 		}
 		skipIgnored = true
-		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", req.UserInfo.Groups, "allowed", v.opts.SkipProtectionGroups)
+		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", d.Groups, "allowed", v.opts.SkipProtectionGroups)
 	}
 
-	protections := v.protections.Protections(schema.GroupVersionResource(req.Resource))
+	protections := v.protections.Protections(d.Resource)
 	if len(protections) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	cluster, err := admission.ClusterOf(req, admission.Annotations{OldObject: meta.Annotations})
-	if err != nil {
-		log.Info("cannot decide: no logical cluster", "error", err.Error())
-		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
-			fmt.Sprintf("cannot check %s for dependents: %v", target, err)), admission.OutcomeBadRequest
-	}
-	if v.opts.Candidates != nil && !admission.DryRun(req) {
+	if v.opts.Candidates != nil && !d.DryRun {
 		// The rest of the namespace may be settled before it follows.
-		v.opts.Candidates.Candidate(cluster, req)
+		v.opts.Candidates.Deleted(d.Cluster, d.Resource, d.Namespace)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 	defer cancel()
-	if admission.DryRun(req) {
+	if d.DryRun {
 		ctx = admission.WithoutSideEffects(ctx)
 	}
-	targetGR := schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}
 	// The dependents the object's intents name come first: one of them
 	// still referencing it decides a denial without reading the others.
 	var more int
-	blockers := v.recordedBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+	blockers := v.recordedBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations)
 	if len(blockers) == 0 {
-		blockers, more, err = v.findBlockers(ctx, cluster, req.Namespace, targetGR, req.Name, protections)
+		blockers, more, err = v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections)
 	}
 	if err == nil && len(blockers) == 0 {
 		// None stored: a write admitted but not stored yet shows only as
 		// the intent it recorded on this very revision of the object.
-		blockers, err = v.pendingBlockers(ctx, cluster, req.Name, protections, meta.Annotations)
+		blockers, err = v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations)
 		if err == nil && len(blockers) == 0 {
 			return admission.Allow(""), outcomeAllowed
 		}
@@ -93,19 +79,19 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	// also when the dependents could not be read (a narrowed read grant, a
 	// type whose binding is going away): only the workspace's own state
 	// decides, so its teardown never waits on reads that fail.
-	if terminating, terr := v.finder.Terminating(ctx, cluster); terr == nil && terminating {
-		log.Info("deletion allowed: the workspace is being deleted", "cluster", cluster)
+	if terminating, terr := v.finder.Terminating(ctx, d.Cluster); terr == nil && terminating {
+		log.Info("deletion allowed: the workspace is being deleted")
 		return admission.Allow("the workspace is being deleted"), outcomeAllowed
 	}
 	if err != nil {
-		log.Error(err, "looking up dependents failed", "cluster", cluster)
+		log.Error(err, "looking up dependents failed")
 		return admission.Deny(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", target, err)), admission.OutcomeError
+			fmt.Sprintf("cannot delete %s: checking for dependents failed, so protection refuses the deletion: %v", d, err)), admission.OutcomeError
 	}
-	log.Info("deletion denied", "cluster", cluster, "blockers", len(blockers)+more)
+	log.Info("deletion denied", "blockers", len(blockers)+more)
 	// A cluster-scoped object may be referenced from several namespaces:
 	// then the denial says which namespace each dependent is in.
-	msg := denialMessage(target, blockers, more, req.Namespace == "")
+	msg := denialMessage(d.String(), blockers, more, d.Namespace == "")
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
@@ -250,49 +236,4 @@ func denialMessage(target string, blockers []Blocker, more int, withNamespaces b
 		msg += fmt.Sprintf(" and %d more", more)
 	}
 	return msg
-}
-
-// identify returns req naming the object it deletes. A DELETECOLLECTION
-// (a field or label selector, a whole collection, a namespace being emptied,
-// an APIBinding being removed) reaches admission once per item with an empty
-// name, and without a namespace when it spans namespaces: the item itself,
-// in oldObject, then says which object is deleted. A request whose name
-// disagrees with its object is malformed.
-func identify(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta) (*admissionv1.AdmissionRequest, error) {
-	if meta.Name == "" {
-		return req, fmt.Errorf("cannot check %s for dependents: the deleted object has no metadata.name", describe(req))
-	}
-	if (req.Name != "" && req.Name != meta.Name) || (req.Namespace != "" && req.Namespace != meta.Namespace) {
-		return req, fmt.Errorf("cannot check %s for dependents: the request names %s but its object is %s",
-			describe(req), qualified(req.Namespace, req.Name), qualified(meta.Namespace, meta.Name))
-	}
-	if req.Name == meta.Name && req.Namespace == meta.Namespace {
-		return req, nil
-	}
-	named := *req
-	named.Name, named.Namespace = meta.Name, meta.Namespace
-	return &named, nil
-}
-
-func qualified(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
-
-func describe(req *admissionv1.AdmissionRequest) string {
-	return req.Resource.Resource + "/" + req.Name
-}
-
-func decodeObject(req *admissionv1.AdmissionRequest) (map[string]interface{}, error) {
-	raw := req.OldObject.Raw
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("cannot check %s for dependents: the DELETE request carries no object", describe(req))
-	}
-	obj := map[string]interface{}{}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, fmt.Errorf("cannot check %s for dependents: decoding the object: %w", describe(req), err)
-	}
-	return obj, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +25,7 @@ const reasonSkipProtection = "DeletionProtectionSkipped"
 // SkipAuditor records a deletion that the skip-protection annotation let
 // through. It must not block or fail the admission decision.
 type SkipAuditor interface {
-	RecordSkip(cluster string, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta)
+	RecordSkip(d admission.Deletion)
 }
 
 // EventAuditor records each use of the skip-protection annotation as an
@@ -54,9 +53,9 @@ func NewEventAuditor(finder *FrontProxyFinder, log logr.Logger) *EventAuditor {
 // written on a forged review (or for a deletion another admission plugin
 // then refused) would tell the object's owners of a deletion that never
 // happened. A failure is logged.
-func (a *EventAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta) {
-	ev := skipEvent(req, meta, a.instance, time.Now())
-	gvr := schema.GroupVersionResource(req.Resource)
+func (a *EventAuditor) RecordSkip(d admission.Deletion) {
+	ev := skipEvent(d, a.instance, time.Now())
+	cluster, gvr, meta := d.Cluster, d.Resource, d.Meta
 	go func() {
 		confirm, poll := a.Confirm, a.Poll
 		if confirm == 0 {
@@ -152,20 +151,20 @@ func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gv
 }
 
 // skipEvent is the Event for one skip-protection use.
-func skipEvent(req *admissionv1.AdmissionRequest, meta metav1.ObjectMeta, instance string, now time.Time) *unstructured.Unstructured {
+func skipEvent(d admission.Deletion, instance string, now time.Time) *unstructured.Unstructured {
 	return process.Event{
 		Regarding: process.Regarding{
-			APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(),
-			Kind:       req.Kind.Kind,
-			Namespace:  req.Namespace,
-			Name:       req.Name,
-			UID:        string(meta.UID),
+			APIVersion: d.Kind.GroupVersion().String(),
+			Kind:       d.Kind.Kind,
+			Namespace:  d.Namespace,
+			Name:       d.Name,
+			UID:        string(d.Meta.UID),
 		},
 		Type:   process.EventWarning,
 		Reason: reasonSkipProtection,
 		Action: "Delete",
 		Note: fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",
-			describe(req), v1alpha1.SkipProtectionAnnotation, req.UserInfo.Username, strings.Join(req.UserInfo.Groups, ", ")),
+			d, v1alpha1.SkipProtectionAnnotation, d.User, strings.Join(d.Groups, ", ")),
 		Controller: "dependencies.opendefense.cloud/webhook",
 		Instance:   instance,
 	}.Object(now)

@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
@@ -15,7 +16,8 @@ import (
 // Candidates are told of the places where protected objects are created or
 // deleted, so that the objects there can be settled (settle.Settler).
 type Candidates interface {
-	Candidate(cluster string, req *admissionv1.AdmissionRequest)
+	Created(cluster string, gvr schema.GroupVersionResource, namespace string)
+	Deleted(cluster string, gvr schema.GroupVersionResource, namespace string)
 }
 
 // guardSettled refuses a create or update that sets the settled label or

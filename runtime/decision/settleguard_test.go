@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
@@ -20,8 +21,12 @@ import (
 
 type candidateLog []string
 
-func (c *candidateLog) Candidate(cluster string, req *admissionv1.AdmissionRequest) {
-	*c = append(*c, cluster+" "+req.Resource.Resource+" "+req.Namespace)
+func (c *candidateLog) Created(cluster string, gvr schema.GroupVersionResource, namespace string) {
+	*c = append(*c, cluster+" "+gvr.Resource+" "+namespace)
+}
+
+func (c *candidateLog) Deleted(cluster string, gvr schema.GroupVersionResource, namespace string) {
+	*c = append(*c, cluster+" "+gvr.Resource+" "+namespace+" deleted")
 }
 
 // writeRequest is a create (old == nil) or update of a VPC whose objects

@@ -467,9 +467,9 @@ type recordingAuditor struct {
 	names    []string
 }
 
-func (a *recordingAuditor) RecordSkip(cluster string, req *admissionv1.AdmissionRequest, _ metav1.ObjectMeta) {
-	a.clusters = append(a.clusters, cluster)
-	a.names = append(a.names, req.Name)
+func (a *recordingAuditor) RecordSkip(d admission.Deletion) {
+	a.clusters = append(a.clusters, d.Cluster)
+	a.names = append(a.names, d.Name)
 }
 
 // TestSkipProtectionIsAudited: every deletion the annotation lets through
@@ -507,7 +507,12 @@ func TestSkipEvent(t *testing.T) {
 	req.Namespace = "apps"
 	req.Kind = metav1.GroupVersionKind{Group: "network.example.io", Version: "v1", Kind: "VPC"}
 	req.UserInfo.Groups = []string{"admins"}
-	ev := skipEvent(req, metav1.ObjectMeta{UID: "u-1"}, "pod-1", time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
+	req.OldObject.Raw = []byte(`{"metadata":{"name":"vpc-1","namespace":"apps","uid":"u-1","annotations":{"kcp.io/cluster":"c1"}}}`)
+	d, err := admission.DeletionOf(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := skipEvent(d, "pod-1", time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC))
 	for _, f := range [][]string{{"reason"}, {"type"}, {"action"}, {"reportingController"}, {"reportingInstance"}, {"eventTime"}, {"note"}} {
 		if v, _, _ := unstructured.NestedString(ev.Object, f...); v == "" {
 			t.Errorf("the Event has no %s", f[0])

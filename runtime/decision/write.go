@@ -4,6 +4,7 @@ import (
 	"context"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 )
@@ -32,6 +33,6 @@ func (v *Validator) candidate(req *admissionv1.AdmissionRequest, w written) {
 		return
 	}
 	if cluster, err := admission.ClusterOf(req, w.annotations()); err == nil {
-		v.opts.Candidates.Candidate(cluster, req)
+		v.opts.Candidates.Created(cluster, schema.GroupVersionResource(req.Resource), req.Namespace)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,24 +146,30 @@ func (s *Settler) init() {
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
 }
 
-// Candidate implements Candidates: a create's place is swept a second
-// later, so that creates that come together share a sweep; a deletion's at
-// once, so that its neighbours are settled before their own deletions come.
-func (s *Settler) Candidate(cluster string, req *admissionv1.AdmissionRequest) {
+// Created implements Candidates: a create's place is swept a second
+// later, so that creates that come together share a sweep.
+func (s *Settler) Created(cluster string, gvr schema.GroupVersionResource, namespace string) {
+	s.queue.AddAfter(s.candidate(cluster, gvr, namespace), sweepDelay)
+}
+
+// Deleted implements Candidates: a deletion's place is swept at once, so
+// that its neighbours are settled before their own deletions come.
+func (s *Settler) Deleted(cluster string, gvr schema.GroupVersionResource, namespace string) {
+	s.queue.Add(s.candidate(cluster, gvr, namespace))
+}
+
+// candidate remembers the place of a protected object created or deleted.
+func (s *Settler) candidate(cluster string, gvr schema.GroupVersionResource, namespace string) place {
 	s.init()
-	p := place{Cluster: cluster, GVR: schema.GroupVersionResource(req.Resource), Namespace: req.Namespace}
+	p := place{Cluster: cluster, GVR: gvr, Namespace: namespace}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	gr := p.GVR.GroupResource()
 	if s.known[gr] == nil {
 		s.known[gr] = map[place]bool{}
 	}
 	s.known[gr][p] = true
-	s.mu.Unlock()
-	if req.Operation == admissionv1.Create {
-		s.queue.AddAfter(p, sweepDelay)
-		return
-	}
-	s.queue.Add(p)
+	return p
 }
 
 // Start sweeps until ctx ends.

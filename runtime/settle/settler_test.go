@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -161,8 +160,7 @@ func TestSettlerSweep(t *testing.T) {
 				After: after, Log: logr.Discard(), now: func() time.Time { return clock }}
 			s.init()
 			defer s.queue.ShutDown()
-			req := &admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR), Namespace: "default"}
-			s.Candidate("consumer-1", req)
+			s.Deleted("consumer-1", vpcGVR, "default")
 			s.watchStamps()
 			clock = start
 			s.sweep(context.Background(), place{Cluster: "consumer-1", GVR: vpcGVR, Namespace: "default"})
@@ -186,7 +184,7 @@ func TestSettlerForgetsEmptyPlaces(t *testing.T) {
 	s.init()
 	defer s.queue.ShutDown()
 	for _, ns := range []string{"kept", "emptied", "deleted"} {
-		s.Candidate("consumer-1", &admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR), Namespace: ns})
+		s.Deleted("consumer-1", vpcGVR, ns)
 	}
 	s.watchStamps()
 	clock = clock.Add(time.Minute)
@@ -216,7 +214,7 @@ func TestSettlerBacksOffReferenced(t *testing.T) {
 	s.init()
 	defer s.queue.ShutDown()
 	p := place{Cluster: "consumer-1", GVR: vpcGVR, Namespace: "default"}
-	s.Candidate(p.Cluster, &admissionv1.AdmissionRequest{Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR), Namespace: p.Namespace})
+	s.Deleted(p.Cluster, vpcGVR, p.Namespace)
 	s.watchStamps()
 	clock = clock.Add(time.Minute)
 	for range 3 {
