@@ -12,7 +12,9 @@ import (
 // TestDeletionOf: a DELETE names the object it carries, in the logical
 // cluster that object was stored in, or it is refused as malformed.
 func TestDeletionOf(t *testing.T) {
-	stored := func(meta string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(`{"metadata":` + meta + `}`)} }
+	stored := func(meta string) runtime.RawExtension {
+		return runtime.RawExtension{Raw: []byte(`{"metadata":` + meta + `}`)}
+	}
 	vpc := `{"name":"vpc-1","namespace":"prod","uid":"u-1","annotations":{"kcp.io/cluster":"c1"}}`
 	for _, tc := range []struct {
 		name            string
