@@ -72,12 +72,6 @@ type ruleVersion struct {
 	generation int64
 }
 
-// confirmation is one read of a shard's rules compared with the
-// registry, or one read of the shards' URLs (shardList).
-type confirmation struct {
-	started time.Time
-}
-
 // shardList is the key, among the shards' URLs, of the read of the URLs
 // themselves: a request that depends on every shard depends on it too, so
 // that a shard the endpoint slice has named since is among them.
@@ -116,7 +110,7 @@ func (s *RuleSync) current(ctx context.Context, sc admission.Scope, fresh admiss
 			// Ahead of need: the next read of a shard whose last one
 			// is older than half of MaxAge.
 			for _, url := range s.staleLocked(sc, arrived.Add(-s.maxAge()/2), arrived) {
-				if s.confirming[url] == nil {
+				if _, under := s.confirming[url]; !under {
 					s.startConfirmationLocked(url)
 				}
 			}
@@ -124,8 +118,9 @@ func (s *RuleSync) current(ctx context.Context, sc admission.Scope, fresh admiss
 		}
 		var failed []string
 		for _, url := range stale {
+			_, under := s.confirming[url]
 			switch {
-			case s.confirming[url] != nil:
+			case under:
 			case s.tried[url].Before(arrived):
 				s.startConfirmationLocked(url)
 			default:
@@ -241,19 +236,19 @@ func (s *RuleSync) unconfirmedLocked(urls []string, cause error) string {
 // the list of shards (shardList); s.mu must be held, and no confirmation
 // of url be running.
 func (s *RuleSync) startConfirmationLocked(url string) {
-	c := &confirmation{started: s.now()}
-	s.confirming[url] = c
+	started := s.now()
+	s.confirming[url] = started
 	var health []int
 	if url != shardList {
 		health = s.healthOf(url)
 	}
-	go s.confirm(url, c, health)
+	go s.confirm(url, started, health)
 }
 
 // confirm reads the rules' metadata on the shard at url and compares them
 // with the registry, or reads the shards' URLs (shardList), records the
-// outcome, and ends c.
-func (s *RuleSync) confirm(url string, c *confirmation, health []int) {
+// outcome of the confirmation begun at started, and ends it.
+func (s *RuleSync) confirm(url string, started time.Time, health []int) {
 	ctx := s.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -278,7 +273,7 @@ func (s *RuleSync) confirm(url string, c *confirmation, health []int) {
 		} else {
 			s.confirmedLosses[url] = health
 		}
-		s.confirmed[url] = c.started
+		s.confirmed[url] = started
 		delete(s.unconfirmed, url)
 		confirmations.WithLabelValues("current").Inc()
 	} else {
@@ -290,7 +285,7 @@ func (s *RuleSync) confirm(url string, c *confirmation, health []int) {
 		confirmations.WithLabelValues(outcome).Inc()
 		s.Log.Info("the registry is not confirmed current", "shard", url, "reason", err.Error())
 	}
-	s.tried[url] = c.started
+	s.tried[url] = started
 	delete(s.confirming, url)
 	close(s.ended)
 	s.ended = make(chan struct{})

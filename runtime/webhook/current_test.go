@@ -137,14 +137,8 @@ func TestDecidableAfterAPause(t *testing.T) {
 // than MaxAge, and the refusal names it; requests whose rules live on the
 // other shard are decided.
 func TestDecidableNeedsOnlyItsShards(t *testing.T) {
-	f := newFakeShards(t, "shard-a", "shard-b")
-	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
-	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
-	s, advance := startedRuleSync(t, f)
+	f, s, advance := twoShardRules(t, admission.Recent)
 	ctx := context.Background()
-	if err := s.Decidable(ctx, admission.Unnamed, admission.Recent); err != nil {
-		t.Fatalf("Decidable with every shard up: %v", err)
-	}
 	f.set(func() { f.down["shard-b"] = true })
 	advance(time.Minute)
 	tests := []struct {
@@ -258,14 +252,8 @@ func TestDeletionNeedsARead(t *testing.T) {
 // even one that arrives while a read of the stopped shard is under way;
 // a deletion that depends on it is refused, naming it.
 func TestAStoppedShardHoldsUpOnlyItsRequests(t *testing.T) {
-	f := newFakeShards(t, "shard-a", "shard-b")
-	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
-	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
-	s, advance := startedRuleSync(t, f)
+	f, s, advance := twoShardRules(t, admission.Now)
 	ctx := context.Background()
-	if err := s.Decidable(ctx, admission.Unnamed, admission.Now); err != nil {
-		t.Fatalf("a deletion with every shard up: %v", err)
-	}
 	f.set(func() { f.hung["shard-b"] = true })
 	advance(time.Minute)
 
@@ -357,4 +345,19 @@ func TestWriteWaitsWhileTheWatchIsDown(t *testing.T) {
 	if err := write(); err != nil || lists() != before {
 		t.Errorf("a later write: %v, %d reads; want it decided on the last read", err, lists()-before)
 	}
+}
+
+// twoShardRules is a started RuleSync over two shards, each holding one
+// rule of its own logical cluster (cluster-a on shard-a, cluster-b on
+// shard-b), that has decided a request needing both at fresh.
+func twoShardRules(t *testing.T, fresh admission.Freshness) (*fakeShards, *RuleSync, func(time.Duration)) {
+	t.Helper()
+	f := newFakeShards(t, "shard-a", "shard-b")
+	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
+	f.addRule(t, "shard-b", "cluster-b", "db-needs-vpc")
+	s, advance := startedRuleSync(t, f)
+	if err := s.Decidable(context.Background(), admission.Unnamed, fresh); err != nil {
+		t.Fatalf("a request with every shard up: %v", err)
+	}
+	return f, s, advance
 }

@@ -120,8 +120,11 @@ type RuleSync struct {
 	confirmed   map[string]time.Time
 	unconfirmed map[string]error
 	tried       map[string]time.Time
-	// confirming holds the confirmation under way of each shard, if any.
-	confirming map[string]*confirmation
+	// confirming holds when the confirmation under way of each shard (or
+	// of shardList) began; a shard not in it has none under way. Each is
+	// one read of a shard's rules compared with the registry, or one read
+	// of the shards' URLs.
+	confirming map[string]time.Time
 	// ended is closed, and replaced, whenever a confirmation ends.
 	ended chan struct{}
 }
@@ -131,7 +134,7 @@ func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry,
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
 		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
 		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{}, confirmedLosses: map[string][]int{},
-		tried: map[string]time.Time{}, confirming: map[string]*confirmation{}, ended: make(chan struct{}),
+		tried: map[string]time.Time{}, confirming: map[string]time.Time{}, ended: make(chan struct{}),
 		PartialReadyAfter: DefaultPartialReadyAfter, now: time.Now}
 }
 
