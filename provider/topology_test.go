@@ -370,13 +370,22 @@ func TestAccTopology_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(rule, tfjsonpath.New("ready"), knownvalue.Bool(true)),
 				},
-				// As apply returns, kcp says both rules are enforced.
-				Check: resource.ComposeTestCheckFunc(func(*terraform.State) error {
-					if err := ruleEnforcedInKCP(ctx, compute, "vm-needs-vpc"); err != nil {
-						return err
+				// As apply returns, kcp says both rules are enforced, and
+				// a VM referencing a VPC where the rule now looks holds it.
+				Check: func(*terraform.State) error {
+					for _, name := range []string{"vm-needs-vpc", "db-needs-firewall"} {
+						if err := ruleEnforcedInKCP(ctx, compute, name); err != nil {
+							return err
+						}
 					}
-					return ruleEnforcedInKCP(ctx, adminDynamic(t, e, tp.path("network")), "db-needs-firewall")
-				}, protected),
+					for _, c := range tenants {
+						if err := tp.expectProtectedBy(ctx, t, c, "vm-repaired", map[string]interface{}{
+							"networks": []interface{}{map[string]interface{}{"vpc": "vpc-1"}}}); err != nil {
+							return err
+						}
+					}
+					return nil
+				},
 			},
 		})),
 	}))
@@ -574,8 +583,16 @@ func (tp topology) applyFixtures(ctx context.Context, t *testing.T, consumers []
 }
 
 // expectProtected creates vpc-1 and a VirtualMachine vm that references it
-// in consumer, and checks that deleting vpc-1 is refused, naming vm.
+// at .spec.vpcRef.name in consumer, and checks that deleting vpc-1 is
+// refused, naming vm.
 func (tp topology) expectProtected(ctx context.Context, t *testing.T, consumer, vm string) error {
+	t.Helper()
+	return tp.expectProtectedBy(ctx, t, consumer, vm, map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
+}
+
+// expectProtectedBy is expectProtected with the VM's spec given: it must
+// reference vpc-1 where the rule looks.
+func (tp topology) expectProtectedBy(ctx context.Context, t *testing.T, consumer, vm string, vmSpec map[string]interface{}) error {
 	t.Helper()
 	d := adminDynamic(t, tp.e, consumer)
 	create := func(a fixtures.APIType, name string, spec map[string]interface{}) {
@@ -593,7 +610,7 @@ func (tp topology) expectProtected(ctx context.Context, t *testing.T, consumer, 
 		})
 	}
 	create(fixtures.VPCs, "vpc-1", map[string]interface{}{})
-	create(fixtures.VirtualMachines, vm, map[string]interface{}{"vpcRef": map[string]interface{}{"name": "vpc-1"}})
+	create(fixtures.VirtualMachines, vm, vmSpec)
 	err := d.Resource(fixtures.VPCs.GVR()).Namespace("apps").Delete(ctx, "vpc-1", metav1.DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "still referenced by VirtualMachine/"+vm) {
 		return fmt.Errorf("deleting a referenced VPC in %s: want a denial naming %s, got %v", consumer, vm, err)
