@@ -108,8 +108,8 @@ type vmRef struct {
 
 type tally struct {
 	sync.Mutex
-	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, held, regions int
-	violations, stuck, unactionable                                                                           []string
+	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, held, regions, crowdCreates int
+	violations, stuck, unactionable                                                                                         []string
 }
 
 func (tl *tally) add(f func(*tally)) {
@@ -121,7 +121,9 @@ func (tl *tally) add(f func(*tally)) {
 // TestInvariantUnderLoad drives random concurrent operations (dependents
 // and protected objects created and deleted, deletes with and without
 // skip-protection, the rule's field path edited, the rule deleted and
-// recreated) in consumer workspaces on both shards, and checks after every
+// recreated) in consumer workspaces on both shards, with a crowd round
+// every crowdEvery phases (many clients referencing a few popular VPCs at
+// once, while others delete them), and checks after every
 // step that nothing referenced under an enforced rule was deleted, that
 // nothing unreferenced stays undeletable, and that every refusal is one
 // the caller can act on. The seed is logged; DEPCTRL_INVARIANT_SEED
@@ -188,6 +190,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 			namespaces: d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}),
 		}
 	}
+	popular := newCrowd(ctx, t, top)
 	tl := &tally{}
 	start := time.Now()
 	for phase := range phases {
@@ -202,6 +205,10 @@ func TestInvariantUnderLoad(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		if (phase+1)%crowdEvery == 0 {
+			popular.run(ctx, rule, rng, tl)
+			t.Logf("phase %d: crowd round %d", phase, popular.round)
+		}
 		// Change the rule between phases, and wait until the change is
 		// enforced (or, for a delete, no longer enforced) before judging.
 		// A rule change ends every guard: what the old rule protected
@@ -261,8 +268,10 @@ func TestInvariantUnderLoad(t *testing.T) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster, %d held by a slow admission step while their new VPC's delete was tried), %d cluster-scoped Regions created; violations %d, stuck %d, unactionable refusals %d",
-		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.held, tl.regions, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	popular.finish(ctx, tl)
+	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster, %d held by a slow admission step while their new VPC's delete was tried), %d cluster-scoped Regions created, %d VMs created by %d clients at once referencing %d popular VPCs per consumer in %d rounds; violations %d, stuck %d, unactionable refusals %d",
+		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.held, tl.regions,
+		tl.crowdCreates, crowdClients, crowdTargets, popular.round, len(tl.violations), len(tl.stuck), len(tl.unactionable))
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
 		counterValue(ctx, t, rt.WebhookMetricsURL, `depctrl_webhook_reindex_total{outcome="written"}`),
