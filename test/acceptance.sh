@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Runs, on the shared kcp environment test/with-env.sh started, what make
-# testacc and make testacc-matrix run one after the other, as two streams at
-# once:
+# testacc and make testacc-matrix run one after the other, as jobs at once:
 #
-#   - the integration tests: every Go package but the provider's;
+#   - the integration tests: every Go package but the provider's, with the
+#     end-to-end tests split over two processes (slowest, below);
 #   - the provider's acceptance tests: all of them with the default
-#     terraform, then the subset MATRIX_TESTS with each CLI given.
+#     terraform, and beside it the subset MATRIX_TESTS with each CLI given.
 #
-# go test already runs two packages at a time, so the provider's tests
-# always shared the kcp and the two cores with the integration tests; this
-# keeps that overlap while the matrix runs too, so the step takes about as
-# long as the longer stream rather than the sum. gotestsum names the package
-# on every line it prints; each stream runs to its end whatever the other
-# does, and the script fails when either failed.
+# Most of these tests' time is spent waiting (for a controller to notice a
+# change, a timeout to pass, kcp to apply a configuration), not computing:
+# with the jobs side by side, the step takes about as long as the longest
+# job rather than the sum. Each job writes its own log, printed whole when
+# every job has ended (gotestsum names the package on every line); each
+# runs to its end whatever the others do, and the script fails when any
+# failed.
 #
 #   test/acceptance.sh -timeout 60m -matrix '<regexp>' -- <cli>...
 set -uo pipefail
@@ -30,36 +31,56 @@ clis=("$@")
 : "${DEPCTRL_TEST_ENV:?run under test/with-env.sh}"
 cd "$(dirname "$0")/.."
 
-integration() {
-  local packages
-  packages=$(go list ./... | grep -v -e /test/env -e '/provider$')
-  # shellcheck disable=SC2086 # one package per word
-  TF_ACC=1 TF_ACC_TERRAFORM_PATH=$(command -v terraform) \
-    gotestsum --format testname -- -count=1 -timeout "$timeout" $packages
-}
+# slowest names the end-to-end tests that take longest, by measured time
+# (the README's figures): they run in one process and every other test in
+# another, so that both take about as long. A test not named here, a new
+# one too, runs in the other.
+slowest='^(TestControllerPartitionedFromAShard|TestInvariantUnderLoad|TestWebhookReplicaCutOffFromTheRules|TestControllerStalledFromAShard|TestResolveGrantRemoved|TestSettled|TestRuleShapes)$'
 
-provider() {
-  local status=0 start cli host
-  start=$(date +%s)
-  echo "==> $(terraform version | head -1): the provider's acceptance tests"
-  TF_ACC=1 TF_ACC_TERRAFORM_PATH=$(command -v terraform) \
-    gotestsum --format testname -- -count=1 -timeout "$timeout" ./provider/ || status=1
-  echo "==> terraform: $(( $(date +%s) - start ))s"
-  for cli in "${clis[@]}"; do
+logs=$(mktemp -d "${TMPDIR:-/tmp}/depctrl-acceptance-XXXXXX")
+trap 'rm -rf "$logs"' EXIT
+names=()
+pids=()
+
+# job NAME CLI [GO TEST ARGS...] starts go test under gotestsum with CLI as
+# the acceptance tests' terraform, logging to its own file.
+job() {
+  local name=$1 cli=$2 host=
+  shift 2
+  case $cli in *tofu*) host=registry.opentofu.org ;; esac
+  (
     start=$(date +%s)
-    echo "==> $($cli version | head -1): the acceptance subset"
-    host=
-    case $cli in *tofu*) host=registry.opentofu.org ;; esac
+    echo "==> $name: $($cli version | head -1)"
     TF_ACC=1 TF_ACC_TERRAFORM_PATH=$cli TF_ACC_PROVIDER_HOST=$host \
-      gotestsum --format testname -- -count=1 -timeout "$timeout" -run "$matrix" ./provider/ || status=1
-    echo "==> $(basename "$cli"): $(( $(date +%s) - start ))s"
-  done
-  return $status
+      gotestsum --format testname -- -count=1 -timeout "$timeout" "$@"
+    rc=$?
+    echo "==> $name: $(( $(date +%s) - start ))s, exit $rc"
+    exit $rc
+  ) >"$logs/${#names[@]}.log" 2>&1 &
+  names+=("$name")
+  pids+=($!)
 }
 
-provider &
-provider_pid=$!
+terraform=$(command -v terraform)
+# shellcheck disable=SC2046 # one package per word
+job "integration tests but the slowest end-to-end tests" "$terraform" -skip "$slowest" \
+  $(go list ./... | grep -v -e /test/env -e '/provider$')
+job "the slowest end-to-end tests" "$terraform" -run "$slowest" ./test/e2e/
+job "the provider's acceptance tests" "$terraform" ./provider/
+for cli in "${clis[@]}"; do
+  job "the acceptance subset with $(basename "$cli")" "$cli" -run "$matrix" ./provider/
+done
+
 status=0
-integration || status=1
-wait "$provider_pid" || status=1
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || status=1
+done
+for i in "${!names[@]}"; do
+  echo
+  cat "$logs/$i.log"
+done
+echo
+for i in "${!names[@]}"; do
+  tail -1 "$logs/$i.log"
+done
 exit $status
