@@ -3,14 +3,21 @@ package provider
 import (
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
-// TestNeedsRepair: only a rule known not to be enforced, kept by the plan
-// with wait_for_enforcement and ready carried over, plans a repair.
+// TestNeedsRepair: only a rule the controller reports not enforced, kept by
+// the plan with wait_for_enforcement and ready carried over, plans a repair.
 func TestNeedsRepair(t *testing.T) {
+	reported := types.MapValueMust(types.StringType, map[string]attr.Value{"Ready": types.StringValue("False ResolveFailed: forbidden")})
 	model := func(ready, wait types.Bool) *ruleModel {
-		return &ruleModel{Ready: ready, WaitForEnforcement: wait}
+		return &ruleModel{Ready: ready, WaitForEnforcement: wait, Conditions: reported}
+	}
+	unreported := func(conditions types.Map) *ruleModel {
+		m := model(types.BoolValue(false), types.BoolValue(true))
+		m.Conditions = conditions
+		return m
 	}
 	yes, no := types.BoolValue(true), types.BoolValue(false)
 	unknown, null := types.BoolUnknown(), types.BoolNull()
@@ -19,7 +26,9 @@ func TestNeedsRepair(t *testing.T) {
 		state, plan *ruleModel
 		want        bool
 	}{
-		{"not enforced, waiting", model(no, yes), model(no, yes), true},
+		{"reported not enforced, waiting", model(no, yes), model(no, yes), true},
+		{"no condition: no controller looked at it", unreported(types.MapValueMust(types.StringType, nil)), model(no, yes), false},
+		{"conditions not read", unreported(types.MapNull(types.StringType)), model(no, yes), false},
 		{"enforced", model(yes, yes), model(yes, yes), false},
 		{"not enforced, not waiting", model(no, no), model(no, no), false},
 		{"waiting turned off by this plan", model(no, yes), model(no, no), false},

@@ -128,9 +128,10 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
 				MarkdownDescription: "Wait after create and update until the webhook enforces the rule (`Ready=True` for its generation). Default `true`. " +
-					"With it, a rule that is in state but no longer enforced (refresh reads `ready = false`, such as while the controller has lost a " +
-					"grant it needs) plans an update of `ready` to `true`: apply waits, within the update timeout, until the rule is enforced again. " +
-					"An apply that restores what protection depends on (a grant of `depctrl_root_rbac` or `depctrl_shard`, the runtime) " +
+					"With it, a rule in state that the controller reports not enforced (refresh reads `ready = false` and conditions, such as while " +
+					"the controller has lost a grant it needs) plans an update of `ready` to `true`: apply waits, within the update timeout, until the " +
+					"rule is enforced again. A rule without any condition (no controller has looked at it) plans no such update. " +
+					"An apply that restores what protection depends on (a grant of `depctrl_root_rbac` or `depctrl_shard`) " +
 					"so returns when protection is back, or fails naming the condition that holds the rule back.",
 			},
 			"ready": schema.BoolAttribute{
