@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -70,9 +69,6 @@ func newCrowd(ctx context.Context, t *testing.T, top *Topology) *crowd {
 func (c *crowd) run(ctx context.Context, rule ruleState, rng *rand.Rand, tl *tally) {
 	c.round++
 	style := rule.style
-	unactionable := func(format string, args ...any) {
-		tl.add(func(tl *tally) { tl.unactionable = append(tl.unactionable, fmt.Sprintf(format, args...)) })
-	}
 	var mu sync.Mutex // guards the places' models while clients write
 	// create makes one VM with one attempt: under load, too, a write that
 	// references an existing object is admitted.
@@ -80,7 +76,7 @@ func (c *crowd) run(ctx context.Context, rule ruleState, rng *rand.Rand, tl *tal
 		_, err := w.vmAPI.Create(ctx, vmObjectAt(vm, vpc, style), metav1.CreateOptions{})
 		tl.add(func(tl *tally) { tl.ops++; tl.crowdCreates++ })
 		if err != nil {
-			unactionable("crowd round %d: creating %s referencing %s in %s refused: %v", c.round, vm, vpc, w.consumer.Path, err)
+			tl.unactionablef("crowd round %d: creating %s referencing %s in %s refused: %v", c.round, vm, vpc, w.consumer.Path, err)
 			return false
 		}
 		mu.Lock()
@@ -123,16 +119,14 @@ func (c *crowd) run(ctx context.Context, rule ruleState, rng *rand.Rand, tl *tal
 					tl.add(func(tl *tally) { tl.ops++; tl.deletes++ })
 					switch {
 					case err == nil:
-						tl.add(func(tl *tally) {
-							tl.violations = append(tl.violations, fmt.Sprintf("crowd round %d: %s was deleted in %s while VMs referenced it", c.round, vpc, w.consumer.Path))
-						})
+						tl.violation("crowd round %d: %s was deleted in %s while VMs referenced it", c.round, vpc, w.consumer.Path)
 						mu.Lock()
 						delete(w.vpcs, vpc)
 						mu.Unlock()
 					case strings.Contains(err.Error(), "still referenced by "):
 						tl.add(func(tl *tally) { tl.denials++ })
 					default:
-						unactionable("crowd round %d: deleting %s in %s: %v", c.round, vpc, w.consumer.Path, err)
+						tl.unactionablef("crowd round %d: deleting %s in %s: %v", c.round, vpc, w.consumer.Path, err)
 					}
 				}
 			})
@@ -155,9 +149,7 @@ func (c *crowd) run(ctx context.Context, rule ruleState, rng *rand.Rand, tl *tal
 		for k := range crowdTargets {
 			vpc := fmt.Sprintf("popular-%d", k)
 			if _, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{}); err != nil && w.vpcs[vpc] {
-				tl.add(func(tl *tally) {
-					tl.violations = append(tl.violations, fmt.Sprintf("crowd round %d: %s is gone from %s although every delete of it was refused (%v)", c.round, vpc, w.consumer.Path, err))
-				})
+				tl.violation("crowd round %d: %s is gone from %s although every delete of it was refused (%v)", c.round, vpc, w.consumer.Path, err)
 			}
 			if !w.vpcs[vpc] {
 				// Deleted in a violation: made again for the next round.
@@ -168,7 +160,7 @@ func (c *crowd) run(ctx context.Context, rule ruleState, rng *rand.Rand, tl *tal
 		}
 		for vm := range w.vms {
 			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
-				unactionable("crowd round %d: deleting VM %s in %s: %v", c.round, vm, w.consumer.Path, err)
+				tl.unactionablef("crowd round %d: deleting VM %s in %s: %v", c.round, vm, w.consumer.Path, err)
 				continue
 			}
 			delete(w.vms, vm)
@@ -183,11 +175,4 @@ func (c *crowd) finish(ctx context.Context, tl *tally) {
 			w.expectDeletable(ctx, vpc, tl)
 		}
 	}
-}
-
-// vmObjectAt is a VM named vm that references vpc in the given style.
-func vmObjectAt(vm, vpc string, style int) *unstructured.Unstructured {
-	u := vmObject(vm, vpc)
-	u.Object["spec"] = vmSpec(vpc, style)
-	return u
 }

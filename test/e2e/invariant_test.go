@@ -48,6 +48,13 @@ func vmSpec(vpc string, style int) map[string]interface{} {
 	return map[string]interface{}{"networks": []interface{}{map[string]interface{}{"vpc": vpc}}}
 }
 
+// vmObjectAt is a VM named vm that references vpc in the given style.
+func vmObjectAt(vm, vpc string, style int) *unstructured.Unstructured {
+	u := vmObject(vm, vpc)
+	u.Object["spec"] = vmSpec(vpc, style)
+	return u
+}
+
 // ruleState is what the test knows about the one rule.
 type ruleState struct {
 	present bool
@@ -116,6 +123,21 @@ func (tl *tally) add(f func(*tally)) {
 	tl.Lock()
 	defer tl.Unlock()
 	f(tl)
+}
+
+// violation records a broken promise: something referenced was deleted.
+func (tl *tally) violation(format string, args ...any) {
+	tl.add(func(tl *tally) { tl.violations = append(tl.violations, fmt.Sprintf(format, args...)) })
+}
+
+// stuckf records something unreferenced that could not be deleted.
+func (tl *tally) stuckf(format string, args ...any) {
+	tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf(format, args...)) })
+}
+
+// unactionablef records a refusal or failure a client could not act on.
+func (tl *tally) unactionablef(format string, args ...any) {
+	tl.add(func(tl *tally) { tl.unactionable = append(tl.unactionable, fmt.Sprintf(format, args...)) })
 }
 
 // TestInvariantUnderLoad drives random concurrent operations (dependents
@@ -261,7 +283,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 		w.deleteRegions(ctx, tl)
 		for vm := range w.vms {
 			if err := w.vmAPI.Delete(ctx, vm, metav1.DeleteOptions{}); err != nil {
-				tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf("VM %s: %v", vm, err)) })
+				tl.stuckf("VM %s: %v", vm, err)
 			}
 		}
 		for vpc := range w.vpcs {
@@ -293,9 +315,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 	vpc := fmt.Sprintf("w%d-vpc-%d", w.id, w.rng.IntN(4))
 	vm := fmt.Sprintf("w%d-vm-%d", w.id, w.rng.IntN(6))
 	tl.add(func(tl *tally) { tl.ops++ })
-	fail := func(format string, args ...any) {
-		tl.add(func(tl *tally) { tl.unactionable = append(tl.unactionable, fmt.Sprintf(format, args...)) })
-	}
+	fail := tl.unactionablef
 	switch r := w.rng.IntN(100); {
 	case r < 30:
 		if !w.vpcs[vpc] {
@@ -353,9 +373,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		tl.add(func(tl *tally) { tl.deletes++ })
 		switch {
 		case err == nil && referenced:
-			tl.add(func(tl *tally) {
-				tl.violations = append(tl.violations, fmt.Sprintf("%s was deleted in %s while a VM referenced it at %s", vpc, w.consumer.Path, refPaths[rule.style]))
-			})
+			tl.violation("%s was deleted in %s while a VM referenced it at %s", vpc, w.consumer.Path, refPaths[rule.style])
 			delete(w.vpcs, vpc)
 		case err == nil:
 			delete(w.vpcs, vpc)
@@ -364,9 +382,7 @@ func (w *worker) step(ctx context.Context, rule ruleState, tl *tally) {
 		default:
 			// A refusal must leave the object in place.
 			if _, getErr := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{}); apierrors.IsNotFound(getErr) {
-				tl.add(func(tl *tally) {
-					tl.violations = append(tl.violations, fmt.Sprintf("%s is gone although its delete was refused", vpc))
-				})
+				tl.violation("%s is gone although its delete was refused", vpc)
 				delete(w.vpcs, vpc)
 				return
 			}
@@ -468,9 +484,7 @@ func (w *worker) deleteNamespace(ctx context.Context, tl *tally, fail func(strin
 			break
 		}
 		if time.Now().After(deadline) {
-			tl.add(func(tl *tally) {
-				tl.stuck = append(tl.stuck, fmt.Sprintf("namespace %s in %s still there %s after its deletion (%v)", w.namespace, w.consumer.Path, namespaceBound, err))
-			})
+			tl.stuckf("namespace %s in %s still there %s after its deletion (%v)", w.namespace, w.consumer.Path, namespaceBound, err)
 			return
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -510,15 +524,10 @@ func (w *worker) newReferenceToDeleting(ctx context.Context, vpc, vm string, rul
 	}
 	ref := vmRef{vpc: vpc, style: w.rng.IntN(2)}
 	seen := rule.present && ref.style == rule.style
-	_, err := w.vmAPI.Create(ctx, &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": fixtures.VirtualMachines.Group + "/v1", "kind": fixtures.VirtualMachines.Kind,
-		"metadata": map[string]interface{}{"name": vm}, "spec": vmSpec(ref.vpc, ref.style),
-	}}, metav1.CreateOptions{})
+	_, err := w.vmAPI.Create(ctx, vmObjectAt(vm, ref.vpc, ref.style), metav1.CreateOptions{})
 	switch {
 	case err == nil && seen:
-		tl.add(func(tl *tally) {
-			tl.violations = append(tl.violations, fmt.Sprintf("%s was created in %s referencing %s while it was being deleted", vm, w.consumer.Path, vpc))
-		})
+		tl.violation("%s was created in %s referencing %s while it was being deleted", vm, w.consumer.Path, vpc)
 		w.vms[vm] = ref
 	case err == nil:
 		w.vms[vm] = ref
@@ -551,9 +560,7 @@ func (w *worker) checkState(ctx context.Context, tl *tally) {
 		}
 		return out, nil
 	}
-	record := func(format string, args ...any) {
-		tl.add(func(tl *tally) { tl.violations = append(tl.violations, fmt.Sprintf(format, args...)) })
-	}
+	record := tl.violation
 	vpcsThere, err := names(w.vpcAPI)
 	if err != nil {
 		record("listing VPCs in %s: %v", w.consumer.Path, err)
@@ -628,9 +635,7 @@ func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
 			return
 		}
 		if time.Now().After(deadline) {
-			tl.add(func(tl *tally) {
-				tl.stuck = append(tl.stuck, fmt.Sprintf("%s in %s, referenced by nothing, still refused after %s: %v; %s", vpc, w.consumer.Path, livenessBound, err, w.describeIntents(ctx, vpc)))
-			})
+			tl.stuckf("%s in %s, referenced by nothing, still refused after %s: %v; %s", vpc, w.consumer.Path, livenessBound, err, w.describeIntents(ctx, vpc))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -815,9 +820,7 @@ func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleSta
 	}
 	switch {
 	case deleteErr == nil:
-		tl.add(func(tl *tally) {
-			tl.violations = append(tl.violations, fmt.Sprintf("%s was deleted in %s while an update moving %s's reference to it was in flight", vpc, w.consumer.Path, vm))
-		})
+		tl.violation("%s was deleted in %s while an update moving %s's reference to it was in flight", vpc, w.consumer.Path, vm)
 		delete(w.vpcs, vpc)
 		w.unguard(vpc)
 	case strings.Contains(deleteErr.Error(), "still referenced by "):
@@ -831,7 +834,7 @@ func (w *worker) moveReference(ctx context.Context, vm, vpc string, rule ruleSta
 func (w *worker) deleteRegions(ctx context.Context, tl *tally) {
 	for region := range w.regions {
 		if err := w.regionAPI.Delete(ctx, region, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			tl.add(func(tl *tally) { tl.stuck = append(tl.stuck, fmt.Sprintf("Region %s: %v", region, err)) })
+			tl.stuckf("Region %s: %v", region, err)
 		}
 	}
 	clear(w.regions)
