@@ -359,7 +359,7 @@ func TestAccTopology_basic(t *testing.T) {
 				// reports the rules unresolvable. The plan restores the
 				// grant and updates the rules to wait for them; apply
 				// returns with both enforced again.
-				PreConfig: func() { removeParentGrant(ctx, t, e, tp, compute, rule) },
+				PreConfig: func() { removeParentGrant(ctx, t, e, tp, compute, "vm-needs-vpc", "db-needs-firewall") },
 				Config:    tp.withRules(".spec.networks[*].vpc", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("depctrl_root_rbac.this", plancheck.ResourceActionUpdate),
@@ -393,18 +393,21 @@ func TestAccTopology_basic(t *testing.T) {
 
 // removeParentGrant deletes, outside Terraform, the controller's grant to
 // read workspaces in the network export's parent workspace, and waits
-// until the controller reports the rule addr names as not Ready.
-func removeParentGrant(ctx context.Context, t *testing.T, e *env.Env, tp topology, compute dynamic.Interface, addr string) {
+// until the controller reports each of the rules (in compute) not
+// enforced.
+func removeParentGrant(ctx context.Context, t *testing.T, e *env.Env, tp topology, compute dynamic.Interface, rules ...string) {
 	t.Helper()
 	check.Must(t, adminDynamic(t, e, tp.path("org")).Resource(clusterRoleBindingsGVR).Delete(ctx, tp.prefix+":workspace-reader", metav1.DeleteOptions{}))
 	// The controller reads a resolved path again after its cache TTL and
 	// runs at least every resync period.
-	check.Eventually(ctx, t, 2*time.Minute, "the controller to report "+addr+" not enforced", func() error {
-		if ruleEnforcedInKCP(ctx, compute, "vm-needs-vpc") == nil {
-			return fmt.Errorf("still enforced")
-		}
-		return nil
-	})
+	for _, rule := range rules {
+		check.Eventually(ctx, t, 2*time.Minute, "the controller to report "+rule+" not enforced", func() error {
+			if ruleEnforcedInKCP(ctx, compute, rule) == nil {
+				return fmt.Errorf("still enforced")
+			}
+			return nil
+		})
+	}
 }
 
 // installationLeftovers lists what an installation named by prefix left
