@@ -134,7 +134,7 @@ func (s *Syncer) Start(ctx context.Context) error {
 	}
 	// An event a watch missed is made up for within a period: a
 	// correction triggers a run (Changed).
-	go virtualworkspace.KeepVerified(ctx, s.Period, s.Log, watches...)
+	go virtualworkspace.KeepVerified(ctx, s.Period, s.Log, s.rules, s.bindings, s.configs, s.indexes)
 	ticker := time.NewTicker(s.Period)
 	defer ticker.Stop()
 	s.Trigger()

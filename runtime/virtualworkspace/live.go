@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -172,6 +176,34 @@ func (w *endingWatch) Stop() {
 	w.inner.Stop()
 }
 
+// liveListWatch lists and watches gvr through lw, and records in live
+// whether the view they feed is current. A resource the export only claims
+// that the shard does not serve yet lists as none: the view is empty, not
+// missing. The watch that follows fails the same way, and the informer
+// lists again (backing off up to 30 s) until it is served.
+func liveListWatch(gvr schema.GroupVersionResource, lw cache.ListerWatcher, live *liveness) cache.ListerWatcher {
+	inner := cache.ToListerWatcherWithContext(lw)
+	return classicListWatch{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			l, err := inner.ListWithContext(ctx, opts)
+			if notServedYet(gvr, err) {
+				live.listed(false, nil)
+				return &unstructured.UnstructuredList{}, nil
+			}
+			live.listed(true, err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			wi, err := inner.WatchWithContext(ctx, opts)
+			live.watchStarted(notServedYet(gvr, err), err)
+			if err != nil {
+				return nil, err
+			}
+			return newEndingWatch(wi, live.ended), nil
+		},
+	}}
+}
+
 // classicListWatch lists and then watches: it opts out of the informer's
 // watch-list mode (the initial list streamed as watch events), so that a
 // view is current from the moment the list it was replaced with succeeded.
@@ -179,6 +211,14 @@ type classicListWatch struct{ *cache.ListWatch }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector to list.
 func (classicListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// health returns how many times the view was lost so far, and whether it
+// is live.
+func (l *liveness) health() (losses int, live bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.losses, l.live
+}
 
 // Health reports whether the watch of url is live, and how many times its
 // view was lost so far: what a reader found current while the watch was
@@ -191,7 +231,5 @@ func (w *Watched) Health(url string) (losses int, live bool) {
 	if !ok {
 		return 0, false
 	}
-	sw.live.mu.Lock()
-	defer sw.live.mu.Unlock()
-	return sw.live.losses, sw.live.live
+	return sw.live.health()
 }

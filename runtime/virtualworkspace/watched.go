@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	kcpinformers "github.com/kcp-dev/apimachinery/v2/third_party/informers"
-	"github.com/kcp-dev/logicalcluster/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,12 +51,6 @@ type Watched struct {
 	started bool
 }
 
-type shardWatch struct {
-	informer cache.SharedIndexInformer
-	live     *liveness
-	stop     context.CancelFunc
-}
-
 // Start sets the context the watches run in; Follow (or List) starts them.
 // It returns at once.
 func (w *Watched) Start(ctx context.Context) {
@@ -67,11 +59,6 @@ func (w *Watched) Start(ctx context.Context) {
 	w.base, w.started = ctx, true
 	w.byURL = map[string]*shardWatch{}
 }
-
-// initialListWait bounds how long List waits for a new watch's initial
-// list, or for a watch that ended to be current again: a shard that does
-// not answer fails the run (to be retried) instead of holding it.
-const initialListWait = 10 * time.Second
 
 // List returns the objects of every workspace at urls, as ListAll would.
 // It follows urls (Follow) and waits up to initialListWait for each new
@@ -136,51 +123,12 @@ func (w *Watched) ListShard(ctx context.Context, url string) ([]Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("watching %s at %s: not followed", w.GVR.GroupResource(), url)
 	}
-	wait, cancel := context.WithTimeout(ctx, initialListWait)
-	defer cancel()
-	if !cache.WaitForCacheSync(wait.Done(), sw.informer.HasSynced) {
-		return nil, fmt.Errorf("watching %s at %s: the initial list has not arrived yet", w.GVR.GroupResource(), url)
-	}
-	caughtUp, loss, err := sw.live.wait(wait)
-	if err != nil {
-		return nil, fmt.Errorf("watching %s at %s: the view may be stale: %w", w.GVR.GroupResource(), url, err)
-	}
-	if !caughtUp {
-		if err := w.catchUp(wait, url, sw, loss); err != nil {
-			return nil, fmt.Errorf("watching %s at %s: the view may be stale: it could not be read for a while, and %w", w.GVR.GroupResource(), url, err)
-		}
-	}
-	var out []Object
-	for _, item := range sw.informer.GetStore().List() {
-		if u, ok := item.(*unstructured.Unstructured); ok {
-			out = append(out, Object{URL: url, Cluster: logicalcluster.From(u).String(), Obj: u})
-		}
-	}
-	return out, nil
+	return w.view(url, sw).list(ctx)
 }
 
-// catchUpPoll is how often catchUp compares the view with a list.
-const catchUpPoll = 200 * time.Millisecond
-
-// catchUp waits until the view of url, live again after it was stale, is
-// equal to a list: until then, the changes made while it was stale may be
-// missing from it, still on their way. loss is the one it recovers from.
-func (w *Watched) catchUp(ctx context.Context, url string, sw *shardWatch, loss int) error {
-	for {
-		d, err := w.differences(ctx, url, sw)
-		if err != nil {
-			return err
-		}
-		if len(d) == 0 {
-			sw.live.caughtUpAfter(loss)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d objects in it still differ from a list", len(d))
-		case <-time.After(catchUpPoll):
-		}
-	}
+// view is the view of url, one followed URL.
+func (w *Watched) view(url string, sw *shardWatch) view {
+	return view{vw: w.VW, gvr: w.GVR, url: url, sw: sw}
 }
 
 // watch starts the watch of one virtual workspace URL.
@@ -191,32 +139,18 @@ func (w *Watched) watch(url string) (*shardWatch, error) {
 	}
 	res := c.Resource(w.GVR)
 	live := newLiveness()
-	lw := &cache.ListWatch{
+	lw := liveListWatch(w.GVR, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			l, err := res.List(ctx, opts)
-			if notServedYet(w.GVR, err) {
-				// The shard has none: the view is empty, not missing. The
-				// watch that follows fails the same way, and the informer
-				// lists again (backing off up to 30 s) until it is served.
-				live.listed(false, nil)
-				return &unstructured.UnstructuredList{}, nil
-			}
-			live.listed(true, err)
-			return l, err
+			return res.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			wi, err := res.Watch(ctx, opts)
-			live.watchStarted(notServedYet(w.GVR, err), err)
-			if err != nil {
-				return nil, err
-			}
-			return newEndingWatch(wi, live.ended), nil
+			return res.Watch(ctx, opts)
 		},
-	}
+	}, live)
 	// kcp's informer keys its store by logical cluster as well as name: a
 	// wildcard list holds objects of one name from many workspaces, which
 	// client-go's informer would keep one of.
-	inf := kcpinformers.NewSharedIndexInformer(classicListWatch{lw}, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	inf := kcpinformers.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if w.Changed != nil || w.Each != nil {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) { w.changed(url, obj) },
@@ -251,3 +185,17 @@ func (w *Watched) changed(url string, obj any) {
 		w.Each(url, u)
 	}
 }
+
+// Verify compares the view of every followed URL with a list (Verifier).
+func (w *Watched) Verify(ctx context.Context) (int, error) {
+	w.mu.Lock()
+	views := make([]view, 0, len(w.byURL))
+	for url, sw := range w.byURL {
+		views = append(views, w.view(url, sw))
+	}
+	w.mu.Unlock()
+	return verifyAll(ctx, views, func(url string, obj runtime.Object) { w.changed(url, obj) })
+}
+
+// Resource names the watched resource in logs.
+func (w *Watched) Resource() string { return w.GVR.GroupResource().String() }

@@ -8,9 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,32 +23,28 @@ type ObserveFunc func(ctx context.Context, c client.Client, cluster, name string
 // workspace of every shard's virtual workspace, to their ObserveFunc, with a
 // client of the object's logical cluster.
 //
-// Its watches are its own (virtualworkspace.Watched, one per shard and
-// resource) and retry until they can list: a virtual workspace that does
-// not serve yet when the webhook starts (the export has no binding yet) or
-// a shard that joins later is followed as soon as it answers. It reads the
-// shards' URLs again whenever the endpoint slice changes, and every
-// URLPeriod in case a change of the slice was missed; and every
-// VerifyPeriod it compares each watch with a list, in case a watch missed
-// an event (Watched.Verify).
+// The events come from the APIExport provider's cache of each shard
+// (virtualworkspace.Shards): the provider follows the endpoint slice and
+// watches a shard whose virtual workspace does not serve yet until it
+// does. They are taken from the informers themselves, not through the
+// provider's engaged clusters: the registry must hear of every rule and
+// configuration, also in a workspace whose binding is not ready or is
+// gone. Every VerifyPeriod each informer is compared with a list, in case
+// its watch missed an event (virtualworkspace.Verifier).
 type Follower struct {
-	VW     *virtualworkspace.VirtualWorkspaces
-	Scheme *runtime.Scheme
+	Shards *virtualworkspace.Shards
 	Log    logr.Logger
-	// URLPeriod is how often the shards' URLs are read again.
-	URLPeriod time.Duration
-	// VerifyPeriod is how often each watch is compared with a list.
+	// VerifyPeriod is how often each informer is compared with a list.
 	VerifyPeriod time.Duration
 
 	followed []*followed
-	mapper   meta.RESTMapper
 	clients  sync.Map // clientKey -> client.Client
 }
 
 // followed is one followed resource.
 type followed struct {
 	name    string
-	watched *virtualworkspace.Watched
+	cached  *virtualworkspace.Cached
 	observe ObserveFunc
 	queue   workqueue.TypedRateLimitingInterface[followedKey]
 }
@@ -61,104 +54,47 @@ type followedKey struct{ url, cluster, name string }
 
 type clientKey struct{ url, cluster string }
 
-// Defaults of Follower.URLPeriod and Follower.VerifyPeriod.
-const (
-	DefaultURLPeriod    = 5 * time.Second
-	DefaultVerifyPeriod = time.Minute
-)
+// DefaultVerifyPeriod is Follower.VerifyPeriod's default.
+const DefaultVerifyPeriod = time.Minute
 
-// Follow adds a resource of kind gvk (cluster-scoped, served as gvr) to
-// follow; name names it in logs. It returns the watch, whose ListShard
-// reads a shard from the same view the events come from. Call it before
-// Start.
-func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, observe ObserveFunc) *virtualworkspace.Watched {
-	if f.mapper == nil {
-		f.mapper = meta.NewDefaultRESTMapper(nil)
-	}
-	f.mapper.(*meta.DefaultRESTMapper).AddSpecific(gvk, gvr, gvr, meta.RESTScopeRoot)
+// Follow adds a resource (cluster-scoped, served as gvr, of obj's type) to
+// follow; name names it in logs. It returns the resource's view, whose
+// ListShard reads a shard from the same informer the events come from.
+// Call it before the provider starts.
+func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, obj client.Object, observe ObserveFunc) *virtualworkspace.Cached {
 	fw := &followed{name: name, observe: observe,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[followedKey](),
 			workqueue.TypedRateLimitingQueueConfig[followedKey]{Name: name})}
-	fw.watched = &virtualworkspace.Watched{VW: f.VW, GVR: gvr, Each: func(url string, obj *unstructured.Unstructured) {
+	fw.cached = f.Shards.Follow(gvr, obj, func(url string, obj client.Object) {
 		fw.queue.Add(followedKey{url: url, cluster: logicalcluster.From(obj).String(), name: obj.GetName()})
-	}}
+	})
 	f.followed = append(f.followed, fw)
-	return fw.watched
+	return fw.cached
 }
 
 // NeedLeaderElection: every replica keeps its own registry.
 func (f *Follower) NeedLeaderElection() bool { return false }
 
-// Start follows the shards until ctx ends.
+// Start observes what the informers deliver until ctx ends.
 func (f *Follower) Start(ctx context.Context) error {
-	period := f.URLPeriod
-	if period <= 0 {
-		period = DefaultURLPeriod
-	}
 	var workers sync.WaitGroup
 	for _, fw := range f.followed {
-		fw.watched.Start(ctx)
 		workers.Go(func() { f.work(ctx, fw) })
 	}
 	verifyPeriod := f.VerifyPeriod
 	if verifyPeriod <= 0 {
 		verifyPeriod = DefaultVerifyPeriod
 	}
-	watches := make([]*virtualworkspace.Watched, len(f.followed))
+	views := make([]virtualworkspace.Verifier, len(f.followed))
 	for i, fw := range f.followed {
-		watches[i] = fw.watched
+		views[i] = fw.cached
 	}
-	workers.Go(func() { virtualworkspace.KeepVerified(ctx, verifyPeriod, f.Log, watches...) })
-	defer func() {
-		for _, fw := range f.followed {
-			fw.queue.ShutDown()
-		}
-		workers.Wait()
-	}()
-	// Follow a new shard as soon as the endpoint slice names it; the
-	// period covers what the watch of the slice misses.
-	urlsChanged := make(chan struct{}, 1)
-	if err := f.VW.WatchURLs(ctx, func() {
-		select {
-		case urlsChanged <- struct{}{}:
-		default:
-		}
-	}); err != nil {
-		return err
-	}
-	var lastErr string
-	for {
-		err := f.followURLs(ctx)
-		switch {
-		case err != nil && err.Error() != lastErr:
-			f.Log.Error(err, "following the shards' virtual workspaces; retrying", "after", period)
-		case err == nil && lastErr != "":
-			f.Log.Info("following the shards' virtual workspaces again")
-		}
-		lastErr = ""
-		if err != nil {
-			lastErr = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-urlsChanged:
-		case <-time.After(period):
-		}
-	}
-}
-
-// followURLs reads the shards' URLs and follows them in every watch.
-func (f *Follower) followURLs(ctx context.Context) error {
-	urls, err := f.VW.URLs(ctx)
-	if err != nil {
-		return err
-	}
+	workers.Go(func() { virtualworkspace.KeepVerified(ctx, verifyPeriod, f.Log, views...) })
+	<-ctx.Done()
 	for _, fw := range f.followed {
-		if err := fw.watched.Follow(urls); err != nil {
-			return err
-		}
+		fw.queue.ShutDown()
 	}
+	workers.Wait()
 	return nil
 }
 
@@ -193,13 +129,14 @@ func (f *Follower) observe(ctx context.Context, fw *followed, key followedKey) e
 	return nil
 }
 
-// client returns the (shared) client of cluster at url.
+// client returns the (shared) client of cluster at url. It reads the
+// server, not the informer: an observation sees the object as it is now.
 func (f *Follower) client(url, cluster string) (client.Client, error) {
 	k := clientKey{url, cluster}
 	if c, ok := f.clients.Load(k); ok {
 		return c.(client.Client), nil
 	}
-	c, err := f.VW.ObjectClient(url, cluster, f.Scheme, f.mapper)
+	c, err := f.Shards.VW.ObjectClient(url, cluster, f.Shards.Scheme(), f.Shards.Mapper())
 	if err != nil {
 		return nil, err
 	}

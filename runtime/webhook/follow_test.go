@@ -12,10 +12,11 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
@@ -89,16 +90,12 @@ func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
 // followRules starts a Follower of the rules on the fake shards, until ctx
 // ends. observed says how often each rule (by registry key) was observed,
 // each time with a client.
-func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtualworkspace.Watched, observed func() map[string]int) {
+func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtualworkspace.Cached, observed func() map[string]int) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	counts := map[string]int{}
-	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: scheme, Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
-	watch = follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+	follower := newFollower(t, f, 0)
+	watch = follower.Follow("rules", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{},
 		func(_ context.Context, c client.Client, cluster, name string) error {
 			if c == nil {
 				t.Error("observed without a client")
@@ -108,11 +105,45 @@ func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtu
 			counts[registry.Key(cluster, name)]++
 			return nil
 		})
-	go func() { _ = follower.Start(ctx) }()
+	startFollower(ctx, t, f, follower)
 	return watch, func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
 		return maps.Clone(counts)
+	}
+}
+
+// newFollower returns a Follower of the fake shards' virtual workspaces
+// that verifies its informers every verifyPeriod (0: the default).
+func newFollower(t *testing.T, f *fakeShards, verifyPeriod time.Duration) *Follower {
+	t.Helper()
+	scheme, err := process.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := virtualworkspace.NewShards(f.virtualWorkspaces(t), scheme, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Follower{Shards: shards, Log: logr.Discard(), VerifyPeriod: verifyPeriod}
+}
+
+// startFollower starts follower, and the cache of each fake shard as the
+// APIExport provider would, until ctx ends.
+func startFollower(ctx context.Context, t *testing.T, f *fakeShards, follower *Follower) {
+	t.Helper()
+	go func() { _ = follower.Start(ctx) }()
+	f.mu.Lock()
+	shards := slices.Sorted(maps.Keys(f.rules))
+	f.mu.Unlock()
+	for _, s := range shards {
+		cfg := rest.CopyConfig(follower.Shards.VW.Home)
+		cfg.Host = f.srv.URL + "/" + s
+		c, err := follower.Shards.NewEndpointCache(cfg, follower.Shards.Scheme())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Start(ctx) }()
 	}
 }
 
@@ -125,11 +156,11 @@ func TestFollowerClaimNotServedYet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeShards(t, "shard-a") // serves rules only: 404 for anything else
-	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: runtime.NewScheme(), Log: logr.Discard(), URLPeriod: 50 * time.Millisecond}
+	follower := newFollower(t, f, 0)
 	watch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
-		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
+		&admissionregistrationv1.MutatingWebhookConfiguration{},
 		func(context.Context, client.Client, string, string) error { return nil })
-	go func() { _ = follower.Start(ctx) }()
+	startFollower(ctx, t, f, follower)
 	check.Eventually(ctx, t, 10*time.Second, "the index configurations of a shard that does not serve them yet to read as none", func() error {
 		objs, err := watch.ListShard(ctx, f.srv.URL+"/shard-a")
 		if err == nil && len(objs) != 0 {
@@ -152,8 +183,8 @@ func TestFollowerVerifiesWatches(t *testing.T) {
 	f.addRule(t, "shard-a", "c1", "deleted")
 	var mu sync.Mutex
 	observed := map[string]int{}
-	follower := &Follower{VW: f.virtualWorkspaces(t), Scheme: runtime.NewScheme(), Log: logr.Discard(), URLPeriod: 50 * time.Millisecond, VerifyPeriod: 200 * time.Millisecond}
-	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"),
+	follower := newFollower(t, f, 200*time.Millisecond)
+	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{},
 		func(_ context.Context, _ client.Client, _, name string) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -169,7 +200,7 @@ func TestFollowerVerifiesWatches(t *testing.T) {
 		slices.Sort(out)
 		return out, err
 	}
-	go func() { _ = follower.Start(ctx) }()
+	startFollower(ctx, t, f, follower)
 	check.Eventually(ctx, t, 10*time.Second, "both rules in the view", func() error {
 		got, err := names()
 		if err == nil && !slices.Equal(got, []string{"deleted", "kept"}) {

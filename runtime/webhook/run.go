@@ -17,6 +17,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -44,24 +45,29 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The provider logs every binding it sees: at V(1).
+	shards, err := virtualworkspace.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
+	if err != nil {
+		return err
+	}
 	reg := registry.New()
 	rules := NewRuleSync(vw, reg, log.WithName("rules"))
 	indexConfigs := &index.Configurations{Registry: reg, Log: log.WithName("index-configurations")}
 	rules.IndexConfigs = indexConfigs
 	rules.PartialReadyAfter = o.PartialReadyAfter
 	published := &settle.PublishedStamps{}
-	follower := &Follower{VW: vw, Scheme: mgr.GetScheme(), Log: log.WithName("follow")}
+	follower := &Follower{Shards: shards, Log: log.WithName("follow")}
 	// The rules and the index configurations are read, at start and after,
 	// from the same watches: one deleted before a watch's initial list is
 	// in neither.
-	ruleWatch := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, v1alpha1.GroupVersion.WithKind("DependencyRule"), rules.Observe)
+	ruleWatch := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{}, rules.Observe)
 	rules.Shard = ruleWatch.ListShard
 	indexWatch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
-		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), indexConfigs.Observe)
+		&admissionregistrationv1.MutatingWebhookConfiguration{}, indexConfigs.Observe)
 	rules.IndexShard = indexWatch.ListShard
 	rules.Watches = []WatchHealth{ruleWatch, indexWatch}
 	follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR,
-		admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), published.Observe)
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, published.Observe)
 	if err := mgr.Add(follower); err != nil {
 		return err
 	}
@@ -146,8 +152,14 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 
+	// The APIExport provider follows the export's endpoint slice and
+	// builds the cache of each shard the informers above live in.
+	mc, err := mcmanager.WithMultiCluster(mgr, shards.Provider)
+	if err != nil {
+		return fmt.Errorf("adding the APIExport provider to the manager: %w", err)
+	}
 	log.Info("starting webhook", "workspace", ws.Path, "export", o.ExportName, "addr", o.Addr)
-	return mgr.Start(ctx)
+	return mc.Start(ctx)
 }
 
 // candidates is settler as Candidates, nil when there is none.

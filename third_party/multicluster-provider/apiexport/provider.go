@@ -19,6 +19,7 @@ package apiexport
 import (
 	"github.com/go-logr/logr"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,7 @@ import (
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 
+	mcpcache "github.com/kcp-dev/multicluster-provider/pkg/cache"
 	"github.com/kcp-dev/multicluster-provider/pkg/handlers"
 	"github.com/kcp-dev/multicluster-provider/pkg/provider"
 )
@@ -75,6 +77,14 @@ type Options struct {
 	// Handlers are lifecycle handlers, ran for each logical cluster in the provider represented
 	// by apibinding object.
 	Handlers handlers.Handlers
+
+	// EndpointSliceMapper, when set, is the RESTMapper of the cache of the
+	// endpoint slice (see provider.Options).
+	EndpointSliceMapper meta.RESTMapper
+
+	// NewEndpointCache, when set, builds the wildcard cache of each
+	// virtual workspace endpoint (see provider.Options).
+	NewEndpointCache func(cfg *rest.Config, scheme *runtime.Scheme) (mcpcache.WildcardCache, error)
 }
 
 // New creates a new kcp virtual workspace provider.
@@ -103,6 +113,8 @@ func New(cfg *rest.Config, endpointSliceName string, options Options) (*Provider
 		AddFilter:                    options.AddFilter,
 		UpdateFilter:                 options.UpdateFilter,
 		Handlers:                     options.Handlers,
+		EndpointSliceMapper:          options.EndpointSliceMapper,
+		NewEndpointCache:             options.NewEndpointCache,
 	})
 	if err != nil {
 		return nil, err

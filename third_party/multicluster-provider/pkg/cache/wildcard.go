@@ -47,10 +47,26 @@ type WildcardCache interface {
 	GetSharedInformer(obj runtime.Object) (k8scache.SharedIndexInformer, schema.GroupVersionKind, apimeta.RESTScopeName, error)
 }
 
+// WildcardCacheOptions are the options of a wildcard cache beyond those of
+// controller-runtime's cache.
+type WildcardCacheOptions struct {
+	// WrapListerWatcher, when set, wraps the ListerWatcher of every
+	// informer the cache creates, given the informer's object type: for
+	// example to observe the outcome of its lists and watches, or to read
+	// a resource the endpoint does not serve yet as empty.
+	WrapListerWatcher func(lw k8scache.ListerWatcher, obj runtime.Object) k8scache.ListerWatcher
+}
+
 // NewWildcardCache returns a cache.Cache that handles multi-cluster watches
 // against a /clusters/* endpoint. It wires SharedIndexInformers with additional
 // indexes for cluster and cluster+namespace.
 func NewWildcardCache(config *rest.Config, opts cache.Options) (WildcardCache, error) {
+	return NewWildcardCacheWithOptions(config, opts, WildcardCacheOptions{})
+}
+
+// NewWildcardCacheWithOptions is NewWildcardCache with the options of
+// wopts.
+func NewWildcardCacheWithOptions(config *rest.Config, opts cache.Options, wopts WildcardCacheOptions) (WildcardCache, error) {
 	config = rest.CopyConfig(config)
 	config.Host = strings.TrimSuffix(config.Host, "/") + "/clusters/*"
 
@@ -81,6 +97,9 @@ func NewWildcardCache(config *rest.Config, opts cache.Options) (WildcardCache, e
 	}
 
 	opts.NewInformer = func(watcher k8scache.ListerWatcher, obj runtime.Object, duration time.Duration, indexers k8scache.Indexers) k8scache.SharedIndexInformer {
+		if wopts.WrapListerWatcher != nil {
+			watcher = wopts.WrapListerWatcher(watcher, obj)
+		}
 		inf := kcpinformers.NewSharedIndexInformer(watcher, obj, duration, indexers)
 		if err := inf.AddIndexers(k8scache.Indexers{
 			kcpcache.ClusterIndexName:             ClusterIndexFunc,

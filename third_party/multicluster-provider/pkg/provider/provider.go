@@ -25,6 +25,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -95,6 +96,20 @@ type Options struct {
 	// Handlers are lifecycle handlers for logical clusters managed by this provider represented
 	// by apibinding object.
 	Handlers handlers.Handlers
+
+	// EndpointSliceMapper, when set, is the RESTMapper of the cache of the
+	// endpoint slice. By default that cache discovers the server, which
+	// must then be reachable when the provider is built.
+	EndpointSliceMapper meta.RESTMapper
+
+	// NewEndpointCache, when set, builds the wildcard cache of the virtual
+	// workspace endpoint cfg points at, in place of NewWildcardCache with
+	// Scheme: for example with a RESTMapper that needs no discovery, so
+	// that an informer of a resource the endpoint does not serve yet can
+	// be created and retries on its own, with a wrapper of its informers'
+	// ListerWatchers, or to add informers of its own to the cache of each
+	// shard. The cache is started, and stopped, by the provider.
+	NewEndpointCache func(cfg *rest.Config, scheme *runtime.Scheme) (mcpcache.WildcardCache, error)
 }
 
 func (opts *Options) defaults() {
@@ -171,6 +186,7 @@ func NewProvider(cfg *rest.Config, endpointSliceName string, opts Options) (*Pro
 
 	c, err := cache.New(p.config, cache.Options{
 		Scheme: p.opts.Scheme,
+		Mapper: p.opts.EndpointSliceMapper,
 		ByObject: map[client.Object]cache.ByObject{
 			p.opts.EndpointSliceObject: {
 				Field: fields.SelectorFromSet(fields.Set{"metadata.name": endpointSliceName}),
@@ -322,7 +338,13 @@ func newWatchedEndpoint(ctx context.Context, cfg *rest.Config, aware multicluste
 	we.cancel = cancel
 	we.config = cfg
 
-	wildcardCache, err := mcpcache.NewWildcardCache(we.config, cache.Options{Scheme: we.opts.Scheme})
+	newCache := we.opts.NewEndpointCache
+	if newCache == nil {
+		newCache = func(cfg *rest.Config, scheme *runtime.Scheme) (mcpcache.WildcardCache, error) {
+			return mcpcache.NewWildcardCache(cfg, cache.Options{Scheme: scheme})
+		}
+	}
+	wildcardCache, err := newCache(we.config, we.opts.Scheme)
 	if err != nil {
 		we.cancel()
 		return nil, fmt.Errorf("error starting cache: %w", err)

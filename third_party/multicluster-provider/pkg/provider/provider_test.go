@@ -23,15 +23,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -205,4 +209,47 @@ func TestWatchedEndpointRetriesUntilServed(t *testing.T) {
 	}
 	<-done
 	assert.Equal(t, int32(2), c.calls.Load(), "one failed attempt and one that succeeded")
+}
+
+// TestNewEndpointCache: the wildcard cache of each endpoint is built by
+// NewEndpointCache, with the endpoint's URL, and watched by the provider.
+func TestNewEndpointCache(t *testing.T) {
+	var urls, built []string
+	p := testProvider(t, func(client.Object) ([]string, error) { return urls, nil })
+	p.opts.Log = ptr.To(logr.Discard())
+	p.opts.ObjectToWatch = &apisv1alpha1.APIBinding{}
+	started := make(chan struct{})
+	p.opts.NewEndpointCache = func(cfg *rest.Config, _ *runtime.Scheme) (mcpcache.WildcardCache, error) {
+		built = append(built, cfg.Host)
+		return &notServedYetCache{
+			informer: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &apisv1alpha1.APIBinding{}, 0, toolscache.Indexers{}),
+			started:  started,
+		}, nil
+	}
+	p.watchEndpointFunc = func(ctx context.Context, cfg *rest.Config, aware multicluster.Aware) (*watchedEndpoint, error) {
+		return newWatchedEndpoint(ctx, cfg, aware, &watchedEndpoint{opts: p.opts})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	urls = []string{"https://kcp.example.com/services/apiexport/root/export"}
+	p.endpointSliceUpdate(ctx, &mockAware{}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "test"}})
+	assert.Equal(t, urls, built)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the provider did not start the endpoint's cache")
+	}
+}
+
+// TestNewProviderWithEndpointSliceMapper: with a mapper for the endpoint
+// slice, a provider is built without reaching the server.
+func TestNewProviderWithEndpointSliceMapper(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(apisv1alpha1.SchemeGroupVersion.WithKind("APIExportEndpointSlice"), meta.RESTScopeRoot)
+	s := runtime.NewScheme()
+	require.NoError(t, apisv1alpha1.AddToScheme(s))
+	_, err := NewProvider(&rest.Config{Host: "https://127.0.0.1:1"}, "export", Options{
+		Scheme: s, EndpointSliceObject: &apisv1alpha1.APIExportEndpointSlice{}, EndpointSliceMapper: mapper})
+	require.NoError(t, err)
 }

@@ -1,0 +1,144 @@
+package virtualworkspace
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	mcpcache "github.com/kcp-dev/multicluster-provider/pkg/cache"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cached is one resource in an informer of every shard's cache
+// (Shards.Follow), read shard by shard.
+//
+// A shard's view is never partial: ListShard fails until the informer has
+// delivered its initial list, and while its watch has ended and could not
+// be started again (the shard cannot be reached): what it held then is
+// kept, but may lack any change made since, so it is handed out again only
+// once it was found equal to a list. A resource the export only claims, on
+// a shard where no workspace accepted the claim, is listed as none; once
+// served, the informer's next list (within 30 s) brings what is there.
+// Objects are kept per logical cluster (kcp's informer): a wildcard list
+// holds objects of one name from many workspaces.
+type Cached struct {
+	GVR schema.GroupVersionResource
+
+	shards *Shards
+	obj    client.Object
+	each   func(url string, obj client.Object)
+
+	mu    sync.Mutex
+	byURL map[string]*shardWatch
+}
+
+// attach takes the informer of c's resource from wc, the cache of the shard
+// at url, whose lists and watches live records, and tells c.each of its
+// events.
+func (c *Cached) attach(url string, wc mcpcache.WildcardCache, live *liveness) error {
+	inf, err := wc.GetInformer(context.Background(), c.obj.DeepCopyObject().(client.Object), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("watching %s at %s: %w", c.GVR.GroupResource(), url, err)
+	}
+	informer, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return fmt.Errorf("watching %s at %s: the cache's informer is a %T", c.GVR.GroupResource(), url, inf)
+	}
+	if c.each != nil {
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.tell(url, obj) },
+			UpdateFunc: func(_, updated any) { c.tell(url, updated) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				c.tell(url, obj)
+			},
+		}); err != nil {
+			return fmt.Errorf("watching %s at %s: %w", c.GVR.GroupResource(), url, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byURL[url] = &shardWatch{informer: informer, live: live}
+	return nil
+}
+
+// tell tells c.each of one object of the shard at url.
+func (c *Cached) tell(url string, obj any) {
+	if o, ok := obj.(client.Object); ok && c.each != nil {
+		c.each(url, o)
+	}
+}
+
+// ListShard returns the objects of every workspace on the shard at url, one
+// the provider follows. It waits up to initialListWait for the informer's
+// initial list, and fails while it has not arrived or while the view may
+// be stale. Every change after what it returns reaches Follow's each.
+func (c *Cached) ListShard(ctx context.Context, url string) ([]Object, error) {
+	v, ok := c.view(url)
+	if !ok {
+		return nil, fmt.Errorf("watching %s at %s: the shard is not followed yet", c.GVR.GroupResource(), url)
+	}
+	return v.list(ctx)
+}
+
+// Health reports whether the watch of the shard at url is live, and how
+// many times its view was lost so far: what a reader found current while
+// the watch was live stays current for as long as both stay the same, every
+// change since being on its way. A shard not followed is not live.
+func (c *Cached) Health(url string) (losses int, live bool) {
+	v, ok := c.view(url)
+	if !ok {
+		return 0, false
+	}
+	return v.sw.live.health()
+}
+
+// Verify compares the view of every shard with a list (Verifier).
+func (c *Cached) Verify(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	urls := make([]string, 0, len(c.byURL))
+	for url := range c.byURL {
+		urls = append(urls, url)
+	}
+	c.mu.Unlock()
+	sort.Strings(urls)
+	views := make([]view, 0, len(urls))
+	for _, url := range urls {
+		if v, ok := c.view(url); ok {
+			views = append(views, v)
+		}
+	}
+	return verifyAll(ctx, views, func(url string, obj runtime.Object) { c.tell(url, obj) })
+}
+
+// Resource names the resource in logs.
+func (c *Cached) Resource() string { return c.GVR.GroupResource().String() }
+
+// view is the view of the shard at url, if it is followed.
+func (c *Cached) view(url string) (view, bool) {
+	c.mu.Lock()
+	sw, ok := c.byURL[url]
+	c.mu.Unlock()
+	if !ok {
+		return view{}, false
+	}
+	gvk, _ := c.shards.mapper.KindFor(c.GVR)
+	return view{vw: c.shards.VW, gvr: c.GVR, url: url, sw: sw, gvk: gvk, typed: c.typed}, true
+}
+
+// typed is u as an object of c's type.
+func (c *Cached) typed(u *unstructured.Unstructured) (runtime.Object, error) {
+	obj := c.obj.DeepCopyObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return nil, fmt.Errorf("converting %s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return obj, nil
+}
