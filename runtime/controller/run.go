@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
@@ -76,8 +77,22 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := mgr.AddReadyzCheck("configurations", syncer.ReadyCheck(otherLeads)); err != nil {
 		return err
 	}
-	if err := mgr.Add(syncer); err != nil {
+	// The APIExport provider follows the export's endpoint slice and
+	// builds the cache of each shard what a run reads lives in; it runs
+	// on the elected replica only, as the reconciler does.
+	shards, err := virtualworkspace.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
+	if err != nil {
 		return err
+	}
+	if err := syncer.Follow(shards); err != nil {
+		return err
+	}
+	if err := syncer.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	mc, err := mcmanager.WithMultiCluster(mgr, shards.Provider)
+	if err != nil {
+		return fmt.Errorf("adding the APIExport provider to the manager: %w", err)
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		bundle.watch(ctx, syncer.Trigger, log)
@@ -87,7 +102,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 
 	log.Info("starting controller", "workspace", ws.Path, "export", o.ExportName, "webhookURL", o.WebhookURL, "webhookMutateURL", mutateURL)
-	return mgr.Start(ctx)
+	return mc.Start(ctx)
 }
 
 // leaderElectionID names the controller's leader election lease.

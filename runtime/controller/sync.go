@@ -16,6 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
@@ -59,22 +64,24 @@ type Syncer struct {
 	// stampsSeen is when each type's current stamp was first computed:
 	// a new stamp is published once it has stood for stampHold.
 	stampsSeen map[schema.GroupResource]stampSeen
-	// rules is every rule, from watches; decoded keeps them decoded.
-	rules   *virtualworkspace.Watched
+	// rules is every rule, from the APIExport provider's cache of each
+	// shard; decoded keeps them decoded.
+	rules   *virtualworkspace.Cached
 	decoded decodedRules
-	// bindings, configs and indexes watch what else a run reads: the
-	// APIBindings of the export, and both kinds of webhook configuration.
-	// A run reads them from these views, as it reads the rules, and a
-	// change starts a run. A view may lag a run's own writes by an event;
-	// the writes retry against what the server holds (writeListed).
-	bindings, configs, indexes *virtualworkspace.Watched
+	// bindings, configs and indexes are what else a run reads: the
+	// APIBindings of the export, and both kinds of webhook configuration,
+	// from the same caches. A change of any starts a run. A view may lag a
+	// run's own writes by an event; the writes retry against what the
+	// server holds (writeListed).
+	bindings, configs, indexes *virtualworkspace.Cached
 
 	// eventWriters bounds how many Events of status changes are written
 	// at once, behind the runs that started them, so that they leave the
 	// client's rate limit to the runs.
 	eventWriters chan struct{}
 
-	trigger chan struct{}
+	// queue is the reconciler's, once it has started (Trigger).
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[planKey]]
 	// generations holds a rule's new generation back from Ready until
 	// every webhook replica decides writes on it.
 	generations generationHold
@@ -93,72 +100,82 @@ type Syncer struct {
 // shards lag more.
 const DefaultPropagation = 2 * time.Second
 
-// NewSyncer returns a Syncer; call Start to run it.
+// NewSyncer returns a Syncer; Follow and SetupWithManager run it.
 func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
-	s := &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation, Reread: DefaultReread,
-		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, trigger: make(chan struct{}, 1), eventWriters: make(chan struct{}, 2)}
-	s.rules = &virtualworkspace.Watched{VW: vw, GVR: v1alpha1.GroupVersionResource, Changed: s.Trigger, Relevant: ruleChanged}
-	watch := func(gvr schema.GroupVersionResource) *virtualworkspace.Watched {
-		return &virtualworkspace.Watched{VW: vw, GVR: gvr, Changed: s.Trigger}
+	return &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation, Reread: DefaultReread,
+		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, eventWriters: make(chan struct{}, 2)}
+}
+
+// Follow has shards keep what a run reads in the cache of each shard, and
+// a change of it start a run. Call it before the provider starts.
+func (s *Syncer) Follow(shards *virtualworkspace.Shards) error {
+	follow := func(c *virtualworkspace.Cached) (*virtualworkspace.Cached, error) {
+		c.Changed = s.Trigger
+		return shards.Follow(c)
 	}
-	s.bindings = watch(virtualworkspace.APIBindingsGVR)
-	s.configs = watch(virtualworkspace.WebhookConfigurationsGVR)
-	s.indexes = watch(virtualworkspace.MutatingWebhookConfigurationsGVR)
-	return s
+	var errs [4]error
+	s.rules, errs[0] = follow(&virtualworkspace.Cached{GVR: v1alpha1.GroupVersionResource, Relevant: ruleChanged})
+	s.bindings, errs[1] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.APIBindingsGVR})
+	s.configs, errs[2] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.WebhookConfigurationsGVR})
+	s.indexes, errs[3] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.MutatingWebhookConfigurationsGVR})
+	return errors.Join(errs[:]...)
+}
+
+// planKey is the one request of the reconciler: every run plans every rule
+// of every workspace from scratch, whatever started it.
+type planKey struct{}
+
+// settleBurst is how long a run waits after the change that asked for it,
+// so that a burst of events (a rule applied with others) starts one run.
+const settleBurst = 50 * time.Millisecond
+
+// SetupWithManager adds the reconciler to mgr: it runs on the elected
+// replica only, at once, after every change Follow reports, every Period,
+// and after a failure with backoff (1 s doubling to 30 s).
+func (s *Syncer) SetupWithManager(mgr manager.Manager) error {
+	c, err := controller.NewTyped("configurations", mgr, controller.TypedOptions[planKey]{
+		Reconciler:              reconcile.TypedFunc[planKey](s.reconcile),
+		MaxConcurrentReconciles: 1,
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[planKey](time.Second, 30*time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("building the configurations reconciler: %w", err)
+	}
+	if err := c.Watch(source.TypedFunc[planKey](func(_ context.Context, q workqueue.TypedRateLimitingInterface[planKey]) error {
+		// The reconciler starts on the elected replica only.
+		s.leading.Store(true)
+		s.queue.Store(&q)
+		q.Add(planKey{})
+		return nil
+	})); err != nil {
+		return fmt.Errorf("starting runs of the configurations reconciler: %w", err)
+	}
+	// An event a watch missed is made up for within a period: a correction
+	// starts a run (Changed). On the elected replica only (a RunnableFunc
+	// needs leader election), where the caches run.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		virtualworkspace.KeepVerified(ctx, s.Period, s.Log, s.rules, s.bindings, s.configs, s.indexes)
+		return nil
+	}))
 }
 
 // Trigger asks for a run soon. Triggers that arrive while a run is pending
 // collapse into one.
 func (s *Syncer) Trigger() {
-	select {
-	case s.trigger <- struct{}{}:
-	default:
+	if q := s.queue.Load(); q != nil {
+		(*q).AddAfter(planKey{}, settleBurst)
 	}
 }
 
-// NeedLeaderElection makes only the elected replica write.
-func (s *Syncer) NeedLeaderElection() bool { return true }
-
-// Start runs until ctx ends.
-func (s *Syncer) Start(ctx context.Context) error {
-	// Start runs only on the elected replica (NeedLeaderElection).
-	s.leading.Store(true)
-	watches := []*virtualworkspace.Watched{s.rules, s.bindings, s.configs, s.indexes}
-	for _, w := range watches {
-		w.Start(ctx)
+// reconcile runs once, and asks for the next run within Period.
+func (s *Syncer) reconcile(ctx context.Context, _ planKey) (reconcile.Result, error) {
+	start := time.Now()
+	phases, err := s.sync(ctx)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("sync failed: %w", err)
 	}
-	// A run follows the shards the endpoint slice names: a shard that gets
-	// its first binding must start one.
-	if err := s.VW.WatchURLs(ctx, s.Trigger); err != nil {
-		return err
-	}
-	// An event a watch missed is made up for within a period: a
-	// correction triggers a run (Changed).
-	go virtualworkspace.KeepVerified(ctx, s.Period, s.Log, s.rules, s.bindings, s.configs, s.indexes)
-	ticker := time.NewTicker(s.Period)
-	defer ticker.Stop()
-	s.Trigger()
-	backoff := time.Second
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.trigger:
-		case <-ticker.C:
-		}
-		// Let a burst of events (a rule applied with others) settle.
-		time.Sleep(50 * time.Millisecond)
-		start := time.Now()
-		phases, err := s.sync(ctx)
-		if err != nil {
-			s.Log.Error(err, "sync failed; retrying", "after", backoff)
-			time.AfterFunc(backoff, s.Trigger)
-			backoff = min(backoff*2, 30*time.Second)
-			continue
-		}
-		backoff = time.Second
-		s.Log.V(1).Info("synced", append([]any{"duration", time.Since(start)}, phases.spent...)...)
-	}
+	s.Log.V(1).Info("synced", append([]any{"duration", time.Since(start)}, phases.spent...)...)
+	return reconcile.Result{RequeueAfter: s.Period}, nil
 }
 
 // Sync runs once.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // TestNoteUnread: what a run could not read shows in the metric and in
@@ -22,7 +23,10 @@ func TestNoteUnread(t *testing.T) {
 		}
 		return p
 	}
-	s := &Syncer{Log: logr.Discard(), Reread: 10 * time.Millisecond, trigger: make(chan struct{}, 1)}
+	s := &Syncer{Log: logr.Discard(), Reread: 10 * time.Millisecond}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[planKey]())
+	defer q.ShutDown()
+	s.queue.Store(&q)
 	s.leading.Store(true)
 	s.synced.Store(true)
 	ready := s.ReadyCheck(nil)
@@ -50,9 +54,9 @@ func TestNoteUnread(t *testing.T) {
 		plan: plan(nil),
 	}} {
 		t.Run(step.name, func(t *testing.T) {
-			select {
-			case <-s.trigger: // a run pending from an earlier step
-			default:
+			for q.Len() > 0 { // a run pending from an earlier step
+				k, _ := q.Get()
+				q.Done(k)
 			}
 			s.noteUnread(step.plan)
 			if got := testutil.ToFloat64(rulesUnread.WithLabelValues(UnreadWorkspace)); got != step.wantWorkspace {
@@ -68,15 +72,15 @@ func TestNoteUnread(t *testing.T) {
 			case step.wantNotReady != "" && (err == nil || !strings.Contains(err.Error(), step.wantNotReady)):
 				t.Errorf("readiness %v, want not ready naming %q", err, step.wantNotReady)
 			}
-			select {
-			case <-s.trigger:
-				if step.wantNotReady == "" {
-					t.Error("a run was started although everything was read")
-				}
-			case <-time.After(time.Second):
-				if step.wantNotReady != "" {
-					t.Errorf("no run within a second, with Reread %s, although a rule could not be read", s.Reread)
-				}
+			run := false
+			for deadline := time.Now().Add(time.Second); !run && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				run = q.Len() > 0
+			}
+			switch {
+			case run && step.wantNotReady == "":
+				t.Error("a run was started although everything was read")
+			case !run && step.wantNotReady != "":
+				t.Errorf("no run within a second, with Reread %s, although a rule could not be read", s.Reread)
 			}
 		})
 	}

@@ -8,11 +8,9 @@ import (
 
 	mcpcache "github.com/kcp-dev/multicluster-provider/pkg/cache"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Cached is one resource in an informer of every shard's cache
@@ -29,20 +27,28 @@ import (
 // holds objects of one name from many workspaces.
 type Cached struct {
 	GVR schema.GroupVersionResource
+	// Changed is told of every add and delete, and of every update for
+	// which Relevant (when set) returns true.
+	Changed  func()
+	Relevant func(old, updated *unstructured.Unstructured) bool
+	// Each, when set, is told of every add, update and delete, with the
+	// object (for a delete, its last known state) and the URL of the shard
+	// it came from, once the change is in the informer.
+	Each func(url string, obj *unstructured.Unstructured)
 
 	shards *Shards
-	obj    client.Object
-	each   func(url string, obj client.Object)
+	gvk    schema.GroupVersionKind
 
 	mu    sync.Mutex
 	byURL map[string]*shardWatch
 }
 
 // attach takes the informer of c's resource from wc, the cache of the shard
-// at url, whose lists and watches live records, and tells c.each of its
-// events.
+// at url, whose lists and watches live records, and tells c of its events.
 func (c *Cached) attach(url string, wc mcpcache.WildcardCache, live *liveness) error {
-	inf, err := wc.GetInformer(context.Background(), c.obj.DeepCopyObject().(client.Object), cache.BlockUntilSynced(false))
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(c.gvk)
+	inf, err := wc.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("watching %s at %s: %w", c.GVR.GroupResource(), url, err)
 	}
@@ -50,15 +56,21 @@ func (c *Cached) attach(url string, wc mcpcache.WildcardCache, live *liveness) e
 	if !ok {
 		return fmt.Errorf("watching %s at %s: the cache's informer is a %T", c.GVR.GroupResource(), url, inf)
 	}
-	if c.each != nil {
+	if c.Changed != nil || c.Each != nil {
 		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.tell(url, obj) },
-			UpdateFunc: func(_, updated any) { c.tell(url, updated) },
+			AddFunc: func(obj any) { c.changed(url, obj) },
+			UpdateFunc: func(old, updated any) {
+				o, _ := old.(*unstructured.Unstructured)
+				u, _ := updated.(*unstructured.Unstructured)
+				if c.Relevant == nil || o == nil || u == nil || c.Relevant(o, u) {
+					c.changed(url, updated)
+				}
+			},
 			DeleteFunc: func(obj any) {
 				if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 					obj = tomb.Obj
 				}
-				c.tell(url, obj)
+				c.changed(url, obj)
 			},
 		}); err != nil {
 			return fmt.Errorf("watching %s at %s: %w", c.GVR.GroupResource(), url, err)
@@ -70,17 +82,34 @@ func (c *Cached) attach(url string, wc mcpcache.WildcardCache, live *liveness) e
 	return nil
 }
 
-// tell tells c.each of one object of the shard at url.
-func (c *Cached) tell(url string, obj any) {
-	if o, ok := obj.(client.Object); ok && c.each != nil {
-		c.each(url, o)
+// changed tells Changed and Each of one event.
+func (c *Cached) changed(url string, obj any) {
+	if c.Changed != nil {
+		c.Changed()
 	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && c.Each != nil {
+		c.Each(url, u)
+	}
+}
+
+// List returns the objects of every workspace on the shards at urls: what
+// ListShard returns for each.
+func (c *Cached) List(ctx context.Context, urls []string) ([]Object, error) {
+	var out []Object
+	for _, url := range urls {
+		objs, err := c.ListShard(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
 }
 
 // ListShard returns the objects of every workspace on the shard at url, one
 // the provider follows. It waits up to initialListWait for the informer's
 // initial list, and fails while it has not arrived or while the view may
-// be stale. Every change after what it returns reaches Follow's each.
+// be stale. Every change after what it returns reaches Changed and Each.
 func (c *Cached) ListShard(ctx context.Context, url string) ([]Object, error) {
 	v, ok := c.view(url)
 	if !ok {
@@ -116,7 +145,7 @@ func (c *Cached) Verify(ctx context.Context) (int, error) {
 			views = append(views, v)
 		}
 	}
-	return verifyAll(ctx, views, func(url string, obj runtime.Object) { c.tell(url, obj) })
+	return verifyAll(ctx, views, c.changed)
 }
 
 // Resource names the resource in logs.
@@ -130,15 +159,5 @@ func (c *Cached) view(url string) (view, bool) {
 	if !ok {
 		return view{}, false
 	}
-	gvk, _ := c.shards.mapper.KindFor(c.GVR)
-	return view{vw: c.shards.VW, gvr: c.GVR, url: url, sw: sw, gvk: gvk, typed: c.typed}, true
-}
-
-// typed is u as an object of c's type.
-func (c *Cached) typed(u *unstructured.Unstructured) (runtime.Object, error) {
-	obj := c.obj.DeepCopyObject()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
-		return nil, fmt.Errorf("converting %s %s: %w", u.GetKind(), u.GetName(), err)
-	}
-	return obj, nil
+	return view{vw: c.shards.VW, gvr: c.GVR, url: url, sw: sw}, true
 }

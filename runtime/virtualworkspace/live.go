@@ -22,7 +22,7 @@ import (
 // succeeds again (the informer retries on its own), the changes missed
 // meanwhile are still on their way, or still to be replaced into the view
 // from the list: the view is current again only once it was found equal to
-// a list made after that (Watched.catchUp).
+// a list made after that (view.catchUp).
 type liveness struct {
 	mu sync.Mutex
 	// live: the last list or watch request succeeded, and the watch has
@@ -218,18 +218,4 @@ func (l *liveness) health() (losses int, live bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.losses, l.live
-}
-
-// Health reports whether the watch of url is live, and how many times its
-// view was lost so far: what a reader found current while the watch was
-// live stays current for as long as both stay the same, every change since
-// being on its way. An URL not followed is not live.
-func (w *Watched) Health(url string) (losses int, live bool) {
-	w.mu.Lock()
-	sw, ok := w.byURL[url]
-	w.mu.Unlock()
-	if !ok {
-		return 0, false
-	}
-	return sw.live.health()
 }

@@ -2,7 +2,6 @@ package virtualworkspace
 
 import (
 	"fmt"
-	"reflect"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -11,12 +10,12 @@ import (
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
@@ -76,21 +75,23 @@ func (s *Shards) Mapper() meta.RESTMapper { return s.mapper }
 // Scheme is the scheme of the shards' caches.
 func (s *Shards) Scheme() *runtime.Scheme { return s.scheme }
 
-// Follow keeps gvr, whose objects are of obj's type, in an informer of
-// every shard's cache; each, when set, is told of every add, update and
-// delete, with the object (for a delete, its last known state) and the
-// shard's URL, once the change is in the informer. Call it before the
-// provider starts.
-func (s *Shards) Follow(gvr schema.GroupVersionResource, obj client.Object, each func(url string, obj client.Object)) *Cached {
+// Follow keeps c.GVR in an informer of every shard's cache, whose events
+// reach c's handlers, and returns c. Call it before the provider starts.
+func (s *Shards) Follow(c *Cached) (*Cached, error) {
+	gvk, err := s.mapper.KindFor(c.GVR)
+	if err != nil {
+		return nil, fmt.Errorf("following %s: %w", c.GVR.GroupResource(), err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &Cached{shards: s, GVR: gvr, obj: obj, each: each, byURL: map[string]*shardWatch{}}
+	c.shards, c.gvk, c.byURL = s, gvk, map[string]*shardWatch{}
 	s.followed = append(s.followed, c)
-	return c
+	return c, nil
 }
 
 // NewEndpointCache builds the wildcard cache of the shard cfg points at,
-// with an informer of every followed resource, as the provider asks for
+// with an informer of every followed resource (of unstructured objects:
+// nothing reads them typed), as the provider asks for
 // each shard the endpoint slice names (a shard named again after it was
 // dropped gets a new one). The provider starts and stops it.
 func (s *Shards) NewEndpointCache(cfg *rest.Config, scheme *runtime.Scheme) (mcpcache.WildcardCache, error) {
@@ -98,15 +99,19 @@ func (s *Shards) NewEndpointCache(cfg *rest.Config, scheme *runtime.Scheme) (mcp
 	s.mu.Lock()
 	followed := append([]*Cached(nil), s.followed...)
 	s.mu.Unlock()
-	lives := map[reflect.Type]*liveness{}
+	lives := map[schema.GroupVersionKind]*liveness{}
 	for _, c := range followed {
-		lives[reflect.TypeOf(c.obj)] = newLiveness()
+		lives[c.gvk] = newLiveness()
 	}
 	wc, err := mcpcache.NewWildcardCacheWithOptions(cfg, cache.Options{Scheme: scheme, Mapper: s.mapper}, mcpcache.WildcardCacheOptions{
 		WrapListerWatcher: func(lw toolscache.ListerWatcher, obj runtime.Object) toolscache.ListerWatcher {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return lw
+			}
 			for _, c := range followed {
-				if reflect.TypeOf(obj) == reflect.TypeOf(c.obj) {
-					return liveListWatch(c.GVR, lw, lives[reflect.TypeOf(c.obj)])
+				if u.GroupVersionKind() == c.gvk {
+					return liveListWatch(c.GVR, lw, lives[c.gvk])
 				}
 			}
 			return lw
@@ -116,7 +121,7 @@ func (s *Shards) NewEndpointCache(cfg *rest.Config, scheme *runtime.Scheme) (mcp
 		return nil, fmt.Errorf("building the cache of %s: %w", url, err)
 	}
 	for _, c := range followed {
-		if err := c.attach(url, wc, lives[reflect.TypeOf(c.obj)]); err != nil {
+		if err := c.attach(url, wc, lives[c.gvk]); err != nil {
 			return nil, err
 		}
 	}

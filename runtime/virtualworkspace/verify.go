@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
@@ -37,14 +37,14 @@ type Verifier interface {
 
 // verifyAll verifies each of views, and tells changed of each object it
 // corrected.
-func verifyAll(ctx context.Context, views []view, changed func(url string, obj runtime.Object)) (int, error) {
+func verifyAll(ctx context.Context, views []view, changed func(url string, obj any)) (int, error) {
 	corrected := 0
 	var errs []error
 	for _, v := range views {
 		if ctx.Err() != nil {
 			return corrected, ctx.Err()
 		}
-		n, err := v.verify(ctx, func(obj runtime.Object) { changed(v.url, obj) })
+		n, err := v.verify(ctx, func(obj *unstructured.Unstructured) { changed(v.url, obj) })
 		corrected += n
 		if err != nil {
 			errs = append(errs, err)
@@ -56,7 +56,7 @@ func verifyAll(ctx context.Context, views []view, changed func(url string, obj r
 // verify compares the view with a list, and again after verifyRecheck, and
 // corrects what still differs and did not change meanwhile, telling
 // changed of each object it corrected.
-func (v view) verify(ctx context.Context, changed func(runtime.Object)) (int, error) {
+func (v view) verify(ctx context.Context, changed func(*unstructured.Unstructured)) (int, error) {
 	if !v.sw.informer.HasSynced() {
 		// Its initial list is still to come, and will be complete.
 		return 0, nil
@@ -82,21 +82,16 @@ func (v view) verify(ctx context.Context, changed func(runtime.Object)) (int, er
 			// not stuck on this object.
 			continue
 		}
-		var obj runtime.Object
+		obj := d.listed
 		var err error
-		if d.listed != nil {
-			if obj, err = v.asViewed(d.listed); err != nil {
-				return corrected, fmt.Errorf("correcting the view of %s at %s: %w", v.gvr.GroupResource(), v.url, err)
-			}
-		}
 		switch {
 		case d.listed == nil:
 			obj = d.viewed
 			err = store.Delete(d.viewed)
 		case d.viewed == nil:
-			err = store.Add(obj)
+			err = store.Add(d.listed)
 		default:
-			err = store.Update(obj)
+			err = store.Update(d.listed)
 		}
 		if err != nil {
 			return corrected, fmt.Errorf("correcting the view of %s at %s: %w", v.gvr.GroupResource(), v.url, err)

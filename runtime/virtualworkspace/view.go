@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/kcp-dev/logicalcluster/v3"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,12 +29,6 @@ type view struct {
 	gvr schema.GroupVersionResource
 	url string
 	sw  *shardWatch
-	// typed converts an object read from the server to the type of the
-	// informer's objects; nil when they are unstructured.
-	typed func(*unstructured.Unstructured) (runtime.Object, error)
-	// gvk is the kind of the informer's objects, which a typed informer's
-	// objects do not carry.
-	gvk schema.GroupVersionKind
 }
 
 // initialListWait bounds how long a read waits for a new watch's initial
@@ -67,39 +60,11 @@ func (v view) list(ctx context.Context) ([]Object, error) {
 	items := v.sw.informer.GetStore().List()
 	out := make([]Object, 0, len(items))
 	for _, item := range items {
-		u, err := v.unstructured(item)
-		if err != nil {
-			return nil, fmt.Errorf("watching %s at %s: %w", v.gvr.GroupResource(), v.url, err)
+		if u, ok := item.(*unstructured.Unstructured); ok {
+			out = append(out, Object{URL: v.url, Cluster: logicalcluster.From(u).String(), Obj: u})
 		}
-		out = append(out, Object{URL: v.url, Cluster: logicalcluster.From(u).String(), Obj: u})
 	}
 	return out, nil
-}
-
-// asViewed is u, read from the server, as an object of the informer.
-func (v view) asViewed(u *unstructured.Unstructured) (runtime.Object, error) {
-	if v.typed == nil {
-		return u, nil
-	}
-	return v.typed(u)
-}
-
-// unstructured is item, an object of the informer, as an unstructured one.
-func (v view) unstructured(item any) (*unstructured.Unstructured, error) {
-	if u, ok := item.(*unstructured.Unstructured); ok {
-		return u, nil
-	}
-	obj, ok := item.(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("the view holds a %T, not an object", item)
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("converting a %T: %w", item, err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(v.gvk)
-	return u, nil
 }
 
 // catchUpPoll is how often catchUp compares the view with a list.
@@ -128,20 +93,13 @@ func (v view) catchUp(ctx context.Context, loss int) error {
 
 // difference is one object on which the view and a list disagree; nil
 // where one of them does not have it.
-type difference struct {
-	viewed runtime.Object
-	listed *unstructured.Unstructured
-}
+type difference struct{ viewed, listed *unstructured.Unstructured }
 
-func resourceVersion(obj runtime.Object) string {
-	if obj == nil {
+func resourceVersion(u *unstructured.Unstructured) string {
+	if u == nil {
 		return ""
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
+	return u.GetResourceVersion()
 }
 
 // verifyPageSize is how many objects a comparison reads per request: it
@@ -157,17 +115,13 @@ func (v view) differences(ctx context.Context) (map[string]difference, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := func(m metav1.Object) string {
-		return logicalcluster.From(m).String() + "|" + m.GetNamespace() + "|" + m.GetName()
+	key := func(u *unstructured.Unstructured) string {
+		return logicalcluster.From(u).String() + "|" + u.GetNamespace() + "|" + u.GetName()
 	}
-	viewed := map[string]runtime.Object{}
+	viewed := map[string]*unstructured.Unstructured{}
 	for _, item := range v.sw.informer.GetStore().List() {
-		obj, ok := item.(runtime.Object)
-		if !ok {
-			continue
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			viewed[key(m)] = obj
+		if u, ok := item.(*unstructured.Unstructured); ok {
+			viewed[key(u)] = u
 		}
 	}
 	out := map[string]difference{}

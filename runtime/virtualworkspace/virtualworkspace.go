@@ -1,6 +1,11 @@
 // Package virtualworkspace reads and writes through the virtual workspaces
 // of the dep-ctrl APIExport: one per shard, each serving the workspaces on
-// that shard that bound the export.
+// that shard that bound the export. What the runtime watches there lives in
+// the kcp APIExport provider's cache of each shard (Shards, Cached), which
+// this package shapes: a view of each shard that is never partial nor
+// stale, and verified against lists (Verifier). What must be read from the
+// server (the shards' URLs, fresh lists, writes) goes through
+// VirtualWorkspaces.
 package virtualworkspace
 
 import (
@@ -32,11 +37,10 @@ var (
 	MutatingWebhookConfigurationsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
 )
 
-// VirtualWorkspaces reaches the dep-ctrl APIExport's virtual workspaces:
-// one per shard, each serving the workspaces on that shard that bound the
-// export. ListAll reads them directly and Watched from watches; neither
-// ever returns a partial view, so a decision to delete a webhook
-// configuration is never taken on one.
+// VirtualWorkspaces reaches the dep-ctrl APIExport's virtual workspaces
+// directly: one per shard, each serving the workspaces on that shard that
+// bound the export. ListAll never returns a partial view, so a decision to
+// delete a webhook configuration is never taken on one.
 type VirtualWorkspaces struct {
 	// Home talks to the dep-ctrl workspace (where the export lives).
 	Home       *rest.Config

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,19 +58,23 @@ type clientKey struct{ url, cluster string }
 // DefaultVerifyPeriod is Follower.VerifyPeriod's default.
 const DefaultVerifyPeriod = time.Minute
 
-// Follow adds a resource (cluster-scoped, served as gvr, of obj's type) to
-// follow; name names it in logs. It returns the resource's view, whose
-// ListShard reads a shard from the same informer the events come from.
-// Call it before the provider starts.
-func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, obj client.Object, observe ObserveFunc) *virtualworkspace.Cached {
+// Follow adds a resource (cluster-scoped, served as gvr) to follow; name
+// names it in logs. It returns the resource's view, whose ListShard reads a
+// shard from the same informer the events come from. Call it before the
+// provider starts.
+func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, observe ObserveFunc) (*virtualworkspace.Cached, error) {
 	fw := &followed{name: name, observe: observe,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[followedKey](),
 			workqueue.TypedRateLimitingQueueConfig[followedKey]{Name: name})}
-	fw.cached = f.Shards.Follow(gvr, obj, func(url string, obj client.Object) {
+	cached, err := f.Shards.Follow(&virtualworkspace.Cached{GVR: gvr, Each: func(url string, obj *unstructured.Unstructured) {
 		fw.queue.Add(followedKey{url: url, cluster: logicalcluster.From(obj).String(), name: obj.GetName()})
-	})
+	}})
+	if err != nil {
+		return nil, err
+	}
+	fw.cached = cached
 	f.followed = append(f.followed, fw)
-	return fw.cached
+	return cached, nil
 }
 
 // NeedLeaderElection: every replica keeps its own registry.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,7 +94,7 @@ func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtu
 	var mu sync.Mutex
 	counts := map[string]int{}
 	follower := newFollower(t, f, 0)
-	watch = follower.Follow("rules", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{},
+	watch, err := follower.Follow("rules", v1alpha1.GroupVersionResource,
 		func(_ context.Context, c client.Client, cluster, name string) error {
 			if c == nil {
 				t.Error("observed without a client")
@@ -105,6 +104,9 @@ func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtu
 			counts[registry.Key(cluster, name)]++
 			return nil
 		})
+	if err != nil {
+		t.Fatal(err)
+	}
 	startFollower(ctx, t, f, follower)
 	return watch, func() map[string]int {
 		mu.Lock()
@@ -157,9 +159,11 @@ func TestFollowerClaimNotServedYet(t *testing.T) {
 	defer cancel()
 	f := newFakeShards(t, "shard-a") // serves rules only: 404 for anything else
 	follower := newFollower(t, f, 0)
-	watch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
-		&admissionregistrationv1.MutatingWebhookConfiguration{},
+	watch, err := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
 		func(context.Context, client.Client, string, string) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
 	startFollower(ctx, t, f, follower)
 	check.Eventually(ctx, t, 10*time.Second, "the index configurations of a shard that does not serve them yet to read as none", func() error {
 		objs, err := watch.ListShard(ctx, f.srv.URL+"/shard-a")
@@ -184,13 +188,16 @@ func TestFollowerVerifiesWatches(t *testing.T) {
 	var mu sync.Mutex
 	observed := map[string]int{}
 	follower := newFollower(t, f, 200*time.Millisecond)
-	watch := follower.Follow("rules", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{},
+	watch, err := follower.Follow("rules", v1alpha1.GroupVersionResource,
 		func(_ context.Context, _ client.Client, _, name string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			observed[name]++
 			return nil
 		})
+	if err != nil {
+		t.Fatal(err)
+	}
 	names := func() ([]string, error) {
 		objs, err := watch.ListShard(ctx, f.srv.URL+"/shard-a")
 		var out []string

@@ -14,7 +14,6 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -60,14 +59,20 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	// The rules and the index configurations are read, at start and after,
 	// from the same watches: one deleted before a watch's initial list is
 	// in neither.
-	ruleWatch := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, &v1alpha1.DependencyRule{}, rules.Observe)
+	ruleWatch, err := follower.Follow("rule-registry", v1alpha1.GroupVersionResource, rules.Observe)
+	if err != nil {
+		return err
+	}
 	rules.Shard = ruleWatch.ListShard
-	indexWatch := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
-		&admissionregistrationv1.MutatingWebhookConfiguration{}, indexConfigs.Observe)
+	indexWatch, err := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR, indexConfigs.Observe)
+	if err != nil {
+		return err
+	}
 	rules.IndexShard = indexWatch.ListShard
 	rules.Watches = []WatchHealth{ruleWatch, indexWatch}
-	follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR,
-		&admissionregistrationv1.ValidatingWebhookConfiguration{}, published.Observe)
+	if _, err := follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR, published.Observe); err != nil {
+		return err
+	}
 	if err := mgr.Add(follower); err != nil {
 		return err
 	}

@@ -12,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
-// TestWatchedStaleWhileTheShardIsUnreachable: once a shard cannot be
+// TestCachedStaleWhileTheShardIsUnreachable: once a shard cannot be
 // reached (its connections reset, new ones refused), the view of its
 // rules holds them as they were, and a rule created meanwhile is missing
 // from it; so ListShard fails, as it does before the initial list, rather
@@ -27,14 +30,12 @@ import (
 // the stamp of the rules as they were before a partition again, after the
 // webhook had withdrawn it for a rule created meanwhile:
 // TestControllerPartitionedFromAShard.)
-func TestWatchedStaleWhileTheShardIsUnreachable(t *testing.T) {
+func TestCachedStaleWhileTheShardIsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeShard(t)
 	f.add("vm-needs-vpc")
-	w := &Watched{VW: f.virtualWorkspaces(t), GVR: v1alpha1.GroupVersionResource}
-	w.Start(ctx)
-	check.Must(t, w.Follow([]string{f.url()}))
+	w := followOn(ctx, t, f, &Cached{GVR: v1alpha1.GroupVersionResource})
 	names := func(ctx context.Context) ([]string, error) {
 		objs, err := w.ListShard(ctx, f.url())
 		if err != nil {
@@ -94,6 +95,26 @@ func TestWatchedStaleWhileTheShardIsUnreachable(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// followOn follows c on the fake shard, whose cache it builds and starts as
+// the APIExport provider would, until ctx ends.
+func followOn(ctx context.Context, t *testing.T, f *fakeShard, c *Cached) *Cached {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	check.Must(t, v1alpha1.AddToScheme(scheme))
+	check.Must(t, apisv1alpha1.AddToScheme(scheme))
+	vw := f.virtualWorkspaces(t)
+	shards, err := NewShards(vw, scheme, logr.Discard())
+	check.Must(t, err)
+	c, err = shards.Follow(c)
+	check.Must(t, err)
+	cfg := rest.CopyConfig(vw.Home)
+	cfg.Host = f.url()
+	wc, err := shards.NewEndpointCache(cfg, scheme)
+	check.Must(t, err)
+	go func() { _ = wc.Start(ctx) }()
+	return c
 }
 
 // fakeShard serves one shard's virtual workspace of DependencyRules:
