@@ -19,7 +19,6 @@ import (
 type shardWatch struct {
 	informer cache.SharedIndexInformer
 	live     *liveness
-	stop     context.CancelFunc
 }
 
 // view reads the informer of one resource on one shard (url), and compares
