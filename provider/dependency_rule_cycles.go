@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // A plan refuses a new or changed rule that would close a dependency
@@ -267,14 +267,14 @@ func (c *Connection) rulesOf(ctx context.Context, e exportRef, maxAge time.Durat
 
 // listRules lists the rules of every workspace that binds the export, on
 // every shard, within rulesReadTimeout.
-func (c *Connection) listRules(ctx context.Context, e exportRef) ([]virtualworkspace.Object, error) {
+func (c *Connection) listRules(ctx context.Context, e exportRef) ([]process.ShardObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, rulesReadTimeout)
 	defer cancel()
 	home, err := c.Config(e.path)
 	if err != nil {
 		return nil, err
 	}
-	vw, err := virtualworkspace.New(home, e.name)
+	vw, err := process.NewVirtualWorkspaces(home, e.name)
 	if err != nil {
 		return nil, err
 	}

@@ -16,13 +16,13 @@ import (
 // clustersJoined lists the files where a /clusters/ path may be joined by
 // hand, and why the name there is not a request's.
 var clustersJoined = map[string]string{
-	"runtime/admission/path.go":                    "checks every segment",
-	"runtime/virtualworkspace/objectclient.go":     "clusters that the export's virtual workspace lists",
-	"runtime/virtualworkspace/virtualworkspace.go": "clusters that the export's virtual workspace lists",
-	"runtime/process/kcpconfig.go":                 "workspaces from the runtime's flags",
-	"runtime/process/selfcontained.go":             "workspaces from the runtime's flags",
-	"runtime/process/process.go":                   "a flag's help text",
-	"runtime/admission/scope.go":                   "the scope of the controller's own webhook URLs, which Parse checks strictly",
+	"runtime/admission/path.go":            "checks every segment",
+	"runtime/process/objectclient.go":      "clusters that the export's virtual workspace lists",
+	"runtime/process/virtualworkspaces.go": "clusters that the export's virtual workspace lists",
+	"runtime/process/kcpconfig.go":         "workspaces from the runtime's flags",
+	"runtime/process/selfcontained.go":     "workspaces from the runtime's flags",
+	"runtime/process/process.go":           "a flag's help text",
+	"runtime/admission/scope.go":           "the scope of the controller's own webhook URLs, which Parse checks strictly",
 }
 
 // clustersSegment matches a string that holds "clusters" as a URL path

@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // writers is how many writes a run has in flight at once. Writes to
@@ -40,13 +40,13 @@ func concurrently(n int, fn func(i int)) {
 type configJob struct {
 	cluster string
 	gvrs    []schema.GroupVersionResource
-	stale   *virtualworkspace.Object
+	stale   *process.ShardObject
 }
 
 // configJobs returns the jobs of one kind of configuration: one for each
 // cluster in want, and one for each configuration called name in existing
 // whose cluster want leaves out.
-func configJobs(want map[string][]schema.GroupVersionResource, existing []virtualworkspace.Object, name string) []configJob {
+func configJobs(want map[string][]schema.GroupVersionResource, existing []process.ShardObject, name string) []configJob {
 	jobs := make([]configJob, 0, len(want))
 	for cluster, gvrs := range want {
 		jobs = append(jobs, configJob{cluster: cluster, gvrs: gvrs})

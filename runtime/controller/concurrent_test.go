@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // TestConcurrently: every index runs once, never more than writers at a
@@ -51,12 +51,12 @@ func TestConcurrently(t *testing.T) {
 // name are left alone.
 func TestConfigJobs(t *testing.T) {
 	vpcs := gvr("network.test.io", "vpcs")
-	obj := func(cluster, name string) virtualworkspace.Object {
+	obj := func(cluster, name string) process.ShardObject {
 		u := &unstructured.Unstructured{}
 		u.SetName(name)
-		return virtualworkspace.Object{Cluster: cluster, Obj: u}
+		return process.ShardObject{Cluster: cluster, Obj: u}
 	}
-	existing := []virtualworkspace.Object{obj("a", "ours"), obj("c", "ours"), obj("d", "theirs")}
+	existing := []process.ShardObject{obj("a", "ours"), obj("c", "ours"), obj("d", "theirs")}
 	jobs := configJobs(map[string][]schema.GroupVersionResource{"a": {vpcs}, "b": {vpcs}}, existing, "ours")
 	var ensure, remove []string
 	for _, j := range jobs {

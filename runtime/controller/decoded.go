@@ -2,7 +2,7 @@ package controller
 
 import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // decodedRules keeps each rule decoded as of the resourceVersion it was
@@ -19,7 +19,7 @@ type decodedRule struct {
 }
 
 // get returns o decoded and as planning input.
-func (d decodedRules) get(o virtualworkspace.Object) decodedRule {
+func (d decodedRules) get(o process.ShardObject) decodedRule {
 	key := o.Cluster + "/" + o.Obj.GetName()
 	if c, ok := d[key]; ok && c.resourceVersion == o.Obj.GetResourceVersion() && c.resourceVersion != "" {
 		return c
@@ -31,7 +31,7 @@ func (d decodedRules) get(o virtualworkspace.Object) decodedRule {
 }
 
 // keep forgets every rule but those in objs.
-func (d decodedRules) keep(objs []virtualworkspace.Object) {
+func (d decodedRules) keep(objs []process.ShardObject) {
 	seen := make(map[string]bool, len(objs))
 	for _, o := range objs {
 		seen[o.Cluster+"/"+o.Obj.GetName()] = true

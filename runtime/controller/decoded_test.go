@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 func TestDecodedRulesDecodeOnlyChanges(t *testing.T) {
@@ -18,7 +18,7 @@ func TestDecodedRulesDecodeOnlyChanges(t *testing.T) {
 	if again := d.get(objs[0]); again.rule != first.rule {
 		t.Error("an unchanged rule was decoded again")
 	}
-	changed := virtualworkspace.Object{URL: objs[0].URL, Cluster: objs[0].Cluster, Obj: objs[0].Obj.DeepCopy()}
+	changed := process.ShardObject{URL: objs[0].URL, Cluster: objs[0].Cluster, Obj: objs[0].Obj.DeepCopy()}
 	changed.Obj.SetResourceVersion("2")
 	if again := d.get(changed); again.rule == first.rule {
 		t.Error("a rule at a new resourceVersion was not decoded again")

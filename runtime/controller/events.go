@@ -9,7 +9,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // transient reasons are steps on the way to Ready, or echoes of a problem
@@ -73,7 +72,7 @@ var instance = process.EventInstance("depctrl-controller")
 // the virtual workspace and the export's claim on Events. Events are a
 // courtesy on top of the status conditions: a workspace that did not
 // accept the claim gets none, and a failure is logged, never retried.
-func (s *Syncer) recordEvents(ctx context.Context, o virtualworkspace.Object, rule *v1alpha1.DependencyRule, evs []ruleEvent, claimAccepted bool) {
+func (s *Syncer) recordEvents(ctx context.Context, o process.ShardObject, rule *v1alpha1.DependencyRule, evs []ruleEvent, claimAccepted bool) {
 	if len(evs) == 0 {
 		return
 	}

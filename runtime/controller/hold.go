@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Held is one protected resource of a rule whose dependency workspace could
@@ -69,7 +69,7 @@ func (p *Plan) KeepInstalled(installed map[string]Protected, bindings map[string
 // objs, what each workspace's deletion webhooks cover: each resource with
 // the scope its URL names (Unnamed when it names none or cannot be read).
 // A configuration that cannot be decoded covers nothing here.
-func installedProtection(objs []virtualworkspace.Object, name string) map[string]Protected {
+func installedProtection(objs []process.ShardObject, name string) map[string]Protected {
 	out := map[string]Protected{}
 	for cluster, u := range byCluster(objs, name) {
 		var c admissionregistrationv1.ValidatingWebhookConfiguration

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // resolveAs resolves each path as its entry says: a cluster name, or an
@@ -202,12 +202,12 @@ func TestComputePlanReportsUnreadExports(t *testing.T) {
 // before.
 func TestKeepInstalled(t *testing.T) {
 	name := testSettings.ConfigurationName
-	installed := func(cluster string, protected Protected) virtualworkspace.Object {
+	installed := func(cluster string, protected Protected) process.ShardObject {
 		u, err := toUnstructured(DesiredScopedWebhookConfiguration(testSettings, protected, nil), "ValidatingWebhookConfiguration")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return virtualworkspace.Object{URL: "https://vw", Cluster: cluster, Obj: u}
+		return process.ShardObject{URL: "https://vw", Cluster: cluster, Obj: u}
 	}
 	network := func(gvrs ...schema.GroupVersionResource) []DependencyInput {
 		var deps []DependencyInput
@@ -225,7 +225,7 @@ func TestKeepInstalled(t *testing.T) {
 	bound := map[string]Binding{"net": {URL: "https://vw", ClaimAccepted: true}}
 	tests := []struct {
 		name      string
-		installed []virtualworkspace.Object
+		installed []process.ShardObject
 		rules     []RuleInput
 		bindings  map[string]Binding
 		// wantKept: the configuration in net is kept; false: it is
@@ -236,42 +236,42 @@ func TestKeepInstalled(t *testing.T) {
 		rescoped bool
 	}{{
 		name:      "installed for the rule's workspace",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("comp")})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "installed for two rules, both held",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
 		rules:     []RuleInput{held, otherHeld},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "installed together with a rule that resolves",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Of("apps", "comp"), testFWs: admission.Of("apps")})},
 		rules:     []RuleInput{held, otherResolved},
 		bindings:  bound,
 		wantKept:  true,
 	}, {
 		name:      "written by a controller that named no scope",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Unnamed})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Unnamed})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 		wantKept:  true,
 		rescoped:  true,
 	}, {
 		name:      "the entry is another workspace's rules'",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("apps")})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Of("apps")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 	}, {
 		name:      "the entry is another resource's",
-		installed: []virtualworkspace.Object{installed("net", Protected{testFWs: admission.Of("comp")})},
+		installed: []process.ShardObject{installed("net", Protected{testFWs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  bound,
 	}, {
 		name:      "the workspace no longer accepts the claim",
-		installed: []virtualworkspace.Object{installed("net", Protected{testVPCs: admission.Of("comp")})},
+		installed: []process.ShardObject{installed("net", Protected{testVPCs: admission.Of("comp")})},
 		rules:     []RuleInput{held},
 		bindings:  map[string]Binding{"net": {URL: "https://vw"}},
 	}}
@@ -308,7 +308,7 @@ func TestKeepInstalled(t *testing.T) {
 	}
 }
 
-func decodeValidating(o virtualworkspace.Object) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+func decodeValidating(o process.ShardObject) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	return c, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, c)
 }

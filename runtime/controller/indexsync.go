@@ -16,7 +16,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // writtenGenerationAnnotation: see v1alpha1.WrittenGenerationAnnotation.
@@ -50,7 +50,7 @@ func settleIndex(rp *RulePlan, done indexSync) {
 // syncIndexes makes the reference index configurations match the plan:
 // installed or repaired where rules want them, and ours removed where none
 // does. The error joins every failure, so that the run is retried.
-func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []virtualworkspace.Object, listed bool) (indexSync, error) {
+func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, existing []process.ShardObject, listed bool) (indexSync, error) {
 	var current map[string]*unstructured.Unstructured
 	if listed {
 		current = byCluster(existing, settings.ConfigurationName)
@@ -61,7 +61,7 @@ func (s *Syncer) syncIndexes(ctx context.Context, plan *Plan, bindings map[strin
 	concurrently(len(jobs), func(i int) {
 		j := jobs[i]
 		if j.stale != nil {
-			errs[i] = s.deleteConfiguration(ctx, virtualworkspace.MutatingWebhookConfigurationsGVR, *j.stale, "removed reference index configuration: no rule here wants it any more")
+			errs[i] = s.deleteConfiguration(ctx, process.MutatingWebhookConfigurationsGVR, *j.stale, "removed reference index configuration: no rule here wants it any more")
 			return
 		}
 		uids[i], errs[i] = s.ensureIndexIn(ctx, bindings[j.cluster].URL, j.cluster, listed, current[j.cluster], DesiredIndexConfiguration(settings.Scoped(admission.Of(j.cluster)), j.gvrs))
@@ -94,7 +94,7 @@ func (s *Syncer) ensureIndexIn(ctx context.Context, url, cluster string, listed 
 	if err != nil {
 		return "", err
 	}
-	return s.ensureListedIndex(ctx, c.Resource(virtualworkspace.MutatingWebhookConfigurationsGVR), cluster, listed, current, desired)
+	return s.ensureListedIndex(ctx, c.Resource(process.MutatingWebhookConfigurationsGVR), cluster, listed, current, desired)
 }
 
 // ensureListedIndex is ensureIndexIn with res, the cluster's index
@@ -248,7 +248,7 @@ func confirmWrittenGeneration(ctx context.Context, res dynamic.ResourceInterface
 // liveIndexEpochs maps each workspace to the UID of its reference index
 // configuration among objs, where that is intact as the controller wrote it
 // (v1alpha1.IntactIndexEpoch); one that cannot be decoded is not.
-func liveIndexEpochs(objs []virtualworkspace.Object) map[string]string {
+func liveIndexEpochs(objs []process.ShardObject) map[string]string {
 	out := map[string]string{}
 	for _, o := range objs {
 		if o.Obj.GetName() != v1alpha1.WebhookConfigurationName {

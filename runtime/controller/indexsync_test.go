@@ -21,7 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // fakeServer is a dynamic client for index configurations that sets UIDs
@@ -34,7 +34,7 @@ type fakeServer struct {
 }
 
 func newFakeServer() *fakeServer {
-	gvr := virtualworkspace.MutatingWebhookConfigurationsGVR
+	gvr := process.MutatingWebhookConfigurationsGVR
 	f := &fakeServer{client: fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "MutatingWebhookConfigurationList"})}
 	f.client.PrependReactor("*", gvr.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -67,7 +67,7 @@ func newFakeServer() *fakeServer {
 }
 
 func (f *fakeServer) res() dynamic.ResourceInterface {
-	return f.client.Resource(virtualworkspace.MutatingWebhookConfigurationsGVR)
+	return f.client.Resource(process.MutatingWebhookConfigurationsGVR)
 }
 
 func (f *fakeServer) get(t *testing.T) *admissionregistrationv1.MutatingWebhookConfiguration {
@@ -272,7 +272,7 @@ func TestSettleIndex(t *testing.T) {
 // created (already exists) since the list; any other error is returned as
 // it is, and a write that succeeds is not repeated.
 func TestWriteListed(t *testing.T) {
-	gvr := virtualworkspace.MutatingWebhookConfigurationsGVR
+	gvr := process.MutatingWebhookConfigurationsGVR
 	gr := gvr.GroupResource()
 	fresh := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
 		"metadata": map[string]interface{}{"name": "cfg", "resourceVersion": "2"}}}

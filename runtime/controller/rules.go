@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 
 	"context"
 	"errors"
@@ -19,7 +19,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-func decodeRule(o virtualworkspace.Object) (*v1alpha1.DependencyRule, error) {
+func decodeRule(o process.ShardObject) (*v1alpha1.DependencyRule, error) {
 	rule := &v1alpha1.DependencyRule{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, rule); err != nil {
 		return nil, fmt.Errorf("decoding DependencyRule %s/%s: %w", o.Cluster, o.Obj.GetName(), err)
@@ -68,7 +68,7 @@ func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 
 // statusWrite is the status of one rule to write.
 type statusWrite struct {
-	o              virtualworkspace.Object
+	o              process.ShardObject
 	decoded        decodedRule
 	plan           *RulePlan
 	eventsAccepted bool
@@ -93,7 +93,7 @@ func (s *Syncer) writeStatuses(ctx context.Context, writes []statusWrite) error 
 // leaving the webhook's Enforced condition as the webhook wrote it. It
 // writes only when something changed, and then records the Events the
 // change warrants.
-func (s *Syncer) writeStatus(ctx context.Context, o virtualworkspace.Object, decoded decodedRule, rp *RulePlan, eventsAccepted bool) error {
+func (s *Syncer) writeStatus(ctx context.Context, o process.ShardObject, decoded decodedRule, rp *RulePlan, eventsAccepted bool) error {
 	if decoded.err != nil {
 		return decoded.err
 	}

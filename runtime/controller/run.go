@@ -19,7 +19,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // Run runs the controller until ctx ends.
@@ -49,7 +48,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	res := NewResolver(workspaceGetter{kcp}, o.ResolverTTL)
-	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
+	vw, err := process.NewVirtualWorkspaces(ws.Config, o.ExportName)
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	// The APIExport provider follows the export's endpoint slice and
 	// builds the cache of each shard what a run reads lives in; it runs
 	// on the elected replica only, as the reconciler does.
-	shards, err := virtualworkspace.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
+	shards, err := process.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
 	if err != nil {
 		return err
 	}

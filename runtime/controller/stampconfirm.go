@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // A stamp is published only on rules read as they are. The controller's
-// view of a shard is used only while its watch runs (virtualworkspace
-// Watched), but a connection that silently stops delivering, without a
+// view of a shard is used only while its watch runs (process.Cached), but a connection that silently stops delivering, without a
 // reset, keeps a watch running until the transport gives up on it: for
 // that long, a rule changed on that shard is missing from the view, and a
 // stamp computed from it is the stamp of rules that no longer stand. The
@@ -37,12 +36,12 @@ func ruleVersions[T any](objs []T, key func(T) (string, string)) map[string]stri
 	return out
 }
 
-func viewedVersion(o virtualworkspace.Object) (string, string) {
+func viewedVersion(o process.ShardObject) (string, string) {
 	return o.Cluster + "/" + o.Obj.GetName(),
 		fmt.Sprintf("%s/%d/%t", o.Obj.GetUID(), o.Obj.GetGeneration(), o.Obj.GetDeletionTimestamp() != nil)
 }
 
-func listedVersion(m virtualworkspace.Meta) (string, string) {
+func listedVersion(m process.ShardMeta) (string, string) {
 	return m.Cluster + "/" + m.Obj.Name,
 		fmt.Sprintf("%s/%d/%t", m.Obj.UID, m.Obj.Generation, m.Obj.DeletionTimestamp != nil)
 }
@@ -50,7 +49,7 @@ func listedVersion(m virtualworkspace.Meta) (string, string) {
 // viewDiffers names the rules whose version in view, the rules a run
 // planned with, differs from listed, read from the servers; none when they
 // agree.
-func viewDiffers(view []virtualworkspace.Object, listed []virtualworkspace.Meta) []string {
+func viewDiffers(view []process.ShardObject, listed []process.ShardMeta) []string {
 	v, l := ruleVersions(view, viewedVersion), ruleVersions(listed, listedVersion)
 	var differ []string
 	for k := range maps.Keys(v) {
@@ -70,12 +69,12 @@ func viewDiffers(view []virtualworkspace.Object, listed []virtualworkspace.Meta)
 // confirmView reads the rules' metadata on every shard at urls and returns
 // an error naming the rules whose version differs from view, or why they
 // could not be read.
-func (s *Syncer) confirmView(ctx context.Context, urls []string, view []virtualworkspace.Object) error {
+func (s *Syncer) confirmView(ctx context.Context, urls []string, view []process.ShardObject) error {
 	// A shard that accepts the connection and answers nothing must not
 	// hold the run up for longer.
 	ctx, cancel := context.WithTimeout(ctx, stampConfirmTimeout)
 	defer cancel()
-	var listed []virtualworkspace.Meta
+	var listed []process.ShardMeta
 	for _, url := range urls {
 		metas, err := s.VW.ListShardMetadata(ctx, url, v1alpha1.GroupVersionResource)
 		if err != nil {
@@ -92,7 +91,7 @@ func (s *Syncer) confirmView(ctx context.Context, urls []string, view []virtualw
 // confirmStamps keeps plan from publishing a stamp that published does not
 // hold already unless the view of the rules it was computed from is
 // confirmed by a read of every shard at urls; a run follows shortly.
-func (s *Syncer) confirmStamps(ctx context.Context, plan *Plan, published Stamps, urls []string, view []virtualworkspace.Object) {
+func (s *Syncer) confirmStamps(ctx context.Context, plan *Plan, published Stamps, urls []string, view []process.ShardObject) {
 	var fresh []schema.GroupResource
 	for gr, stamp := range plan.Stamps {
 		if stamp != "" && published[gr] != stamp {

@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // stampHold is how long a new stamp must stand before it is published. A
@@ -71,7 +71,7 @@ func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]s
 // as the webhook reads them (settle.PublishedBy): the object selector of
 // each deletion webhook, by the resources it covers; none for a resource
 // they cover without agreeing on one.
-func publishedStamps(configObjs []virtualworkspace.Object, name string) Stamps {
+func publishedStamps(configObjs []process.ShardObject, name string) Stamps {
 	var configs []*admissionregistrationv1.ValidatingWebhookConfiguration
 	for _, u := range byCluster(configObjs, name) {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}

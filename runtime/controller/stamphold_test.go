@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // TestHoldStamps: a new stamp is published only once it has stood for
@@ -66,7 +66,7 @@ func TestPublishedStamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := publishedStamps([]virtualworkspace.Object{{Cluster: "net", Obj: &unstructured.Unstructured{Object: m}}}, testSettings.ConfigurationName)
+	got := publishedStamps([]process.ShardObject{{Cluster: "net", Obj: &unstructured.Unstructured{Object: m}}}, testSettings.ConfigurationName)
 	want := Stamps{testVPCs.GroupResource(): "s1", testFWs.GroupResource(): "s2"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("published %v, want %v", got, want)

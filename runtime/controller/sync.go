@@ -24,7 +24,6 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // Syncer keeps webhook configurations and rule statuses in line with the
@@ -33,7 +32,7 @@ import (
 // while the controller was down, or a configuration edited by hand, is
 // corrected on the next run.
 type Syncer struct {
-	VW       *virtualworkspace.VirtualWorkspaces
+	VW       *process.VirtualWorkspaces
 	Resolve  ResolveFunc
 	Settings func() WebhookSettings
 	Log      logr.Logger
@@ -66,14 +65,14 @@ type Syncer struct {
 	stampsSeen map[schema.GroupResource]stampSeen
 	// rules is every rule, from the APIExport provider's cache of each
 	// shard; decoded keeps them decoded.
-	rules   *virtualworkspace.Cached
+	rules   *process.Cached
 	decoded decodedRules
 	// bindings, configs and indexes are what else a run reads: the
 	// APIBindings of the export, and both kinds of webhook configuration,
 	// from the same caches. A change of any starts a run. A view may lag a
 	// run's own writes by an event; the writes retry against what the
 	// server holds (writeListed).
-	bindings, configs, indexes *virtualworkspace.Cached
+	bindings, configs, indexes *process.Cached
 
 	// eventWriters bounds how many Events of status changes are written
 	// at once, behind the runs that started them, so that they leave the
@@ -101,23 +100,23 @@ type Syncer struct {
 const DefaultPropagation = 2 * time.Second
 
 // NewSyncer returns a Syncer; Follow and SetupWithManager run it.
-func NewSyncer(vw *virtualworkspace.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
+func NewSyncer(vw *process.VirtualWorkspaces, resolve ResolveFunc, settings func() WebhookSettings, log logr.Logger) *Syncer {
 	return &Syncer{VW: vw, Resolve: resolve, Settings: settings, Log: log, Period: time.Minute, Propagation: DefaultPropagation, Reread: DefaultReread,
 		written: map[string]map[schema.GroupVersionResource]time.Time{}, decoded: decodedRules{}, eventWriters: make(chan struct{}, 2)}
 }
 
 // Follow has shards keep what a run reads in the cache of each shard, and
 // a change of it start a run. Call it before the provider starts.
-func (s *Syncer) Follow(shards *virtualworkspace.Shards) error {
-	follow := func(c *virtualworkspace.Cached) (*virtualworkspace.Cached, error) {
+func (s *Syncer) Follow(shards *process.Shards) error {
+	follow := func(c *process.Cached) (*process.Cached, error) {
 		c.Changed = s.Trigger
 		return shards.Follow(c)
 	}
 	var errs [4]error
-	s.rules, errs[0] = follow(&virtualworkspace.Cached{GVR: v1alpha1.GroupVersionResource, Relevant: ruleChanged})
-	s.bindings, errs[1] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.APIBindingsGVR})
-	s.configs, errs[2] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.WebhookConfigurationsGVR})
-	s.indexes, errs[3] = follow(&virtualworkspace.Cached{GVR: virtualworkspace.MutatingWebhookConfigurationsGVR})
+	s.rules, errs[0] = follow(&process.Cached{GVR: v1alpha1.GroupVersionResource, Relevant: ruleChanged})
+	s.bindings, errs[1] = follow(&process.Cached{GVR: process.APIBindingsGVR})
+	s.configs, errs[2] = follow(&process.Cached{GVR: process.WebhookConfigurationsGVR})
+	s.indexes, errs[3] = follow(&process.Cached{GVR: process.MutatingWebhookConfigurationsGVR})
 	return errors.Join(errs[:]...)
 }
 
@@ -154,7 +153,7 @@ func (s *Syncer) SetupWithManager(mgr manager.Manager) error {
 	// starts a run (Changed). On the elected replica only (a RunnableFunc
 	// needs leader election), where the caches run.
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		virtualworkspace.KeepVerified(ctx, s.Period, s.Log, s.rules, s.bindings, s.configs, s.indexes)
+		process.KeepVerified(ctx, s.Period, s.Log, s.rules, s.bindings, s.configs, s.indexes)
 		return nil
 	}))
 }
@@ -198,7 +197,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	s.decoded.keep(ruleObjs)
 	// The three views do not depend on each other: read them at once (a
 	// new shard's initial lists are waited for together).
-	var bindingObjs, configObjs, indexObjs []virtualworkspace.Object
+	var bindingObjs, configObjs, indexObjs []process.ShardObject
 	var bindingErr, configErr, indexListErr error
 	var reads sync.WaitGroup
 	reads.Go(func() { bindingObjs, bindingErr = s.bindings.List(ctx, urls) })
@@ -223,9 +222,9 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	for _, o := range bindingObjs {
 		bindings[o.Cluster] = Binding{
 			URL:                o.URL,
-			ClaimAccepted:      claimAccepted(o.Obj, virtualworkspace.WebhookConfigurationsGVR.GroupResource()),
+			ClaimAccepted:      claimAccepted(o.Obj, process.WebhookConfigurationsGVR.GroupResource()),
 			EventsAccepted:     claimAccepted(o.Obj, process.EventsClaim),
-			IndexClaimAccepted: claimAccepted(o.Obj, virtualworkspace.MutatingWebhookConfigurationsGVR.GroupResource()),
+			IndexClaimAccepted: claimAccepted(o.Obj, process.MutatingWebhookConfigurationsGVR.GroupResource()),
 			TypesClaimAccepted: claimAccepted(o.Obj, APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, APIResourceSchemasGVR.GroupResource()),
 		}
 	}
@@ -309,7 +308,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 // needs in place and removes those no rule wants any more, several clusters
 // at a time. It returns the failures to install by logical cluster, and
 // those to remove.
-func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, configObjs []virtualworkspace.Object) (map[string]error, error) {
+func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[string]Binding, settings WebhookSettings, configObjs []process.ShardObject) (map[string]error, error) {
 	configs := byCluster(configObjs, settings.ConfigurationName)
 	jobs := configJobs(plan.Webhooks, configObjs, settings.ConfigurationName)
 	errs := make([]error, len(jobs))
@@ -317,7 +316,7 @@ func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[s
 	concurrently(len(jobs), func(i int) {
 		j := jobs[i]
 		if j.stale != nil {
-			errs[i] = s.deleteConfiguration(ctx, virtualworkspace.WebhookConfigurationsGVR, *j.stale, "removed webhook configuration: no rule protects this workspace any more")
+			errs[i] = s.deleteConfiguration(ctx, process.WebhookConfigurationsGVR, *j.stale, "removed webhook configuration: no rule protects this workspace any more")
 			return
 		}
 		added, err := s.ensureConfiguration(ctx, bindings[j.cluster].URL, j.cluster, configs[j.cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(j.cluster), plan.Stamps))
@@ -346,7 +345,7 @@ func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[s
 }
 
 // byCluster returns the objects called name by logical cluster.
-func byCluster(objs []virtualworkspace.Object, name string) map[string]*unstructured.Unstructured {
+func byCluster(objs []process.ShardObject, name string) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		if o.Obj.GetName() == name {
@@ -365,7 +364,7 @@ func (s *Syncer) ensureConfiguration(ctx context.Context, url, cluster string, c
 	if err != nil {
 		return nil, err
 	}
-	res := c.Resource(virtualworkspace.WebhookConfigurationsGVR)
+	res := c.Resource(process.WebhookConfigurationsGVR)
 	return writeListed(ctx, res, desired.Name, current, func(current *unstructured.Unstructured) (map[schema.GroupVersionResource]bool, error) {
 		return s.ensureConfigurationIn(ctx, res, cluster, current, desired)
 	})
@@ -471,7 +470,7 @@ func (s *Syncer) propagating(targets []string, rule RuleInput, now time.Time) ti
 
 // deleteConfiguration deletes the webhook configuration o of resource gvr,
 // and only the very object that was read, then logs done.
-func (s *Syncer) deleteConfiguration(ctx context.Context, gvr schema.GroupVersionResource, o virtualworkspace.Object, done string) error {
+func (s *Syncer) deleteConfiguration(ctx context.Context, gvr schema.GroupVersionResource, o process.ShardObject, done string) error {
 	c, err := s.VW.Client(o.URL, o.Cluster)
 	if err != nil {
 		return err

@@ -10,15 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // manyRuleObjects returns n rules over VMs protecting VPCs in one
 // workspace, as the benchmark's readiness measurement creates them, each
 // with the status a previous run wrote.
-func manyRuleObjects(b testing.TB, n int) []virtualworkspace.Object {
+func manyRuleObjects(b testing.TB, n int) []process.ShardObject {
 	b.Helper()
-	out := make([]virtualworkspace.Object, 0, n)
+	out := make([]process.ShardObject, 0, n)
 	for i := range n {
 		r := &v1alpha1.DependencyRule{}
 		r.APIVersion, r.Kind = v1alpha1.GroupVersion.String(), "DependencyRule"
@@ -34,7 +34,7 @@ func manyRuleObjects(b testing.TB, n int) []virtualworkspace.Object {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, virtualworkspace.Object{URL: "https://vw", Cluster: "comp", Obj: &unstructured.Unstructured{Object: m}})
+		out = append(out, process.ShardObject{URL: "https://vw", Cluster: "comp", Obj: &unstructured.Unstructured{Object: m}})
 	}
 	return out
 }

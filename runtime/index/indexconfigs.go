@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Configurations tells the registry which reference index
@@ -57,7 +57,7 @@ func (c *Configurations) trust(cluster, epoch, resourceVersion string) {
 // trusts although metas lacks it; onShard tells the clusters of that
 // shard. "" when there is none. A configuration metas has that the
 // registry does not trust only costs full reads, until its event comes.
-func (c *Configurations) Behind(metas []virtualworkspace.Meta, onShard func(cluster string) bool) string {
+func (c *Configurations) Behind(metas []process.ShardMeta, onShard func(cluster string) bool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	listed := map[string]bool{}
@@ -93,7 +93,7 @@ func olderVersion(a, b string) bool {
 // Apply records the configurations one shard's read returned, except those
 // a watch event decided meanwhile: until a shard is read, no epoch of a
 // rule there is trusted.
-func (c *Configurations) Apply(objs []virtualworkspace.Object) {
+func (c *Configurations) Apply(objs []process.ShardObject) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range objs {

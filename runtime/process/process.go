@@ -6,6 +6,15 @@
 // through the front-proxy, its rate limit and scheme; the
 // controller-runtime manager built from them; the Events both record
 // (events.go); and main's parsing of the arguments, logging and exit.
+//
+// It also reaches the dep-ctrl export's virtual workspaces, one per shard,
+// each serving the workspaces on that shard that bound the export. What
+// the binaries watch there lives in the kcp APIExport provider's cache of
+// each shard (Shards, Cached in shards.go and cached.go), which this
+// package shapes: a view of each shard that is never partial nor stale
+// (view.go, live.go), verified against lists (verify.go). What must be
+// read from the server (the shards' URLs, fresh lists, writes) goes
+// through VirtualWorkspaces (virtualworkspaces.go).
 package process
 
 import (

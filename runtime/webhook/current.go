@@ -11,8 +11,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // The registry is current for a request when a read of the rules'
@@ -207,7 +207,7 @@ func (s *RuleSync) healthOf(url string) []int {
 }
 
 // WatchHealth tells whether a watch's view of a shard is live, and how
-// many times it was lost (virtualworkspace.Watched).
+// many times it was lost (process.Watched).
 type WatchHealth interface {
 	Health(url string) (losses int, live bool)
 }
@@ -300,7 +300,7 @@ var errBehind = errors.New("this replica holds an older version than the server 
 func (s *RuleSync) confirmShard(ctx context.Context, url string) error {
 	read := s.Versions
 	if read == nil {
-		read = func(ctx context.Context, url string) ([]virtualworkspace.Meta, error) {
+		read = func(ctx context.Context, url string) ([]process.ShardMeta, error) {
 			return s.VW.ListShardMetadata(ctx, url, v1alpha1.GroupVersionResource)
 		}
 	}
@@ -308,12 +308,12 @@ func (s *RuleSync) confirmShard(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("reading the rules at %s: %w", url, err)
 	}
-	var configs []virtualworkspace.Meta
+	var configs []process.ShardMeta
 	if s.IndexConfigs != nil {
 		readConfigs := s.IndexVersions
 		if readConfigs == nil {
-			readConfigs = func(ctx context.Context, url string) ([]virtualworkspace.Meta, error) {
-				return s.VW.ListShardMetadata(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
+			readConfigs = func(ctx context.Context, url string) ([]process.ShardMeta, error) {
+				return s.VW.ListShardMetadata(ctx, url, process.MutatingWebhookConfigurationsGVR)
 			}
 		}
 		if configs, err = readConfigs(ctx, url); err != nil {
@@ -344,7 +344,7 @@ func (s *RuleSync) confirmShard(ctx context.Context, url string) error {
 // cluster of metas counts as read from url. A rule the registry holds that
 // metas lacks, or holds although it is being deleted, only protects more,
 // until the watch removes it.
-func (s *RuleSync) behind(url string, metas, configs []virtualworkspace.Meta) string {
+func (s *RuleSync) behind(url string, metas, configs []process.ShardMeta) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.IndexConfigs != nil {

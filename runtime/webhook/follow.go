@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // ObserveFunc records the current state of the object called name in
@@ -25,15 +25,15 @@ type ObserveFunc func(ctx context.Context, c client.Client, cluster, name string
 // client of the object's logical cluster.
 //
 // The events come from the APIExport provider's cache of each shard
-// (virtualworkspace.Shards): the provider follows the endpoint slice and
+// (process.Shards): the provider follows the endpoint slice and
 // watches a shard whose virtual workspace does not serve yet until it
 // does. They are taken from the informers themselves, not through the
 // provider's engaged clusters: the registry must hear of every rule and
 // configuration, also in a workspace whose binding is not ready or is
 // gone. Every VerifyPeriod each informer is compared with a list, in case
-// its watch missed an event (virtualworkspace.Verifier).
+// its watch missed an event (process.Verifier).
 type Follower struct {
-	Shards *virtualworkspace.Shards
+	Shards *process.Shards
 	Log    logr.Logger
 	// VerifyPeriod is how often each informer is compared with a list.
 	VerifyPeriod time.Duration
@@ -45,7 +45,7 @@ type Follower struct {
 // followed is one followed resource.
 type followed struct {
 	name    string
-	cached  *virtualworkspace.Cached
+	cached  *process.Cached
 	observe ObserveFunc
 	queue   workqueue.TypedRateLimitingInterface[followedKey]
 }
@@ -62,11 +62,11 @@ const DefaultVerifyPeriod = time.Minute
 // names it in logs. It returns the resource's view, whose ListShard reads a
 // shard from the same informer the events come from. Call it before the
 // provider starts.
-func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, observe ObserveFunc) (*virtualworkspace.Cached, error) {
+func (f *Follower) Follow(name string, gvr schema.GroupVersionResource, observe ObserveFunc) (*process.Cached, error) {
 	fw := &followed{name: name, observe: observe,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[followedKey](),
 			workqueue.TypedRateLimitingQueueConfig[followedKey]{Name: name})}
-	cached, err := f.Shards.Follow(&virtualworkspace.Cached{GVR: gvr, Each: func(url string, obj *unstructured.Unstructured) {
+	cached, err := f.Shards.Follow(&process.Cached{GVR: gvr, Each: func(url string, obj *unstructured.Unstructured) {
 		fw.queue.Add(followedKey{url: url, cluster: logicalcluster.From(obj).String(), name: obj.GetName()})
 	}})
 	if err != nil {
@@ -90,11 +90,11 @@ func (f *Follower) Start(ctx context.Context) error {
 	if verifyPeriod <= 0 {
 		verifyPeriod = DefaultVerifyPeriod
 	}
-	views := make([]virtualworkspace.Verifier, len(f.followed))
+	views := make([]process.Verifier, len(f.followed))
 	for i, fw := range f.followed {
 		views[i] = fw.cached
 	}
-	workers.Go(func() { virtualworkspace.KeepVerified(ctx, verifyPeriod, f.Log, views...) })
+	workers.Go(func() { process.KeepVerified(ctx, verifyPeriod, f.Log, views...) })
 	<-ctx.Done()
 	for _, fw := range f.followed {
 		fw.queue.ShutDown()

@@ -17,7 +17,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
@@ -69,7 +68,7 @@ func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
 	f.addRule(t, "shard-a", "cluster-a", "vm-needs-vpc")
 	f.addRule(t, "shard-a", "cluster-b", "vm-needs-vpc")
 	watch, observed := followRules(ctx, t, f)
-	var objs []virtualworkspace.Object
+	var objs []process.ShardObject
 	check.Eventually(ctx, t, 10*time.Second, "the shard's initial list", func() error {
 		var err error
 		objs, err = watch.ListShard(ctx, f.srv.URL+"/shard-a")
@@ -89,7 +88,7 @@ func TestFollowerSameNameInTwoWorkspaces(t *testing.T) {
 // followRules starts a Follower of the rules on the fake shards, until ctx
 // ends. observed says how often each rule (by registry key) was observed,
 // each time with a client.
-func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *virtualworkspace.Cached, observed func() map[string]int) {
+func followRules(ctx context.Context, t *testing.T, f *fakeShards) (watch *process.Cached, observed func() map[string]int) {
 	t.Helper()
 	var mu sync.Mutex
 	counts := map[string]int{}
@@ -123,7 +122,7 @@ func newFollower(t *testing.T, f *fakeShards, verifyPeriod time.Duration) *Follo
 	if err != nil {
 		t.Fatal(err)
 	}
-	shards, err := virtualworkspace.NewShards(f.virtualWorkspaces(t), scheme, logr.Discard())
+	shards, err := process.NewShards(f.virtualWorkspaces(t), scheme, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func TestFollowerClaimNotServedYet(t *testing.T) {
 	defer cancel()
 	f := newFakeShards(t, "shard-a") // serves rules only: 404 for anything else
 	follower := newFollower(t, f, 0)
-	watch, err := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR,
+	watch, err := follower.Follow("index-configurations", process.MutatingWebhookConfigurationsGVR,
 		func(context.Context, client.Client, string, string) error { return nil })
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // RuleSync keeps the registry equal to the rules: a read of every shard's
@@ -43,7 +43,7 @@ import (
 // again, so that the registry is as fresh at completion as one read of all
 // shards would make it.
 type RuleSync struct {
-	VW       *virtualworkspace.VirtualWorkspaces
+	VW       *process.VirtualWorkspaces
 	Registry *registry.Registry
 	Log      logr.Logger
 	// IndexConfigs, when set, is populated with the rules, shard by
@@ -53,13 +53,13 @@ type RuleSync struct {
 	// reads them from the watches whose events reach Observe, so that a
 	// rule deleted before the read is never registered from it; the
 	// default lists them.
-	Shard func(ctx context.Context, url string) ([]virtualworkspace.Object, error)
+	Shard func(ctx context.Context, url string) ([]process.ShardObject, error)
 	// IndexShard reads the reference index configurations of one shard, as
 	// Shard the rules: from the watch whose events reach
 	// IndexConfigs.Observe, so that one deleted before the read is never
 	// recorded from it (and trusted until its next event); the default
 	// lists them.
-	IndexShard func(ctx context.Context, url string) ([]virtualworkspace.Object, error)
+	IndexShard func(ctx context.Context, url string) ([]process.ShardObject, error)
 	// PartialReadyAfter is how long after Start a pod that has read the
 	// rules of some shards but not all reports ready; negative: never.
 	// Until then a pod whose peers may know every rule leaves the traffic
@@ -94,10 +94,10 @@ type RuleSync struct {
 	MaxAge time.Duration
 	// Versions reads the metadata of the rules of one shard from the
 	// server; the default lists it through VW.
-	Versions func(ctx context.Context, url string) ([]virtualworkspace.Meta, error)
+	Versions func(ctx context.Context, url string) ([]process.ShardMeta, error)
 	// IndexVersions reads the metadata of the reference index
 	// configurations of one shard from the server, as Versions the rules.
-	IndexVersions func(ctx context.Context, url string) ([]virtualworkspace.Meta, error)
+	IndexVersions func(ctx context.Context, url string) ([]process.ShardMeta, error)
 	// Watches, when set, are the watches whose events keep the registry
 	// current. While one of a shard's is not live, or lost its view since
 	// the last confirmation of the shard began, that confirmation holds
@@ -130,7 +130,7 @@ type RuleSync struct {
 }
 
 // NewRuleSync returns a RuleSync with an empty registry.
-func NewRuleSync(vw *virtualworkspace.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
+func NewRuleSync(vw *process.VirtualWorkspaces, reg *registry.Registry, log logr.Logger) *RuleSync {
 	return &RuleSync{VW: vw, Registry: reg, Log: log, initialized: make(chan struct{}), watched: map[string]bool{},
 		read: map[string]bool{}, unread: map[string]error{}, fromShard: map[string]map[string]bool{}, clusters: map[string]string{},
 		versions: map[string]ruleVersion{}, confirmed: map[string]time.Time{}, unconfirmed: map[string]error{}, confirmedLosses: map[string][]int{},
@@ -277,7 +277,7 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 	var errs []error
 	for _, url := range urls {
 		objs, err := s.readShard(ctx, url)
-		var configs []virtualworkspace.Object
+		var configs []process.ShardObject
 		if err == nil && s.IndexConfigs != nil {
 			configs, err = s.readIndexShard(ctx, url)
 		}
@@ -312,7 +312,7 @@ func (s *RuleSync) populate(ctx context.Context) (int, error) {
 }
 
 // readShard reads the rules of the shard at url.
-func (s *RuleSync) readShard(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
+func (s *RuleSync) readShard(ctx context.Context, url string) ([]process.ShardObject, error) {
 	if s.Shard != nil {
 		return s.Shard(ctx, url)
 	}
@@ -321,11 +321,11 @@ func (s *RuleSync) readShard(ctx context.Context, url string) ([]virtualworkspac
 
 // readIndexShard reads the reference index configurations of the shard at
 // url.
-func (s *RuleSync) readIndexShard(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
+func (s *RuleSync) readIndexShard(ctx context.Context, url string) ([]process.ShardObject, error) {
 	read := s.IndexShard
 	if read == nil {
-		read = func(ctx context.Context, url string) ([]virtualworkspace.Object, error) {
-			return s.VW.ListShard(ctx, url, virtualworkspace.MutatingWebhookConfigurationsGVR)
+		read = func(ctx context.Context, url string) ([]process.ShardObject, error) {
+			return s.VW.ListShard(ctx, url, process.MutatingWebhookConfigurationsGVR)
 		}
 	}
 	objs, err := read(ctx, url)
@@ -338,7 +338,7 @@ func (s *RuleSync) readIndexShard(ctx context.Context, url string) ([]virtualwor
 // register records the rules read from the shard at url and removes those
 // its previous read registered that are gone, except where a watch event
 // decided meanwhile.
-func (s *RuleSync) register(url string, objs []virtualworkspace.Object) {
+func (s *RuleSync) register(url string, objs []process.ShardObject) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := make(map[string]bool, len(objs))

@@ -19,8 +19,8 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // fakeShards serves an APIExportEndpointSlice naming one virtual workspace
@@ -143,9 +143,9 @@ func (f *fakeShards) serve(w http.ResponseWriter, r *http.Request) {
 
 // virtualWorkspaces reaches the fake shards through the endpoint slice it
 // serves.
-func (f *fakeShards) virtualWorkspaces(t *testing.T) *virtualworkspace.VirtualWorkspaces {
+func (f *fakeShards) virtualWorkspaces(t *testing.T) *process.VirtualWorkspaces {
 	t.Helper()
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	vw, err := process.NewVirtualWorkspaces(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRuleSyncShardDown(t *testing.T) {
 // can be read, and readiness says why.
 func TestRuleSyncReadyNamesTheEndpointSlice(t *testing.T) {
 	f := newFakeShards(t)
-	vw, err := virtualworkspace.New(&rest.Config{Host: f.srv.URL + "/nowhere", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	vw, err := process.NewVirtualWorkspaces(&rest.Config{Host: f.srv.URL + "/nowhere", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,9 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
 )
 
 // Run serves admission requests until ctx ends.
@@ -40,12 +40,12 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 
-	vw, err := virtualworkspace.New(ws.Config, o.ExportName)
+	vw, err := process.NewVirtualWorkspaces(ws.Config, o.ExportName)
 	if err != nil {
 		return err
 	}
 	// The provider logs every binding it sees: at V(1).
-	shards, err := virtualworkspace.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
+	shards, err := process.NewShards(vw, mgr.GetScheme(), log.WithName("provider").V(1))
 	if err != nil {
 		return err
 	}
@@ -64,13 +64,13 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		return err
 	}
 	rules.Shard = ruleWatch.ListShard
-	indexWatch, err := follower.Follow("index-configurations", virtualworkspace.MutatingWebhookConfigurationsGVR, indexConfigs.Observe)
+	indexWatch, err := follower.Follow("index-configurations", process.MutatingWebhookConfigurationsGVR, indexConfigs.Observe)
 	if err != nil {
 		return err
 	}
 	rules.IndexShard = indexWatch.ListShard
 	rules.Watches = []WatchHealth{ruleWatch, indexWatch}
-	if _, err := follower.Follow("published-stamps", virtualworkspace.WebhookConfigurationsGVR, published.Observe); err != nil {
+	if _, err := follower.Follow("published-stamps", process.WebhookConfigurationsGVR, published.Observe); err != nil {
 		return err
 	}
 	if err := mgr.Add(follower); err != nil {

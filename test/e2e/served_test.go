@@ -13,7 +13,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/virtualworkspace"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -133,7 +133,7 @@ func (top *Topology) updateRule(ctx context.Context, t *testing.T, ws env.Worksp
 // apiexports and apiresourceschemas in ws.
 func (top *Topology) setTypeClaims(ctx context.Context, t *testing.T, ws env.Workspace, state string) {
 	t.Helper()
-	api := top.dynamicFor(t, ws.Path).Resource(virtualworkspace.APIBindingsGVR)
+	api := top.dynamicFor(t, ws.Path).Resource(process.APIBindingsGVR)
 	check.Eventually(ctx, t, 30*time.Second, "setting the type claims in "+ws.Path+" to "+state, func() error {
 		b, err := api.Get(ctx, "dep-ctrl", metav1.GetOptions{})
 		if err != nil {
@@ -159,11 +159,11 @@ func (top *Topology) setTypeClaims(ctx context.Context, t *testing.T, ws env.Wor
 func (top *Topology) controllerVirtualWorkspace(ctx context.Context, t *testing.T) func(env.Workspace) dynamic.Interface {
 	t.Helper()
 	cfg := top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.DepCtrl.Path)
-	vw, err := virtualworkspace.New(cfg, v1alpha1.DefaultAPIExportName)
+	vw, err := process.NewVirtualWorkspaces(cfg, v1alpha1.DefaultAPIExportName)
 	check.Must(t, err)
 	urls, err := vw.URLs(ctx)
 	check.Must(t, err)
-	bindings, err := vw.ListAll(ctx, urls, virtualworkspace.APIBindingsGVR)
+	bindings, err := vw.ListAll(ctx, urls, process.APIBindingsGVR)
 	check.Must(t, err)
 	return func(ws env.Workspace) dynamic.Interface {
 		for _, b := range bindings {

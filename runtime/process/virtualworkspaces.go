@@ -1,12 +1,4 @@
-// Package virtualworkspace reads and writes through the virtual workspaces
-// of the dep-ctrl APIExport: one per shard, each serving the workspaces on
-// that shard that bound the export. What the runtime watches there lives in
-// the kcp APIExport provider's cache of each shard (Shards, Cached), which
-// this package shapes: a view of each shard that is never partial nor
-// stale, and verified against lists (Verifier). What must be read from the
-// server (the shards' URLs, fresh lists, writes) goes through
-// VirtualWorkspaces.
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -49,8 +41,8 @@ type VirtualWorkspaces struct {
 	http *http.Client
 }
 
-// New returns a reader for the export's virtual workspaces.
-func New(home *rest.Config, exportName string) (*VirtualWorkspaces, error) {
+// NewVirtualWorkspaces returns a reader for the export's virtual workspaces.
+func NewVirtualWorkspaces(home *rest.Config, exportName string) (*VirtualWorkspaces, error) {
 	hc, err := rest.HTTPClientFor(home)
 	if err != nil {
 		return nil, fmt.Errorf("building HTTP client: %w", err)
@@ -97,8 +89,8 @@ func (v *VirtualWorkspaces) clusterConfig(url, cluster string) *rest.Config {
 	return cfg
 }
 
-// Object is something read through a wildcard: the object and where it lives.
-type Object struct {
+// ShardObject is something read through a wildcard: the object and where it lives.
+type ShardObject struct {
 	URL     string
 	Cluster string
 	Obj     *unstructured.Unstructured
@@ -106,8 +98,8 @@ type Object struct {
 
 // ListAll lists gvr across every workspace of every virtual workspace. Any
 // failure fails the whole list.
-func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr schema.GroupVersionResource) ([]Object, error) {
-	var out []Object
+func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr schema.GroupVersionResource) ([]ShardObject, error) {
+	var out []ShardObject
 	for _, url := range urls {
 		objs, err := v.ListShard(ctx, url, gvr)
 		if err != nil {
@@ -121,12 +113,12 @@ func (v *VirtualWorkspaces) ListAll(ctx context.Context, urls []string, gvr sche
 // ListShard lists gvr across every workspace of one virtual workspace (one
 // shard), so that a caller can tell which shard failed and keep what the
 // others returned.
-func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]Object, error) {
+func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]ShardObject, error) {
 	c, err := v.Client(url, "*")
 	if err != nil {
 		return nil, err
 	}
-	var out []Object
+	var out []ShardObject
 	err = eachPage(func(opts metav1.ListOptions) (string, error) {
 		list, err := c.Resource(gvr).List(ctx, opts)
 		if err != nil {
@@ -134,7 +126,7 @@ func (v *VirtualWorkspaces) ListShard(ctx context.Context, url string, gvr schem
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			out = append(out, Object{URL: url, Cluster: logicalcluster.From(item).String(), Obj: item})
+			out = append(out, ShardObject{URL: url, Cluster: logicalcluster.From(item).String(), Obj: item})
 		}
 		return list.GetContinue(), nil
 	})

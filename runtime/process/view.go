@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -41,7 +41,7 @@ const initialListWait = 10 * time.Second
 // (the shard cannot be reached) and until a list or a new watch succeeds,
 // the view may lack any change made meanwhile, so it is no more complete
 // than one never listed.
-func (v view) list(ctx context.Context) ([]Object, error) {
+func (v view) list(ctx context.Context) ([]ShardObject, error) {
 	wait, cancel := context.WithTimeout(ctx, initialListWait)
 	defer cancel()
 	if !cache.WaitForCacheSync(wait.Done(), v.sw.informer.HasSynced) {
@@ -57,10 +57,10 @@ func (v view) list(ctx context.Context) ([]Object, error) {
 		}
 	}
 	items := v.sw.informer.GetStore().List()
-	out := make([]Object, 0, len(items))
+	out := make([]ShardObject, 0, len(items))
 	for _, item := range items {
 		if u, ok := item.(*unstructured.Unstructured); ok {
-			out = append(out, Object{URL: v.url, Cluster: logicalcluster.From(u).String(), Obj: u})
+			out = append(out, ShardObject{URL: v.url, Cluster: logicalcluster.From(u).String(), Obj: u})
 		}
 	}
 	return out, nil

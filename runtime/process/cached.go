@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -94,8 +94,8 @@ func (c *Cached) changed(url string, obj any) {
 
 // List returns the objects of every workspace on the shards at urls: what
 // ListShard returns for each.
-func (c *Cached) List(ctx context.Context, urls []string) ([]Object, error) {
-	var out []Object
+func (c *Cached) List(ctx context.Context, urls []string) ([]ShardObject, error) {
+	var out []ShardObject
 	for _, url := range urls {
 		objs, err := c.ListShard(ctx, url)
 		if err != nil {
@@ -110,7 +110,7 @@ func (c *Cached) List(ctx context.Context, urls []string) ([]Object, error) {
 // the provider follows. It waits up to initialListWait for the informer's
 // initial list, and fails while it has not arrived or while the view may
 // be stale. Every change after what it returns reaches Changed and Each.
-func (c *Cached) ListShard(ctx context.Context, url string) ([]Object, error) {
+func (c *Cached) ListShard(ctx context.Context, url string) ([]ShardObject, error) {
 	v, ok := c.view(url)
 	if !ok {
 		return nil, fmt.Errorf("watching %s at %s: the shard is not followed yet", c.GVR.GroupResource(), url)

@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func (f *fakeShard) url() string { return f.srv.URL + "/shard" }
 
 func (f *fakeShard) virtualWorkspaces(t *testing.T) *VirtualWorkspaces {
 	t.Helper()
-	vw, err := New(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
+	vw, err := NewVirtualWorkspaces(&rest.Config{Host: f.srv.URL + "/home", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "x")
 	check.Must(t, err)
 	return vw
 }

@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"k8s.io/client-go/metadata"
 )
 
-// Meta is the metadata of an object read through a wildcard, and the
+// ShardMeta is the metadata of an object read through a wildcard, and the
 // logical cluster it lives in.
-type Meta struct {
+type ShardMeta struct {
 	Cluster string
 	Obj     metav1.PartialObjectMetadata
 }
@@ -20,19 +20,19 @@ type Meta struct {
 // ListShardMetadata lists the metadata of gvr across every workspace of one
 // virtual workspace, straight from the server: what a caller compares
 // with what its watches delivered, at the cost of the objects' metadata.
-func (v *VirtualWorkspaces) ListShardMetadata(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]Meta, error) {
+func (v *VirtualWorkspaces) ListShardMetadata(ctx context.Context, url string, gvr schema.GroupVersionResource) ([]ShardMeta, error) {
 	c, err := metadata.NewForConfigAndClient(v.clusterConfig(url, "*"), v.http)
 	if err != nil {
 		return nil, err
 	}
-	var out []Meta
+	var out []ShardMeta
 	err = eachPage(func(opts metav1.ListOptions) (string, error) {
 		list, err := c.Resource(gvr).List(ctx, opts)
 		if err != nil {
 			return "", err
 		}
 		for i := range list.Items {
-			out = append(out, Meta{Cluster: logicalcluster.From(&list.Items[i]).String(), Obj: list.Items[i]})
+			out = append(out, ShardMeta{Cluster: logicalcluster.From(&list.Items[i]).String(), Obj: list.Items[i]})
 		}
 		return list.GetContinue(), nil
 	})

@@ -1,4 +1,4 @@
-package virtualworkspace
+package process
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // verifyRecheck is how long a verification lets the watch catch up with a
@@ -105,7 +104,7 @@ func (v view) verify(ctx context.Context, changed func(*unstructured.Unstructure
 // KeepVerified verifies each of views every period until ctx ends, logging
 // what it corrected and what it could not list.
 func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, views ...Verifier) {
-	process.Every(ctx, period, func() {
+	Every(ctx, period, func() {
 		for _, w := range views {
 			n, err := w.Verify(ctx)
 			if err != nil && ctx.Err() == nil {
