@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 )
 
 // verifyRecheck is how long a verification lets the watch catch up with a
