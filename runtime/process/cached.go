@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	mcpcache "github.com/kcp-dev/multicluster-provider/pkg/cache"
@@ -130,21 +129,23 @@ func (c *Cached) Health(url string) (losses int, live bool) {
 	return v.sw.live.health()
 }
 
-// Verify compares the view of every shard with a list (Verifier).
+// Verify lists every shard and compares the list with the view. A watch
+// can miss an event and never know it: after a kcp restart, a virtual
+// workspace's watch was seen resuming at its resource version and
+// delivering later events but not a delete, so the object stayed in the
+// view for good. Where the view still disagrees with a fresh list after
+// verifyRecheck, Verify corrects it from the list and reports every object
+// that differed to Changed and Each, as the watch would have (a deleted one
+// with its last known state). A shard it cannot list does not keep the
+// others unverified: it returns how many objects it corrected and the
+// failures of every shard, joined.
 func (c *Cached) Verify(ctx context.Context) (int, error) {
 	c.mu.Lock()
-	urls := make([]string, 0, len(c.byURL))
-	for url := range c.byURL {
-		urls = append(urls, url)
+	views := make([]view, 0, len(c.byURL))
+	for url, sw := range c.byURL {
+		views = append(views, c.viewOf(url, sw))
 	}
 	c.mu.Unlock()
-	sort.Strings(urls)
-	views := make([]view, 0, len(urls))
-	for _, url := range urls {
-		if v, ok := c.view(url); ok {
-			views = append(views, v)
-		}
-	}
 	return verifyAll(ctx, views, c.changed)
 }
 
@@ -159,5 +160,10 @@ func (c *Cached) view(url string) (view, bool) {
 	if !ok {
 		return view{}, false
 	}
-	return view{vw: c.shards.VW, gvr: c.GVR, url: url, sw: sw}, true
+	return c.viewOf(url, sw), true
+}
+
+// viewOf is the view of the shard at url through sw.
+func (c *Cached) viewOf(url string, sw *shardWatch) view {
+	return view{vw: c.shards.VW, gvr: c.GVR, url: url, sw: sw}
 }

@@ -15,24 +15,6 @@ import (
 // explains a difference for that long.
 const verifyRecheck = 2 * time.Second
 
-// Verifier compares each shard's view of a resource with a list (Watched,
-// Cached).
-type Verifier interface {
-	// Verify lists every shard and compares the list with the view. A
-	// watch can miss an event and never know it: after a kcp restart, a
-	// virtual workspace's watch was seen resuming at its resource version
-	// and delivering later events but not a delete, so the object stayed
-	// in the view for good. Where the view still disagrees with a fresh
-	// list after verifyRecheck, Verify corrects it from the list and
-	// reports every object that differed as the watch would have (a
-	// deleted one with its last known state). A shard it cannot list does
-	// not keep the others unverified: it returns how many objects it
-	// corrected and the failures of every shard, joined.
-	Verify(ctx context.Context) (int, error)
-	// Resource names the resource in logs.
-	Resource() string
-}
-
 // verifyAll verifies each of views, and tells changed of each object it
 // corrected.
 func verifyAll(ctx context.Context, views []view, changed func(url string, obj any)) (int, error) {
@@ -102,7 +84,7 @@ func (v view) verify(ctx context.Context, changed func(*unstructured.Unstructure
 
 // KeepVerified verifies each of views every period until ctx ends, logging
 // what it corrected and what it could not list.
-func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, views ...Verifier) {
+func KeepVerified(ctx context.Context, period time.Duration, log logr.Logger, views ...*Cached) {
 	Every(ctx, period, func() {
 		for _, w := range views {
 			n, err := w.Verify(ctx)

@@ -207,7 +207,7 @@ func (s *RuleSync) healthOf(url string) []int {
 }
 
 // WatchHealth tells whether a watch's view of a shard is live, and how
-// many times it was lost (process.Watched).
+// many times it was lost (process.Cached).
 type WatchHealth interface {
 	Health(url string) (losses int, live bool)
 }

@@ -38,7 +38,7 @@ type ObserveFunc func(ctx context.Context, c client.Client, cluster, name string
 // controller-runtime controller of its own whose requests name an object
 // and the shard it was seen on; a failure is retried with backoff. Every
 // VerifyPeriod each informer is compared with a list, in case its watch
-// missed an event (process.Verifier).
+// missed an event (process.Cached.Verify).
 type Follower struct {
 	Shards *process.Shards
 	Log    logr.Logger
@@ -145,7 +145,7 @@ func (f *Follower) Start(ctx context.Context) error {
 	if verifyPeriod <= 0 {
 		verifyPeriod = DefaultVerifyPeriod
 	}
-	views := make([]process.Verifier, len(f.followed))
+	views := make([]*process.Cached, len(f.followed))
 	for i, fw := range f.followed {
 		views[i] = fw.cached
 	}
