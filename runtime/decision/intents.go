@@ -87,14 +87,14 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 
 // pendingBlockers returns the dependents behind the fresh intents recorded
 // on the object called name: each one whose write may still be stored, or
-// is over and left it referencing the object (index.Judge, from a read of
+// is stored and left it referencing the object (index.Judge, from a read of
 // the dependent now). The dependents listed by the reference index are the
 // stored ones; an intent stands for a write admitted but perhaps not yet
-// stored, which that list cannot see. So a dependent not found blocks, until
-// its intent is withdrawn (its deletion does that) or expires, and so does
-// one still stored at the revision the write replaces, whatever that old
-// copy references. Only a write that is over and left the dependent not
-// referencing the object lets it go.
+// stored, which that list cannot see. So an intent whose write the stored
+// dependent does not show stored (it lacks the write's IntentLabel) blocks,
+// whatever that copy references, until the intent is withdrawn or expires.
+// Only a write that is stored and left the dependent not referencing the
+// object lets it go.
 func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string) ([]Blocker, error) {
 	fresh, _ := index.On(annotations, v.now(), v.opts.IntentLifetime)
 	if len(fresh) == 0 {
@@ -119,7 +119,7 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 			if err != nil {
 				return nil, fmt.Errorf("reading %s %s, which is recorded as referencing the object: %w", p.Dependent.GroupResource(), in.Name, err)
 			}
-			switch index.Judge(in.Intent, d) {
+			switch index.Judge(in, d) {
 			case index.Released:
 				continue
 			case index.Held:
@@ -169,7 +169,9 @@ func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p re
 	}
 	d := index.Dependent{Found: true}
 	if md, ok := obj["metadata"].(map[string]interface{}); ok {
-		d.ResourceVersion, _ = md["resourceVersion"].(string)
+		labels, _ := md["labels"].(map[string]interface{})
+		label, _ := labels[v1alpha1.IntentLabel].(string)
+		d.Token = index.TokenOf(label)
 	}
 	if f.IgnoreDeleting && len(itemDeleting.Values(obj)) > 0 {
 		return d, nil

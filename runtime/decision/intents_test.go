@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -72,23 +71,14 @@ func TestRecordedBlockers(t *testing.T) {
 	}
 }
 
-// TestPendingBlockers: an intent on the object being deleted blocks while
-// its dependent is not stored, or is still stored at the revision its write
-// replaces (whatever that old copy references), or is stored since and
-// references the object.
+// TestPendingBlockers: an intent on the object being deleted blocks until
+// its write is stored (its dependent carries the write's IntentLabel),
+// whatever the stored dependent references meanwhile, and after that while
+// the stored dependent references the object.
 func TestPendingBlockers(t *testing.T) {
 	now := time.Now()
 	encoded := func(resource, name, generateName string, at time.Time) string {
 		v, err := index.Encode(v1alpha1.Intent{Resource: resource, Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(at)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	// update is the intent of an update of the VM called name admitted
-	// against its revision base.
-	update := func(name, base string) string {
-		v, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(now), Base: base})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,45 +113,37 @@ func TestPendingBlockers(t *testing.T) {
 			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "vpc"}}, wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-a",
 		},
 		{
-			name:    "a stored dependent that no longer references it does not",
+			name:    "the write stored, and the reference dropped since: it does not block",
 			intents: map[string]string{index.Key("t1"): encoded(vms, "vm-a", "", now)},
-			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "other-vpc"}},
+			finder:  &fakeFinder{dependents: map[string]string{"default/vm-a": "other-vpc"}, tokens: map[string]string{"default/vm-a": "t1"}},
 		},
 		{
-			name:     "an update moving the reference here, held before it is stored: the old copy at its base blocks as being written",
-			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "7"}},
-			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e (being written)",
-		},
-		{
-			name:     "an update adding the reference, held: the old copy at its base references nothing",
-			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": ""}, revisions: map[string]string{"default/vm-e": "7"}},
-			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
-		},
-		{
-			name:     "a read older than the update's base blocks as well",
-			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "6"}},
-			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
-		},
-		{
-			name:    "the update stored, or beaten by another write, without the reference: it does not block",
-			intents: map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:  &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, revisions: map[string]string{"default/vm-e": "8"}},
-		},
-		{
-			name:     "the update stored with the reference blocks as a stored dependent",
-			intents:  map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc"}, revisions: map[string]string{"default/vm-e": "8"}},
+			name:     "the write stored with the reference blocks as a stored dependent",
+			intents:  map[string]string{index.Key("t1"): encoded(vms, "vm-e", "", now)},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc"}, tokens: map[string]string{"default/vm-e": "t1"}},
 			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e",
 		},
 		{
-			// The update can no longer be stored: the revision it
-			// replaces is gone.
-			name:    "the updated dependent deleted meanwhile lets the object go",
-			intents: map[string]string{index.Key("t1"): update("vm-e", "7")},
-			finder:  &fakeFinder{},
+			name:     "an update moving the reference here, not stored: the copy it replaces blocks as being written",
+			intents:  map[string]string{index.Key("t1"): encoded(vms, "vm-e", "", now)},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": "vpc-old"}, tokens: map[string]string{"default/vm-e": "t0"}},
+			wantCode: 403, wantMessage: "still referenced by VirtualMachine/vm-e (being written)",
+		},
+		{
+			// The API server admits the write again against the later
+			// revision: it is still on its way.
+			name:     "another write of the dependent stored meanwhile, without the reference: it blocks as being written",
+			intents:  map[string]string{index.Key("t1"): encoded(vms, "vm-e", "", now)},
+			finder:   &fakeFinder{dependents: map[string]string{"default/vm-e": ""}},
+			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
+		},
+		{
+			// A server-side apply admitted again finds it gone and
+			// creates it.
+			name:     "the dependent deleted meanwhile: its write may still create it, and it blocks as being written",
+			intents:  map[string]string{index.Key("t1"): encoded(vms, "vm-e", "", now)},
+			finder:   &fakeFinder{},
+			wantCode: 403, wantMessage: "VirtualMachine/vm-e (being written)",
 		},
 		{
 			name:    "an expired intent is not read",
@@ -244,13 +226,13 @@ func TestPendingBlockers(t *testing.T) {
 	}
 }
 
-// TestFrontProxyReferencing reads one dependent with a GET: the revision
-// it is stored at, and its fields checked against the rules' paths.
+// TestFrontProxyReferencing reads one dependent with a GET: the token of
+// its IntentLabel, and its fields checked against the rules' paths.
 func TestFrontProxyReferencing(t *testing.T) {
 	objects := map[string]string{
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref","resourceVersion":"41"},"spec":{"vpcRef":{"name":"vpc"}}}`,
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other","resourceVersion":"42"},"spec":{"vpcRef":{"name":"other"}}}`,
-		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","resourceVersion":"43","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref","labels":{"` + v1alpha1.IntentLabel + `":"t41.1700000000"}},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other","labels":{"` + v1alpha1.IntentLabel + `":"not-a-label"}},"spec":{"vpcRef":{"name":"other"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","labels":{"` + v1alpha1.IntentLabel + `":"t43.1700000000"},"deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
 		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-secret": "",
 	}
 	f := objectFinder(t, objects, func(r *http.Request, _ []byte) {
@@ -264,9 +246,9 @@ func TestFrontProxyReferencing(t *testing.T) {
 		want index.Dependent
 		fail bool
 	}{
-		{name: "vm-ref", want: index.Dependent{Found: true, ResourceVersion: "41", References: true}},
-		{name: "vm-other", want: index.Dependent{Found: true, ResourceVersion: "42"}},
-		{name: "vm-going", want: index.Dependent{Found: true, ResourceVersion: "43"}},
+		{name: "vm-ref", want: index.Dependent{Found: true, Token: "t41", References: true}},
+		{name: "vm-other", want: index.Dependent{Found: true}},
+		{name: "vm-going", want: index.Dependent{Found: true, Token: "t43"}},
 		{name: "vm-absent"},
 		{name: "vm-secret", fail: true},
 	} {
@@ -278,14 +260,11 @@ func TestFrontProxyReferencing(t *testing.T) {
 }
 
 // TestKeepIntents: an update of a protected object may drop a fresh intent
-// only when the webhook itself makes it, or when the intent's write is over
-// and left its dependent referencing the object (index.Held).
+// only when the webhook itself makes it, or when the intent's write is
+// stored and left its dependent referencing the object (index.Held).
 func TestKeepIntents(t *testing.T) {
 	now := time.Now()
 	fresh, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now)})
-	// freshUpdate is the intent of an update of vm-1 admitted against its
-	// revision 7.
-	freshUpdate, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-1", At: metav1.NewTime(now), Base: "7"})
 	expired, _ := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-0", At: metav1.NewTime(now.Add(-2 * index.DefaultLifetime))})
 	object := func(annotations map[string]string) []byte {
 		b, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc", "namespace": "default", "annotations": annotations}})
@@ -298,21 +277,19 @@ func TestKeepIntents(t *testing.T) {
 		user    string
 		selfErr error
 		stored  map[string]string
-		// update, when set, is the revision vm-1 is stored at, and the
-		// intent the update drops is freshUpdate.
-		update   string
+		// token is the token of vm-1's IntentLabel: t1 when the write
+		// of the intent the update drops is stored.
+		token    string
 		wantCode int32
 	}{
-		{name: "an update stored since, referencing the object: its intent may go", after: map[string]string{"team": "a"}, user: "alice",
-			stored: map[string]string{"default/vm-1": "vpc"}, update: "8"},
-		{name: "the old copy at the update's base references the object all the same: the intent is kept", after: map[string]string{"team": "a"}, user: "alice",
-			stored: map[string]string{"default/vm-1": "vpc"}, update: "7", wantCode: 409},
-		{name: "the old copy at the update's base without the reference: kept", after: map[string]string{"team": "a"}, user: "alice",
-			stored: map[string]string{"default/vm-1": "other"}, update: "7", wantCode: 409},
-		{name: "an update over without the reference: kept until it expires", after: map[string]string{"team": "a"}, user: "alice",
-			stored: map[string]string{"default/vm-1": "other"}, update: "8", wantCode: 409},
-		{name: "dropping the intent of a dependent stored and referencing the object is harmless", after: map[string]string{"team": "a"}, user: "alice",
-			stored: map[string]string{"default/vm-1": "vpc"}},
+		{name: "the write stored, referencing the object: its intent may go", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}, token: "t1"},
+		{name: "another write's copy references the object: the intent is kept", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}, token: "t9", wantCode: 409},
+		{name: "a copy without the write's label, referencing the object: kept", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "vpc"}, wantCode: 409},
+		{name: "the write stored without the reference: kept until it expires", after: map[string]string{"team": "a"}, user: "alice",
+			stored: map[string]string{"default/vm-1": "other"}, token: "t1", wantCode: 409},
 		{name: "one stored without the reference may be the old copy of the write in flight", after: map[string]string{"team": "a"}, user: "alice",
 			stored: map[string]string{"default/vm-1": "other"}, wantCode: 409},
 		{name: "an update that keeps the intents", after: map[string]string{index.Key("t1"): fresh, index.Key("t0"): expired, "team": "b"}, user: "alice"},
@@ -329,12 +306,10 @@ func TestKeepIntents(t *testing.T) {
 			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
 			finder := &fakeFinder{dependents: tt.stored}
-			before := withIntents
-			if tt.update != "" {
-				finder.revisions = map[string]string{"default/vm-1": tt.update}
-				before = maps.Clone(withIntents)
-				before[index.Key("t1")] = freshUpdate
+			if tt.token != "" {
+				finder.tokens = map[string]string{"default/vm-1": tt.token}
 			}
+			before := withIntents
 			v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{Self: self}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", nil)
 			req.Operation = admissionv1.Update

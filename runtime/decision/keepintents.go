@@ -66,13 +66,12 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 }
 
 // pendingIntent returns the first of the dropped intents that index.Judge
-// does not find held: its write may still be on its way (a dependent still
-// stored at the revision the write replaces is the old copy, whatever it
-// references), or it is over without the reference. Such an intent would do
-// no harm gone, but one without a base revision (recorded by an older
-// webhook) is judged over by what the stored copy references alone, which
-// may be the old copy; so the guard keeps those until they expire, as it
-// always did. Nil means every dropped intent is held.
+// does not find held: its write may still be on its way (the stored
+// dependent does not carry its label, whatever it references), or it is
+// stored without the reference. The latter would do no harm gone, but the
+// guard keeps it until it expires all the same: one rule, and the intent
+// costs nothing once its write is stored. Nil means every dropped intent is
+// held.
 func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.AdmissionRequest, w written, dropped []index.Recorded) (*index.Recorded, error) {
 	cluster, clusterErr := admission.ClusterOf(req, w.annotations())
 	byResource := byDependentResource(v.protections.Protections(schema.GroupVersionResource(req.Resource)))
@@ -87,7 +86,7 @@ func (v *Validator) pendingIntent(ctx context.Context, req *admissionv1.Admissio
 		if err != nil {
 			return nil, err
 		}
-		if index.Judge(in.Intent, d) != index.Held {
+		if index.Judge(in, d) != index.Held {
 			return &dropped[i], nil
 		}
 	}

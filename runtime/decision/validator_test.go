@@ -55,9 +55,9 @@ type fakeFinder struct {
 	// dependents are the stored dependents by namespace/name, with what
 	// each references; read by Referencing.
 	dependents map[string]string
-	// revisions are the resourceVersions the dependents are stored at, by
-	// namespace/name; "" when not given.
-	revisions map[string]string
+	// tokens are the tokens of the stored dependents' IntentLabel, by
+	// namespace/name: the intents whose write is stored.
+	tokens map[string]string
 	// referencingErr fails Referencing.
 	referencingErr error
 	// placeReads counts ReferencedNames.
@@ -84,7 +84,7 @@ func (f *fakeFinder) Referencing(_ context.Context, _ string, _ registry.Protect
 		return index.Dependent{}, f.referencingErr
 	}
 	ref, ok := f.dependents[namespace+"/"+dependent]
-	return index.Dependent{Found: ok, ResourceVersion: f.revisions[namespace+"/"+dependent], References: ok && ref == name}, nil
+	return index.Dependent{Found: ok, Token: f.tokens[namespace+"/"+dependent], References: ok && ref == name}, nil
 }
 
 func (f *fakeFinder) ReferencedNames(_ context.Context, _, namespace string, p registry.Protection) (map[string]bool, error) {

@@ -1,7 +1,7 @@
 package index
 
 import (
-	"strconv"
+	"strings"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
@@ -10,11 +10,23 @@ import (
 type Dependent struct {
 	// Found is false when no such dependent is stored.
 	Found bool
-	// ResourceVersion is the revision it is stored at.
-	ResourceVersion string
+	// Token is the token of the stored copy's IntentLabel: the intents of
+	// the last write stored that recorded any. Empty when it carries none
+	// (or one that is not the webhook's format).
+	Token string
 	// References: it references the object the intent is on. A dependent
 	// that is being deleted references nothing.
 	References bool
+}
+
+// TokenOf returns the token of an IntentLabel value, "" when it is not
+// one.
+func TokenOf(label string) string {
+	token, _, ok := ParseLabel(label)
+	if !ok {
+		return ""
+	}
+	return token
 }
 
 // Verdict is what an intent's write amounts to, judged from a read of its
@@ -26,13 +38,12 @@ const (
 	// deletion of the object it is on, and an update of that object may
 	// not drop it.
 	InFlight Verdict = iota
-	// Held: the write is over and the stored dependent references the
+	// Held: the write is stored and the stored dependent references the
 	// object. A deletion finds the dependent by reading the dependents, so
 	// the intent is no longer needed.
 	Held
-	// Released: the write is over and the stored dependent does not
-	// reference the object: the write was stored and the reference has
-	// been dropped since, or the write will never be stored.
+	// Released: the write is stored and the stored dependent no longer
+	// references the object.
 	Released
 )
 
@@ -53,32 +64,25 @@ func (v Verdict) String() string {
 // rule every reader of intents applies (the deletion webhook, the guard
 // against dropping intents, the pruning of stored ones).
 //
-// The API server stores an update or patch only if the dependent is still
-// at the revision the write was admitted against (a compare-and-swap on
-// that revision; a retry after a conflict is admitted again, against the
-// new revision, and records an intent of its own). So while the dependent
-// is stored at the intent's Base, or at a revision not known to be later,
-// the write may still be stored, whatever the stored copy references: it is
-// the old copy the write replaces. Once it is stored at a later revision,
-// this write was stored or never will be, and what the stored dependent
-// references decides.
+// A write is known to be over only when it is stored: the stored dependent
+// then carries its IntentLabel (the label is the webhook's alone, and a
+// later write that records intents of its own withdraws this one's when it
+// replaces the label). Until then the intent stands until it expires,
+// whatever the stored dependent is and references, and wherever its
+// revision has gone: the API server admits a write again whenever its
+// compare-and-swap loses to another write (a patch, an update without a
+// resourceVersion, a server-side apply, which creates the dependent again
+// if it was deleted meanwhile), and the write admitted again records an
+// intent of its own only while the object exists. Were the first intent
+// released because the dependent moved on, the object could be deleted in
+// between and the write then stored referencing it. Every attempt happens
+// within the write's request, which the API server's request timeout ends
+// before the intent expires (DefaultLifetime).
 //
-// A dependent not stored at all, when the write is an update (it has a
-// Base), was deleted after the write was admitted: the write cannot be
-// stored any more, since the revision it replaces is gone (the API server
-// admits a retry that finds the object gone anew, as a create with an
-// intent of its own): released. When the write is a create, the dependent
-// not stored may be that create on its way (or one deleted since, whose
-// deletion withdraws its intents): in flight. A create has no Base, and
-// neither has an intent recorded before Base was introduced: a stored
-// dependent is then judged by what it references, as before.
-func Judge(in v1alpha1.Intent, d Dependent) Verdict {
+// Once the write is stored, what the stored dependent references decides.
+func Judge(in Recorded, d Dependent) Verdict {
 	switch {
-	case !d.Found && in.Base != "":
-		return Released
-	case !d.Found:
-		return InFlight
-	case in.Base != "" && !later(d.ResourceVersion, in.Base):
+	case !d.Found || d.Token == "" || d.Token != in.Token():
 		return InFlight
 	case d.References:
 		return Held
@@ -86,16 +90,8 @@ func Judge(in v1alpha1.Intent, d Dependent) Verdict {
 	return Released
 }
 
-// later reports whether resource version rv is known to be later than
-// base. kcp's resource versions are the revisions of the shard's etcd, one
-// sequence for every object of a logical cluster; a version that is not a
-// revision cannot be ordered and is not later, so the write counts as in
-// flight until its intent expires.
-func later(rv, base string) bool {
-	if rv == base {
-		return false
-	}
-	x, errX := strconv.ParseUint(rv, 10, 64)
-	y, errY := strconv.ParseUint(base, 10, 64)
-	return errX == nil && errY == nil && x > y
+// Token is the token the intent was recorded under: its key's suffix,
+// which is also the IntentLabel the write carries when it is stored.
+func (in Recorded) Token() string {
+	return strings.TrimPrefix(in.Key, v1alpha1.IntentAnnotationPrefix)
 }

@@ -78,6 +78,9 @@ const (
 	indexStripped  = "stripped"
 	// indexRefused: the write newly references an object being deleted.
 	indexRefused = "refused"
+	// indexConflict: an update against a revision other than the stored
+	// one, which the API server refuses anyway.
+	indexConflict = "conflict"
 )
 
 func observeIndex(outcome string, start time.Time) {

@@ -152,6 +152,14 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
 			fmt.Sprintf("cannot check what %s references: %v", self, err)), admission.OutcomeBadRequest, "", nil
 	}
+	if stale(md, old) {
+		// The API server refuses this update with a conflict after
+		// mutating admission: an intent recorded for it would stand for
+		// a write that is never stored, and hold its objects until it
+		// expired.
+		return admission.Deny(http.StatusConflict, metav1.StatusReasonConflict,
+			fmt.Sprintf("Operation cannot be fulfilled on %s: the object has been modified; please apply your changes to the latest version and try again", self)), indexConflict, "", nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, ix.RequestTimeout)
 	defer cancel()
 
@@ -167,9 +175,6 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		value, err := Encode(v1alpha1.Intent{
 			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
-			// The revision the write replaces: until the dependent is
-			// stored past it, the write may still be (Judge).
-			Base: admission.MetaOf(old).ResourceVersion,
 			// The rules it is recorded under: it counts while one stands.
 			Rules: s.RuleUIDs,
 		})
@@ -229,6 +234,19 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		targets[i] = v1alpha1.IntentTarget{Group: ref.target.Group, Version: ref.target.Version, Resource: ref.target.Resource, Name: ref.name}
 	}
 	return nil, "", label, targets
+}
+
+// stale reports whether an update's object names a resourceVersion other
+// than the stored copy's: the API server admits such an update (mutating
+// admission runs before its compare of the two) and then refuses it with a
+// conflict. An update without one is unconditional, and a patch carries
+// the stored copy's unless it names one of its own.
+func stale(md, old map[string]interface{}) bool {
+	if old == nil {
+		return false
+	}
+	rv, _ := md["resourceVersion"].(string)
+	return rv != "" && rv != admission.MetaOf(old).ResourceVersion
 }
 
 // pruneIntents removes, in the background and one prune per object at a

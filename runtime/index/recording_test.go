@@ -131,8 +131,6 @@ func TestRecordIntents(t *testing.T) {
 		// wantIntents are the objects that end up with an intent naming
 		// the VM.
 		wantIntents []string
-		// wantBase is the revision those intents say the write replaces.
-		wantBase    string
 		wantCode    int32
 		wantMessage string
 		wantOutcome string
@@ -154,9 +152,19 @@ func TestRecordIntents(t *testing.T) {
 			wantOutcome: indexLabelled,
 		},
 		{
-			name: "update adding a reference: an intent for the new one only, based on the revision it replaces", op: admissionv1.Update,
+			name: "update adding a reference: an intent for the new one only", op: admissionv1.Update,
 			old: vm(`,"resourceVersion":"41"`, "vpc-b"), object: vm(`,"resourceVersion":"41"`, "vpc-b", "vpc-a"),
-			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantBase: "41", wantOutcome: indexLabelled,
+			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
+		},
+		{
+			name: "update adding a reference against a revision other than the stored one: a conflict, nothing recorded", op: admissionv1.Update,
+			old: vm(`,"resourceVersion":"42"`, "vpc-b"), object: vm(`,"resourceVersion":"41"`, "vpc-b", "vpc-a"),
+			wantCode: 409, wantMessage: "the object has been modified", wantOutcome: indexConflict,
+		},
+		{
+			name: "unconditional update adding a reference: recorded", op: admissionv1.Update,
+			old: vm(`,"resourceVersion":"42"`, "vpc-b"), object: vm("", "vpc-b", "vpc-a"),
+			wantAsked: []string{"annotate apps/vpc-a"}, wantIntents: []string{"apps/vpc-a"}, wantOutcome: indexLabelled,
 		},
 		{
 			name: "update adding a reference to an object being deleted: refused", op: admissionv1.Update,
@@ -218,9 +226,6 @@ func TestRecordIntents(t *testing.T) {
 				for _, in := range fresh {
 					if in.Names("virtualmachines.compute.test.io", "apps", "vm") {
 						withIntent = append(withIntent, key)
-						if in.Base != tt.wantBase {
-							t.Errorf("the intent on %s is based on revision %q, want %q", key, in.Base, tt.wantBase)
-						}
 						if !slices.Equal(in.Rules, vmIndexSchema.RuleUIDs) {
 							t.Errorf("the intent on %s names the rules %v, want those over the type, %v", key, in.Rules, vmIndexSchema.RuleUIDs)
 						}
@@ -406,17 +411,17 @@ func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Prot
 }
 
 // TestStoredIntentsPruned: an object that carries more than pruneThreshold
-// fresh intents sheds those whose writes are over and left their dependents
-// referencing it, but not the youngest, nor those of dependents not stored,
-// no longer referencing, or still stored at the revision the write replaces.
+// fresh intents sheds those whose writes are stored and left their
+// dependents referencing it, but not the youngest, nor those of dependents
+// not stored, no longer referencing, or not (yet) carrying the write's label.
 func TestStoredIntentsPruned(t *testing.T) {
 	now := time.Now()
 	annotations := map[string]string{}
 	stored := fakeDependents{}
 	var want []string
-	// Every intent is an update's, admitted against revision 10.
+	// Each intent's token is its dependent's name.
 	add := func(name string, at time.Time) string {
-		v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at), Base: "10"})
+		v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", Name: name, At: metav1.NewTime(at)})
 		annotations[Key(name)] = v
 		return Key(name)
 	}
@@ -425,19 +430,19 @@ func TestStoredIntentsPruned(t *testing.T) {
 		key := add(name, now.Add(-10*time.Second))
 		switch i % 4 {
 		case 0:
-			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "20", References: true}
+			stored["apps/"+name] = Dependent{Found: true, Token: name, References: true}
 			want = append(want, key)
 		case 1:
 			// stored, referencing something else
-			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "20"}
+			stored["apps/"+name] = Dependent{Found: true, Token: name}
 		case 2:
-			// still the old copy, referencing the object under another
-			// path, say: the write may still be stored
-			stored["apps/"+name] = Dependent{Found: true, ResourceVersion: "10", References: true}
+			// another write's copy, referencing the object: this write
+			// may still be stored
+			stored["apps/"+name] = Dependent{Found: true, Token: "other", References: true}
 		}
 	}
 	add("vm-young", now)
-	stored["apps/vm-young"] = Dependent{Found: true, ResourceVersion: "20", References: true}
+	stored["apps/vm-young"] = Dependent{Found: true, Token: "vm-young", References: true}
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
 	targets.objects["apps/vpc-a"].Annotations = annotations

@@ -28,8 +28,9 @@ type DependentReader interface {
 
 // storedIntents returns the keys of the fresh intents on the object called
 // name of target that Judge finds held, when there are more than
-// pruneThreshold fresh intents. One whose dependent is still stored at the
-// revision its write replaces stays, whatever that old copy references.
+// pruneThreshold fresh intents. One whose write the stored dependent does
+// not show stored (it lacks the write's IntentLabel) stays, whatever that
+// copy references.
 func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []Recorded) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
@@ -55,7 +56,7 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 			ix.log.Info("reading a dependent to settle its intent failed", "cluster", cluster, "dependent", in.Resource+"/"+in.Name, "error", err.Error())
 			return keys
 		}
-		if Judge(in.Intent, d) == Held {
+		if Judge(in, d) == Held {
 			keys = append(keys, in.Key)
 		}
 	}

@@ -48,13 +48,6 @@ type Intent struct {
 	GenerateName string `json:"generateName,omitempty"`
 	// At is when the intent was recorded.
 	At metav1.Time `json:"at"`
-	// Base is the resourceVersion of the stored dependent the write was
-	// admitted against (the old object of an update or patch); empty for a
-	// create, and in intents recorded before it was introduced. The API
-	// server stores the write only while the dependent is still at that
-	// revision, so a dependent stored at a later one tells that the write
-	// is over (index.Judge).
-	Base string `json:"base,omitempty"`
 	// Rules are the UIDs of the rules over the dependent's type when the
 	// intent was recorded; empty in intents recorded before it was
 	// introduced. An intent counts only while one of them stands: a write
