@@ -5,13 +5,12 @@ import (
 	"encoding/hex"
 	"maps"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 const (
@@ -22,8 +21,11 @@ const (
 	RefLabelPrefix = "ref.dependencies.opendefense.cloud/"
 
 	// scheme versions the label layout: a change to how labels are
-	// computed must not let old labels pass for new ones.
-	scheme = "refindex/v2"
+	// computed must not let old labels pass for new ones. It salts the
+	// stamp (settle.Fingerprint), which also keeps it from ever equalling
+	// the settle stamp of the same rules. v3: the fingerprint of the rules
+	// is the one the settle stamp is made of.
+	scheme = "refindex/v3"
 )
 
 // Reference is one way a dependent type names objects of a protected type:
@@ -70,13 +72,15 @@ type Schema struct {
 // Indexed reports whether dependents of the type carry index labels.
 func (s Schema) Indexed() bool { return s.Stamp != "" }
 
-// NewSchema folds the rules over one dependent type. The stamp changes
-// whenever any rule over the type is added, removed, edited (its
-// generation changes) or deleted and created again under its name (its UID
-// changes, its generation starts over), so labels computed under other rules never pass for
-// current ones. The keys are logical cluster and name, which kcp makes
-// unique per installation, so a dependent copied with its labels from
-// elsewhere does not carry a valid stamp either.
+// NewSchema folds the rules over one dependent type. The stamp is their
+// fingerprint (settle.Fingerprint, salted with scheme: the settle stamp is
+// the same fingerprint unsalted), so it changes whenever any rule over the
+// type is added, removed, edited (its generation changes) or deleted and
+// created again under its name (its UID changes, its generation starts
+// over), and labels computed under other rules never pass for current
+// ones. The keys are logical cluster and name, which kcp makes unique per
+// installation, so a dependent copied with its labels from elsewhere does
+// not carry a valid stamp either.
 //
 // A type is indexed only while every rule over it has an epoch: a rule
 // whose index webhook is not installed, or was removed and is being
@@ -106,17 +110,14 @@ func NewSchema(rules []RuleVersion, refs []Reference) Schema {
 			}
 		}
 	}
-	rules = append([]RuleVersion(nil), rules...)
-	sort.Slice(rules, func(i, j int) bool { return rules[i].Key < rules[j].Key })
-	h := sha256.New()
-	h.Write([]byte(scheme))
-	for _, r := range rules {
+	fingerprinted := make([]settle.RuleRef, len(rules))
+	for i, r := range rules {
 		if r.Version != rules[0].Version || r.Epoch == "" {
 			return s
 		}
-		h.Write([]byte("\n" + r.Key + "/" + r.UID + "@" + strconv.FormatInt(r.Generation, 10) + "#" + r.Epoch))
+		fingerprinted[i] = settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.Epoch}
 	}
-	s.Stamp = hex.EncodeToString(h.Sum(nil))[:20]
+	s.Stamp = settle.Fingerprint(scheme, fingerprinted)
 	return s
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 var (
@@ -56,11 +57,42 @@ func TestNewSchema(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewSchema(tt.rules, tt.refs)
+			if s.Indexed() {
+				var fingerprinted []settle.RuleRef
+				for _, r := range tt.rules {
+					fingerprinted = append(fingerprinted, settle.RuleRef{Key: r.Key, UID: r.UID, Generation: r.Generation, IndexEpoch: r.Epoch})
+				}
+				if s.Stamp == settle.Stamp(fingerprinted) {
+					t.Fatalf("stamp %q is the settle stamp of the same rules", s.Stamp)
+				}
+			}
 			if s.Indexed() != tt.indexed {
 				t.Fatalf("indexed = %v, want %v", s.Indexed(), tt.indexed)
 			}
 			if (s.Stamp == base.Stamp) != tt.sameStamp {
 				t.Fatalf("stamp %q vs %q: same = %v, want %v", s.Stamp, base.Stamp, s.Stamp == base.Stamp, tt.sameStamp)
+			}
+		})
+	}
+}
+
+// TestSchemaStampGolden pins index stamps: dependents carry them, and a
+// change makes every dependent read in full at deletions until it is
+// re-indexed. Change them only with scheme, and say so in the upgrading
+// guide.
+func TestSchemaStampGolden(t *testing.T) {
+	refs := []Reference{{Target: vpcsGR, Paths: paths(".spec.vpcRef.name")}}
+	for _, tt := range []struct {
+		name  string
+		rules []RuleVersion
+		want  string
+	}{
+		{"two rules", []RuleVersion{{Key: "c/b", Generation: 3, Version: "v1", Epoch: "e1"}, {Key: "c/a", Generation: 1, Version: "v1", Epoch: "e1"}}, "5f82eff8d5bbe0cde87f"},
+		{"a kcp path", []RuleVersion{{Key: "root:org/vm-rule", UID: "uid-vm", Generation: 2, Version: "v1alpha1", Epoch: "epoch-1"}}, "9b391b9eff561cfddb82"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NewSchema(tt.rules, refs).Stamp; got != tt.want {
+				t.Errorf("stamp = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -14,7 +14,9 @@ import (
 // the stamp of the rules it was proven under.
 const SettledLabel = v1alpha1.Group + "/settled"
 
-// RuleRef is what a stamp depends on of one rule that protects a type.
+// RuleRef is what a stamp depends on of one rule: one that protects the
+// type, for a settle stamp, or one over the dependent type, for a reference
+// index stamp (registry.NewSchema).
 type RuleRef struct {
 	// Key is "<cluster>/<name>".
 	Key string
@@ -33,8 +35,30 @@ type RuleRef struct {
 const stampLength = 20
 
 // Stamp is the digest of the rules that protect one type, "" when none do.
-// The order of refs does not matter.
-func Stamp(refs []RuleRef) string {
+// The order of refs does not matter. It is Fingerprint without a salt: the
+// encoding settle stamps had before Fingerprint existed, which must not
+// change, since replicas of other versions compare the stamps the
+// controller publishes during a rolling upgrade, and a new encoding would
+// unsettle every object once.
+func Stamp(refs []RuleRef) string { return Fingerprint("", refs) }
+
+// Fingerprint is the digest of a set of rules, each as of its generation
+// and index epoch, for one purpose: salt tells the purposes apart, so that
+// the settle stamp (salt "") and the reference index stamp
+// (registry.NewSchema) of the same rules differ. It is "" for no rules, and
+// the order of refs does not matter.
+//
+// It hashes salt and "\n" (nothing for salt ""), then the lines
+// "Key\x00UID\x00Generation\x00IndexEpoch" of the rules, sorted and
+// joined by "\n". Neither keys (a logical cluster and a name), UIDs nor
+// epochs hold NUL bytes or newlines, so each line has exactly three NUL
+// bytes; a salt must hold none, and then never reads as a line: no two
+// pairs of salt and rule set hash the same bytes. A salt with a NUL byte
+// panics: salts are constants, and such a one is a mistake.
+func Fingerprint(salt string, refs []RuleRef) string {
+	if strings.Contains(salt, "\x00") {
+		panic(fmt.Sprintf("settle.Fingerprint: the salt %q holds a NUL byte", salt))
+	}
 	if len(refs) == 0 {
 		return ""
 	}
@@ -43,6 +67,9 @@ func Stamp(refs []RuleRef) string {
 		lines[i] = fmt.Sprintf("%s\x00%s\x00%d\x00%s", r.Key, r.UID, r.Generation, r.IndexEpoch)
 	}
 	slices.Sort(lines)
+	if salt != "" {
+		lines = slices.Insert(lines, 0, salt)
+	}
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:])[:stampLength]
 }
