@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Connection is what Configure hands to resources and data sources. It
@@ -35,7 +35,7 @@ type Connection struct {
 	// exports keeps what exports serve for the checks at plan: a plan of
 	// many rules names the same few exports, and each read of an export
 	// reads every schema it serves.
-	exports controller.ExportCache
+	exports process.ExportCache
 
 	// rulePlans is what this run plans of rules, and what those plans
 	// read of the rules in kcp, for the cycle check at plan.

@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 var (
@@ -413,7 +412,7 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 			// A cycle does not resolve itself; the configuration must change.
 			return false, "", permanent(fmt.Errorf("%s: %s", c.Reason, c.Message))
 		}
-		if c := servedFailure(got); c != nil && c.Reason != controller.ReasonExportNotFound {
+		if c := servedFailure(got); c != nil && c.Reason != v1alpha1.ReasonExportNotFound {
 			// Nor does a type the export does not serve. An export not
 			// found yet may still be on its way.
 			return false, "", permanent(fmt.Errorf("%s: %s", c.Reason, c.Message))

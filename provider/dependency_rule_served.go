@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 var _ resource.ResourceWithModifyPlan = &dependencyRuleResource{}
@@ -26,10 +25,10 @@ const planReadTimeout = 15 * time.Second
 const notServedSummary = "DependencyRule names a type that is not served"
 
 // servedSummary heads the diagnostic of a problem of the given reason
-// (controller.CheckServed). A path in what a subresource writes names a
-// served type; what is wrong is where it looks.
+// (v1alpha1.DependencyRuleSpec.CheckServed). A path in what a subresource
+// writes names a served type; what is wrong is where it looks.
 func servedSummary(reason string) string {
-	if reason == controller.ReasonFieldPathInSubresource {
+	if reason == v1alpha1.ReasonFieldPathInSubresource {
 		return "DependencyRule references a field that a subresource writes"
 	}
 	return notServedSummary
@@ -89,11 +88,11 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 	ctx, cancel := context.WithTimeout(ctx, planReadTimeout)
 	defer cancel()
 	read := r.exportsAtPlan(ctx)
-	deps := make([]*controller.ExportTypes, len(spec.Dependencies))
+	deps := make([]*v1alpha1.ExportTypes, len(spec.Dependencies))
 	for i, d := range spec.Dependencies {
 		deps[i] = read(d.APIExportRef.Path, d.APIExportRef.Name)
 	}
-	problems := controller.CheckServed(controller.SpecInput(ws+"/"+plan.Name.ValueString(), spec), read(ws, spec.Dependent.APIExportName), deps)
+	problems := spec.CheckServed(read(ws, spec.Dependent.APIExportName), deps)
 	for _, p := range problems {
 		ap := attributePath(p.Field)
 		resp.Diagnostics.AddAttributeError(ap, servedSummary(p.Reason), fmt.Sprintf(
@@ -105,15 +104,15 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 
 // exportsAtPlan reads exports with the provider's credentials, each once
 // per plan of this rule and at most every few seconds for all the rules
-// the provider plans (controller.ExportCache); nil for any it cannot read.
-func (r *dependencyRuleResource) exportsAtPlan(ctx context.Context) func(path, name string) *controller.ExportTypes {
-	seen := map[[2]string]*controller.ExportTypes{}
-	return func(path, name string) *controller.ExportTypes {
+// the provider plans (process.ExportCache); nil for any it cannot read.
+func (r *dependencyRuleResource) exportsAtPlan(ctx context.Context) func(path, name string) *v1alpha1.ExportTypes {
+	seen := map[[2]string]*v1alpha1.ExportTypes{}
+	return func(path, name string) *v1alpha1.ExportTypes {
 		key := [2]string{path, name}
 		if t, ok := seen[key]; ok {
 			return t
 		}
-		var t *controller.ExportTypes
+		var t *v1alpha1.ExportTypes
 		client, err := r.conn.Dynamic(path)
 		if err == nil {
 			t, err = r.conn.exports.Read(ctx, client, path, name)

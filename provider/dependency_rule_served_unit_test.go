@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 )
 
 // TestAddServedDiagnostics: each problem of a TypesServed message lands on
@@ -66,9 +65,9 @@ func TestAddServedDiagnostics(t *testing.T) {
 // is served.
 func TestServedSummary(t *testing.T) {
 	tests := []struct{ reason, want string }{
-		{controller.ReasonVersionNotServed, notServedSummary},
-		{controller.ReasonFieldPathNotInSchema, notServedSummary},
-		{controller.ReasonFieldPathInSubresource, "DependencyRule references a field that a subresource writes"},
+		{v1alpha1.ReasonVersionNotServed, notServedSummary},
+		{v1alpha1.ReasonFieldPathNotInSchema, notServedSummary},
+		{v1alpha1.ReasonFieldPathInSubresource, "DependencyRule references a field that a subresource writes"},
 	}
 	for _, tt := range tests {
 		if got := servedSummary(tt.reason); got != tt.want {

@@ -4,92 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
-	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kcp-dev/sdk/apis/apis/v1alpha2"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-)
 
-// Resources read to learn what an export serves. Through the dep-ctrl
-// export's virtual workspace they are reachable only by the export's
-// read-only claims on them, accepted by the workspace's binding.
-var (
-	APIExportsGVR         = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
-	APIResourceSchemasGVR = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
-
-// ErrExportNotFound says the workspace has no APIExport of that name.
-var ErrExportNotFound = errors.New("APIExport not found")
 
 // ExportFunc returns what the APIExport name in a logical cluster serves.
-// An export that does not exist is ErrExportNotFound; any other error is
-// a failure to read, which may pass.
-type ExportFunc func(ctx context.Context, cluster, name string) (*ExportTypes, error)
-
-// getExport reads the APIExport called name.
-func getExport(ctx context.Context, client dynamic.Interface, name string) (*unstructured.Unstructured, error) {
-	u, err := client.Resource(APIExportsGVR).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: %s", ErrExportNotFound, name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading APIExport %s: %w", name, err)
-	}
-	return u, nil
-}
-
-// exportTypes reads the APIResourceSchemas the export u serves.
-func exportTypes(ctx context.Context, client dynamic.Interface, name string, u *unstructured.Unstructured) (*ExportTypes, error) {
-	export := &apisv1alpha2.APIExport{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, export); err != nil {
-		return nil, fmt.Errorf("decoding APIExport %s: %w", name, err)
-	}
-	out := &ExportTypes{Name: name}
-	for _, rs := range export.Spec.Resources {
-		s, err := readSchema(ctx, client, rs.Schema)
-		if err != nil {
-			return nil, fmt.Errorf("APIExport %s serves %s.%s from APIResourceSchema %s: %w", name, rs.Name, rs.Group, rs.Schema, err)
-		}
-		r, err := servedResource(s)
-		if err != nil {
-			return nil, fmt.Errorf("APIExport %s: %w", name, err)
-		}
-		out.Resources = append(out.Resources, r)
-	}
-	return out, nil
-}
-
-func readSchema(ctx context.Context, client dynamic.Interface, name string) (*apisv1alpha1.APIResourceSchema, error) {
-	u, err := client.Resource(APIResourceSchemasGVR).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading it: %w", err)
-	}
-	s := &apisv1alpha1.APIResourceSchema{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
-		return nil, fmt.Errorf("decoding it: %w", err)
-	}
-	return s, nil
-}
-
-// servedResource is what an APIResourceSchema says about its resource.
-func servedResource(s *apisv1alpha1.APIResourceSchema) (ServedResource, error) {
-	r := ServedResource{Group: s.Spec.Group, Resource: s.Spec.Names.Plural, Singular: s.Spec.Names.Singular, Kind: s.Spec.Names.Kind}
-	for i := range s.Spec.Versions {
-		v := &s.Spec.Versions[i]
-		props, err := v.GetSchema()
-		if err != nil {
-			return ServedResource{}, fmt.Errorf("decoding the schema of version %s of APIResourceSchema %s: %w", v.Name, s.Name, err)
-		}
-		r.Versions = append(r.Versions, ServedVersion{Name: v.Name, Served: v.Served, Schema: props, Subresources: *v.Subresources.DeepCopy()})
-	}
-	return r, nil
-}
+// An export that does not exist is process.ErrExportNotFound; any other
+// error is a failure to read, which may pass.
+type ExportFunc func(ctx context.Context, cluster, name string) (*v1alpha1.ExportTypes, error)
 
 // exportReader reads exports through the dep-ctrl export's virtual
 // workspaces, each at most once per run, and keeps the read failures so
@@ -99,117 +24,24 @@ type exportReader struct {
 	bindings map[string]Binding
 	seen     map[exportKey]exportResult
 	// cache keeps what exports serve between runs.
-	cache *ExportCache
+	cache *process.ExportCache
 	errs  []error
-}
-
-// exportCacheFor is how long a run may reuse what an unchanged export was
-// read to serve without reading its APIResourceSchemas again.
-const exportCacheFor = time.Minute
-
-// exportFreshFor is how long a run may reuse what an export was read to
-// serve without reading the export at all: a burst of runs (rules applied
-// together, each run starting the next by the configurations it writes)
-// reads each export once instead of once a run, which under the client's
-// rate limit held every other request back.
-const exportFreshFor = 5 * time.Second
-
-// ExportCache keeps what each export serves between reads, by the export's
-// resourceVersion: Read reads the export (one GET) unless it was read less
-// than exportFreshFor before, and its schemas (one GET each) only when the
-// export changed or the entry is older than exportCacheFor. The controller
-// keeps one between runs; the provider one for the checks of a plan, where
-// many rules name the same few exports.
-// Schemas are immutable; one deleted and created again under the same name
-// while the export stays as it is is noticed within exportCacheFor. Only
-// exports found are kept: a missing one is looked for at every run.
-type ExportCache struct {
-	mu      sync.Mutex
-	entries map[exportKey]cachedExport
-}
-
-type cachedExport struct {
-	resourceVersion string
-	types           *ExportTypes
-	// at is when the schemas were read, checked when the export was last
-	// read at resourceVersion.
-	at, checked time.Time
-}
-
-// fresh returns the cached types of key if the export was read less than
-// exportFreshFor before now.
-func (c *ExportCache) fresh(key exportKey, now time.Time) (*ExportTypes, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || now.Sub(e.checked) >= exportFreshFor {
-		return nil, false
-	}
-	return e.types, true
-}
-
-// get returns the cached types of key if they were read at resourceVersion
-// less than exportCacheFor before now, and notes that the export was read
-// at now.
-func (c *ExportCache) get(key exportKey, resourceVersion string, now time.Time) (*ExportTypes, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || e.resourceVersion != resourceVersion || now.Sub(e.at) >= exportCacheFor {
-		return nil, false
-	}
-	e.checked = now
-	c.entries[key] = e
-	return e.types, true
-}
-
-func (c *ExportCache) put(key exportKey, resourceVersion string, types *ExportTypes, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[exportKey]cachedExport{}
-	}
-	c.entries[key] = cachedExport{resourceVersion: resourceVersion, types: types, at: now, checked: now}
-}
-
-// Read reads the export called name in cluster (a logical cluster, or a
-// workspace path: whatever client reaches) with client, unless it was read
-// moments ago, and its schemas only when the cache has nothing current.
-// It only gets objects by name, never lists them.
-func (c *ExportCache) Read(ctx context.Context, client dynamic.Interface, cluster, name string) (*ExportTypes, error) {
-	key := exportKey{cluster, name}
-	if types, ok := c.fresh(key, time.Now()); ok {
-		return types, nil
-	}
-	u, err := getExport(ctx, client, name)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	if types, ok := c.get(key, u.GetResourceVersion(), now); ok {
-		return types, nil
-	}
-	types, err := exportTypes(ctx, client, name, u)
-	if err == nil {
-		c.put(key, u.GetResourceVersion(), types, now)
-	}
-	return types, err
 }
 
 type exportKey struct{ cluster, name string }
 
 type exportResult struct {
-	types *ExportTypes
+	types *v1alpha1.ExportTypes
 	err   error
 }
 
-func (r *exportReader) read(ctx context.Context, cluster, name string) (*ExportTypes, error) {
+func (r *exportReader) read(ctx context.Context, cluster, name string) (*v1alpha1.ExportTypes, error) {
 	key := exportKey{cluster, name}
 	if res, ok := r.seen[key]; ok {
 		return res.types, res.err
 	}
 	res := r.fetch(ctx, key)
-	if res.err != nil && !errors.Is(res.err, ErrExportNotFound) {
+	if res.err != nil && !errors.Is(res.err, process.ErrExportNotFound) {
 		res.err = fmt.Errorf("in logical cluster %s: %w", cluster, res.err)
 		r.errs = append(r.errs, res.err)
 	}
@@ -238,7 +70,7 @@ func (r *exportReader) prefetch(ctx context.Context, keys []exportKey) {
 	results := make([]exportResult, len(keys))
 	concurrently(len(keys), func(i int) { results[i] = r.fetch(ctx, keys[i]) })
 	for i, res := range results {
-		if res.err == nil || errors.Is(res.err, ErrExportNotFound) {
+		if res.err == nil || errors.Is(res.err, process.ErrExportNotFound) {
 			r.seen[keys[i]] = res
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
@@ -180,10 +181,10 @@ func TestComputePlanReportsUnreadExports(t *testing.T) {
 		wantUnread bool
 	}{
 		{"forbidden", errors.New("apiexports.apis.kcp.io is forbidden"), true},
-		{"not found", fmt.Errorf("%w: network.io", ErrExportNotFound), false},
+		{"not found", fmt.Errorf("%w: network.io", process.ErrExportNotFound), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			exports := func(_ context.Context, cluster, name string) (*ExportTypes, error) { return nil, tt.err }
+			exports := func(_ context.Context, cluster, name string) (*v1alpha1.ExportTypes, error) { return nil, tt.err }
 			p := ComputePlan(context.Background(), []RuleInput{rule}, bindings, fakeResolve(map[string]string{"root:network": "net"}), exports)
 			rp := p.Rules["comp/vm"]
 			if _, unread := rp.Unread[UnreadExport]; unread != tt.wantUnread {
@@ -315,6 +316,6 @@ func decodeValidating(o process.ShardObject) (*admissionregistrationv1.Validatin
 
 // servedExports is the ExportFunc of tests whose exports serve the rules'
 // types as far as they matter: every export is read, and serves nothing.
-func servedExports(_ context.Context, _, name string) (*ExportTypes, error) {
-	return &ExportTypes{Name: name}, nil
+func servedExports(_ context.Context, _, name string) (*v1alpha1.ExportTypes, error) {
+	return &v1alpha1.ExportTypes{Name: name}, nil
 }

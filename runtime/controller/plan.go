@@ -13,6 +13,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -211,9 +212,9 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 			}
 		}
 		exportUnread := false
-		rp.Served = planServed(ctx, r, clusters, bindings, func(ctx context.Context, cluster, name string) (*ExportTypes, error) {
+		rp.Served = planServed(ctx, r, clusters, bindings, func(ctx context.Context, cluster, name string) (*v1alpha1.ExportTypes, error) {
 			t, err := exports(ctx, cluster, name)
-			exportUnread = exportUnread || (err != nil && !errors.Is(err, ErrExportNotFound))
+			exportUnread = exportUnread || (err != nil && !errors.Is(err, process.ErrExportNotFound))
 			return t, err
 		})
 		if exportUnread {

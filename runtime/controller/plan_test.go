@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 func gvr(group, resource string) schema.GroupVersionResource {
@@ -32,7 +34,7 @@ func fakeResolve(paths map[string]string) ResolveFunc {
 
 // unreadExports is the ExportFunc of tests that are not about what the
 // exports serve: every read fails.
-func unreadExports(_ context.Context, cluster, name string) (*ExportTypes, error) {
+func unreadExports(_ context.Context, cluster, name string) (*v1alpha1.ExportTypes, error) {
 	return nil, fmt.Errorf("export %s in %s is not read in this test", name, cluster)
 }
 

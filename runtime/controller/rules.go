@@ -41,13 +41,13 @@ func ruleInput(key string, rule *v1alpha1.DependencyRule, err error) RuleInput {
 		in.Invalid = errs.ToAggregate().Error()
 		return in
 	}
-	in = SpecInput(in.Key, rule.Spec)
+	in = specInput(in.Key, rule.Spec)
 	in.UID, in.Generation, in.IndexEpoch = string(rule.UID), rule.Generation, rule.Status.IndexEpoch
 	return in
 }
 
-// SpecInput is the planning input for a valid spec of the rule key.
-func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
+// specInput is the planning input for a valid spec of the rule key.
+func specInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 	d := spec.Dependent
 	in := RuleInput{
 		Key:             key,
@@ -64,6 +64,28 @@ func SpecInput(key string, spec v1alpha1.DependencyRuleSpec) RuleInput {
 		})
 	}
 	return in
+}
+
+// spec is the spec r was made from (specInput), for the checks of the
+// rule's API.
+func (r RuleInput) spec() v1alpha1.DependencyRuleSpec {
+	spec := v1alpha1.DependencyRuleSpec{Dependent: v1alpha1.Dependent{
+		APIExportName: r.DependentExport,
+		Group:         r.Dependent.Group,
+		Version:       r.Dependent.Version,
+		Kind:          r.DependentKind,
+		Resource:      r.Dependent.Resource,
+	}}
+	for _, d := range r.Dependencies {
+		spec.Dependencies = append(spec.Dependencies, v1alpha1.Dependency{
+			APIExportRef: v1alpha1.APIExportRef{Path: d.ExportPath, Name: d.ExportName},
+			Group:        d.GVR.Group,
+			Version:      d.GVR.Version,
+			Resource:     d.GVR.Resource,
+			FieldRef:     v1alpha1.FieldRef{Path: d.FieldPath},
+		})
+	}
+	return spec
 }
 
 // statusWrite is the status of one rule to write.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,7 @@ func TestReadinessNeedsTypesServed(t *testing.T) {
 		reason string
 	}{
 		{cond(v1alpha1.ConditionTypesServed, "True", ReasonTypesServed), true, "Ready"},
-		{cond(v1alpha1.ConditionTypesServed, "False", ReasonVersionNotServed), false, ReasonVersionNotServed},
+		{cond(v1alpha1.ConditionTypesServed, "False", v1alpha1.ReasonVersionNotServed), false, v1alpha1.ReasonVersionNotServed},
 		{cond(v1alpha1.ConditionTypesServed, "Unknown", ReasonTypesClaimNotAccepted), false, ReasonTypesClaimNotAccepted},
 		{cond("Other", "True", "Other"), false, "Pending"},
 	}
@@ -102,6 +103,31 @@ func TestKeepVerdict(t *testing.T) {
 			}
 			if got := keepVerdict(r, v1alpha1.ConditionTypesServed, tt.o); got != tt.keep {
 				t.Fatalf("keepVerdict = %v, want %v", got, tt.keep)
+			}
+		})
+	}
+}
+
+// TestRuleInputSpec: the spec a rule's planning input gives the checks of
+// the rule's API is the spec it was made from.
+func TestRuleInputSpec(t *testing.T) {
+	vms := v1alpha1.Dependent{APIExportName: "compute.test.io", Group: "compute.test.io", Version: "v1", Kind: "VirtualMachine", Resource: "virtualmachines"}
+	vpcs := v1alpha1.Dependency{APIExportRef: v1alpha1.APIExportRef{Path: "root:network", Name: "network.test.io"},
+		Group: "network.test.io", Version: "v1", Resource: "vpcs", FieldRef: v1alpha1.FieldRef{Path: ".spec.vpcRef.name"}}
+	secrets := v1alpha1.Dependency{APIExportRef: v1alpha1.APIExportRef{Path: "root:core", Name: "core.test.io"},
+		Version: "v1", Resource: "secrets", FieldRef: v1alpha1.FieldRef{Path: ".spec.secrets[*].name"}}
+	tests := []struct {
+		name string
+		spec v1alpha1.DependencyRuleSpec
+	}{
+		{"one dependency", v1alpha1.DependencyRuleSpec{Dependent: vms, Dependencies: []v1alpha1.Dependency{vpcs}}},
+		{"several, one in the core group", v1alpha1.DependencyRuleSpec{Dependent: vms, Dependencies: []v1alpha1.Dependency{vpcs, secrets}}},
+		{"none", v1alpha1.DependencyRuleSpec{Dependent: vms}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := specInput("comp/vm", tt.spec).spec(); !reflect.DeepEqual(got, tt.spec) {
+				t.Fatalf("spec %+v, want %+v", got, tt.spec)
 			}
 		})
 	}

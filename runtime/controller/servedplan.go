@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
 
 // Reasons of the TypesServed condition when the check cannot be made.
@@ -14,15 +17,31 @@ const (
 	ReasonExportReadFailed      = "ReadFailed"
 )
 
-// planServed checks rule r against the exports it names. clusters[i] is
-// the logical cluster dependency i resolved to, "" when it did not. What
-// cannot be read is reported Unknown, never as a verdict; a read failure
-// also sets Keep, so that a verdict already reached for the rule's
-// generation stands until a read succeeds again.
+// test/e2e refers by these names to reasons of the check (package
+// v1alpha1) and to the resources an export is read from (package process);
+// the controller owns neither, and its own code uses those packages' names.
+const (
+	ReasonVersionNotServed       = v1alpha1.ReasonVersionNotServed
+	ReasonResourceNotServed      = v1alpha1.ReasonResourceNotServed
+	ReasonFieldPathNotInSchema   = v1alpha1.ReasonFieldPathNotInSchema
+	ReasonFieldPathInSubresource = v1alpha1.ReasonFieldPathInSubresource
+)
+
+var (
+	APIExportsGVR         = process.APIExportsGVR
+	APIResourceSchemasGVR = process.APIResourceSchemasGVR
+)
+
+// planServed checks rule r against the exports it names
+// (v1alpha1.DependencyRuleSpec.CheckServed). clusters[i] is the logical
+// cluster dependency i resolved to, "" when it did not. What cannot be
+// read is reported Unknown, never as a verdict; a read failure also sets
+// Keep, so that a verdict already reached for the rule's generation stands
+// until a read succeeds again.
 func planServed(ctx context.Context, r RuleInput, clusters []string, bindings map[string]Binding, exports ExportFunc) Outcome {
-	var problems []Problem
+	var problems []v1alpha1.ServedProblem
 	var pending []Outcome
-	get := func(cluster, name, nameField, where string) *ExportTypes {
+	get := func(cluster, name, nameField, where string) *v1alpha1.ExportTypes {
 		b, bound := bindings[cluster]
 		switch {
 		case !bound:
@@ -37,8 +56,8 @@ func planServed(ctx context.Context, r RuleInput, clusters []string, bindings ma
 		}
 		t, err := exports(ctx, cluster, name)
 		switch {
-		case errors.Is(err, ErrExportNotFound):
-			problems = append(problems, Problem{Reason: ReasonExportNotFound, Field: nameField, Detail: fmt.Sprintf("%s has no APIExport %s", where, name)})
+		case errors.Is(err, process.ErrExportNotFound):
+			problems = append(problems, v1alpha1.ServedProblem{Reason: v1alpha1.ReasonExportNotFound, Field: nameField, Detail: fmt.Sprintf("%s has no APIExport %s", where, name)})
 		case err != nil:
 			pending = append(pending, Outcome{Reason: ReasonExportReadFailed, Keep: true, Message: fmt.Sprintf(
 				"reading APIExport %s in %s: %v; retrying", name, where, err)})
@@ -46,7 +65,7 @@ func planServed(ctx context.Context, r RuleInput, clusters []string, bindings ma
 		return t
 	}
 	dependent := get(ruleCluster(r.Key), r.DependentExport, "spec.dependent.apiExportName", "this workspace")
-	deps := make([]*ExportTypes, len(r.Dependencies))
+	deps := make([]*v1alpha1.ExportTypes, len(r.Dependencies))
 	for i, d := range r.Dependencies {
 		if i >= len(clusters) || clusters[i] == "" {
 			pending = append(pending, Outcome{Reason: "WorkspacesNotResolved", Message: "waiting until every dependency workspace resolves"})
@@ -54,7 +73,8 @@ func planServed(ctx context.Context, r RuleInput, clusters []string, bindings ma
 		}
 		deps[i] = get(clusters[i], d.ExportName, fmt.Sprintf("spec.dependencies[%d].apiExportRef.name", i), "workspace "+d.ExportPath)
 	}
-	problems = append(problems, CheckServed(r, dependent, deps)...)
+	spec := r.spec()
+	problems = append(problems, spec.CheckServed(dependent, deps)...)
 	if len(problems) > 0 {
 		msgs := make([]string, 0, len(problems))
 		for _, p := range problems {

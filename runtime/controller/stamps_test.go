@@ -44,7 +44,7 @@ func TestPlanStampsMatchTheRegistry(t *testing.T) {
 		if _, err := reg.Register(key, r); err != nil {
 			t.Fatal(err)
 		}
-		in := SpecInput(key, r.Spec)
+		in := specInput(key, r.Spec)
 		in.UID, in.Generation, in.IndexEpoch = string(r.UID), r.Generation, r.Status.IndexEpoch
 		inputs = append(inputs, in)
 	}
@@ -132,7 +132,7 @@ func TestPlanStampsNoneThroughStatus(t *testing.T) {
 				}
 				live[cluster] = r.Status.IndexEpoch
 				reg.SetIndexConfiguration(cluster, r.Status.IndexEpoch)
-				in := SpecInput(key, r.Spec)
+				in := specInput(key, r.Spec)
 				in.UID, in.Generation, in.IndexEpoch = string(r.UID), r.Generation, r.Status.IndexEpoch
 				inputs = append(inputs, in)
 			}

@@ -58,7 +58,7 @@ type Syncer struct {
 	written map[string]map[schema.GroupVersionResource]time.Time
 	// exports keeps what exports serve between runs; lastExports are those
 	// the last run read, which the next reads at once before planning.
-	exports     ExportCache
+	exports     process.ExportCache
 	lastExports []exportKey
 	// stampsSeen is when each type's current stamp was first computed:
 	// a new stamp is published once it has stood for stampHold.
@@ -225,7 +225,7 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 			ClaimAccepted:      claimAccepted(o.Obj, process.WebhookConfigurationsGVR.GroupResource()),
 			EventsAccepted:     claimAccepted(o.Obj, process.EventsClaim),
 			IndexClaimAccepted: claimAccepted(o.Obj, process.MutatingWebhookConfigurationsGVR.GroupResource()),
-			TypesClaimAccepted: claimAccepted(o.Obj, APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, APIResourceSchemasGVR.GroupResource()),
+			TypesClaimAccepted: claimAccepted(o.Obj, process.APIExportsGVR.GroupResource()) && claimAccepted(o.Obj, process.APIResourceSchemasGVR.GroupResource()),
 		}
 	}
 	exports := &exportReader{client: s.VW.Client, bindings: bindings, seen: map[exportKey]exportResult{}, cache: &s.exports}

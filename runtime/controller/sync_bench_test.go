@@ -49,7 +49,7 @@ func BenchmarkSyncPlan(b *testing.B) {
 		"net":  {URL: "https://vw", ClaimAccepted: true, IndexClaimAccepted: true, TypesClaimAccepted: true},
 	}
 	resolve := fakeResolve(map[string]string{"root:network": "net"})
-	exports := func(_ context.Context, cluster, name string) (*ExportTypes, error) {
+	exports := func(_ context.Context, cluster, name string) (*v1alpha1.ExportTypes, error) {
 		if cluster == "net" {
 			return networkExport, nil
 		}

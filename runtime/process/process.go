@@ -15,6 +15,12 @@
 // (view.go, live.go), verified against lists (verify.go). What must be
 // read from the server (the shards' URLs, fresh lists, writes) goes
 // through VirtualWorkspaces (virtualworkspaces.go).
+//
+// And it reads what an APIExport serves, the export and its
+// APIResourceSchemas, through whatever client reaches them (ExportCache,
+// exports.go): the controller through the virtual workspaces, for each
+// rule's TypesServed condition, and the Terraform provider with its own
+// credentials, for the same check at plan.
 package process
 
 import (

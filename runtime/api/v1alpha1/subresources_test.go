@@ -1,4 +1,4 @@
-package controller
+package v1alpha1
 
 import (
 	"strings"
@@ -61,15 +61,15 @@ func TestCheckServedSubresources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := servedResource(&apisv1alpha1.APIResourceSchema{Spec: apisv1alpha1.APIResourceSchemaSpec{
+			res, err := ServedResourceOf(&apisv1alpha1.APIResourceSchema{Spec: apisv1alpha1.APIResourceSchemaSpec{
 				Group: "compute.test.io", Scope: apiextensionsv1.NamespaceScoped, Versions: tt.versions,
 				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "virtualmachines", Singular: "virtualmachine", Kind: "VirtualMachine"},
 			}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rule := vmRule(func(r *RuleInput) { r.Dependencies[0].FieldPath = tt.path })
-			problems := CheckServed(rule, &ExportTypes{Name: "compute.test.io", Resources: []ServedResource{res}}, []*ExportTypes{networkExport})
+			rule := vmRule(func(r *DependencyRuleSpec) { r.Dependencies[0].FieldRef.Path = tt.path })
+			problems := rule.CheckServed(&ExportTypes{Name: "compute.test.io", Resources: []ServedResource{res}}, []*ExportTypes{networkExport})
 			if tt.message == "" {
 				if len(problems) > 0 {
 					t.Fatalf("problems %v, want none", problems)
