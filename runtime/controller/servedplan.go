@@ -17,21 +17,6 @@ const (
 	ReasonExportReadFailed      = "ReadFailed"
 )
 
-// test/e2e refers by these names to reasons of the check (package
-// v1alpha1) and to the resources an export is read from (package process);
-// the controller owns neither, and its own code uses those packages' names.
-const (
-	ReasonVersionNotServed       = v1alpha1.ReasonVersionNotServed
-	ReasonResourceNotServed      = v1alpha1.ReasonResourceNotServed
-	ReasonFieldPathNotInSchema   = v1alpha1.ReasonFieldPathNotInSchema
-	ReasonFieldPathInSubresource = v1alpha1.ReasonFieldPathInSubresource
-)
-
-var (
-	APIExportsGVR         = process.APIExportsGVR
-	APIResourceSchemasGVR = process.APIResourceSchemasGVR
-)
-
 // planServed checks rule r against the exports it names
 // (v1alpha1.DependencyRuleSpec.CheckServed). clusters[i] is the logical
 // cluster dependency i resolved to, "" when it did not. What cannot be

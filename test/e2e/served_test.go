@@ -45,9 +45,9 @@ func TestTypesServed(t *testing.T) {
 	}
 
 	for _, tt := range []struct{ rule, reason, message string }{
-		{"vm-v1beta1", controller.ReasonVersionNotServed, "spec.dependent.version: export compute.test.io serves virtualmachines in v1, not v1beta1"},
-		{"vm-singular", controller.ReasonResourceNotServed, "spec.dependent.resource: export compute.test.io serves no resource virtualmachine in compute.test.io: name the plural, virtualmachines"},
-		{"volume-misspelt", controller.ReasonFieldPathNotInSchema, "spec.dependencies[0].fieldRef.path: .spec.vpcRef.nme does not fit the schema of volumes v1 served by export storage.test.io: .spec.vpcRef has no field nme"},
+		{"vm-v1beta1", v1alpha1.ReasonVersionNotServed, "spec.dependent.version: export compute.test.io serves virtualmachines in v1, not v1beta1"},
+		{"vm-singular", v1alpha1.ReasonResourceNotServed, "spec.dependent.resource: export compute.test.io serves no resource virtualmachine in compute.test.io: name the plural, virtualmachines"},
+		{"volume-misspelt", v1alpha1.ReasonFieldPathNotInSchema, "spec.dependencies[0].fieldRef.path: .spec.vpcRef.nme does not fit the schema of volumes v1 served by export storage.test.io: .spec.vpcRef has no field nme"},
 	} {
 		msg := top.waitCondition(ctx, t, top.Compute, tt.rule, v1alpha1.ConditionTypesServed, "False", tt.reason)
 		if msg != tt.message {
@@ -73,27 +73,27 @@ func TestTypesServed(t *testing.T) {
 			check.Must(t, unstructured.SetNestedSlice(r.Object, deps, "spec", "dependencies"))
 		})
 		top.waitReady(ctx, t, top.Compute, "volume-misspelt")
-		if _, reason, _ := condition(top.getRule(ctx, t, top.Compute, "vm-singular"), v1alpha1.ConditionReady); reason != controller.ReasonResourceNotServed {
-			t.Fatalf("vm-singular: Ready reason %q, want %s", reason, controller.ReasonResourceNotServed)
+		if _, reason, _ := condition(top.getRule(ctx, t, top.Compute, "vm-singular"), v1alpha1.ConditionReady); reason != v1alpha1.ReasonResourceNotServed {
+			t.Fatalf("vm-singular: Ready reason %q, want %s", reason, v1alpha1.ReasonResourceNotServed)
 		}
 	})
 
 	t.Run("the controller may get exports and schemas, nothing more", func(t *testing.T) {
 		vw := top.controllerVirtualWorkspace(ctx, t)
 		compute := vw(top.Compute)
-		if _, err := compute.Resource(controller.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); err != nil {
+		if _, err := compute.Resource(process.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); err != nil {
 			t.Fatalf("getting the compute export through the claim: %v", err)
 		}
-		if _, err := compute.Resource(controller.APIResourceSchemasGVR).Get(ctx, "v1."+volumes.Resource+"."+volumes.Group, metav1.GetOptions{}); err != nil {
+		if _, err := compute.Resource(process.APIResourceSchemasGVR).Get(ctx, "v1."+volumes.Resource+"."+volumes.Group, metav1.GetOptions{}); err != nil {
 			t.Fatalf("getting the volumes schema through the claim: %v", err)
 		}
-		if _, err := compute.Resource(controller.APIExportsGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		if _, err := compute.Resource(process.APIExportsGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("listing exports must be refused (the claim is get only), got %v", err)
 		}
 		// Only through the claim: the workspace itself grants it nothing.
 		direct, err := dynamic.NewForConfig(top.Env.IdentityConfig(top.Env.MustIdentity(env.ControllerUser), top.Compute.Path))
 		check.Must(t, err)
-		if _, err := direct.Resource(controller.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		if _, err := direct.Resource(process.APIExportsGVR).Get(ctx, fixtures.VirtualMachines.Group, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Fatalf("getting the compute export directly must be refused, got %v", err)
 		}
 	})
@@ -106,7 +106,7 @@ func TestTypesServed(t *testing.T) {
 		}
 		top.waitCondition(ctx, t, top.Compute, "vm-v1beta1", v1alpha1.ConditionReady, "False", controller.ReasonTypesClaimNotAccepted)
 		check.Eventually(ctx, t, 30*time.Second, "the controller to be refused the network export", func() error {
-			_, err := top.controllerVirtualWorkspace(ctx, t)(top.Network).Resource(controller.APIExportsGVR).Get(ctx, fixtures.VPCs.Group, metav1.GetOptions{})
+			_, err := top.controllerVirtualWorkspace(ctx, t)(top.Network).Resource(process.APIExportsGVR).Get(ctx, fixtures.VPCs.Group, metav1.GetOptions{})
 			if !apierrors.IsForbidden(err) {
 				return errStill("not forbidden: " + errString(err))
 			}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
-	"github.com/depctrl/terraform-provider-depctrl/runtime/controller"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -47,14 +46,14 @@ func TestStatusSubresourcePaths(t *testing.T) {
 			"writes through its status subresource: no reference index webhook sees such a write, so a reference made there records " +
 			"no intent and a deletion decided meanwhile can miss it; reference the object from a field that writes of the object " +
 			"itself set, such as one in .spec"
-		if msg := top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionTypesServed, "False", controller.ReasonFieldPathInSubresource); msg != want {
+		if msg := top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionTypesServed, "False", v1alpha1.ReasonFieldPathInSubresource); msg != want {
 			t.Errorf("TypesServed message %q, want %q", msg, want)
 		}
 		// Installed and enforced like any rule whose check fails: what
 		// it protects is decided by reading every disk.
 		top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionEnforced, "True", "Registered")
 		top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionWebhookInstalled, "True", "Installed")
-		if msg := top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionReady, "False", controller.ReasonFieldPathInSubresource); msg != want {
+		if msg := top.waitCondition(ctx, t, top.Compute, "disk-status-vpc", v1alpha1.ConditionReady, "False", v1alpha1.ReasonFieldPathInSubresource); msg != want {
 			t.Errorf("Ready message %q, want %q", msg, want)
 		}
 	})
