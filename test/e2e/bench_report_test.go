@@ -148,6 +148,8 @@ type pageView struct {
 	Memory       memoryView
 	Terraform    terraformView
 	Growth       growthView
+	// Model is the scale model, derived from the figures above.
+	Model modelView
 }
 
 // admissionView is one row of the admission table: latencies as
@@ -353,6 +355,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		Plan:         secs(tf.plan), PlanVerdict: met(tf.plan, targetTerraformPlan), Destroy: secs(tf.destroy),
 	}
 	v.Growth = growth(res, first, at10000, at10000five)
+	v.Model = scaleModel(res, run)
 	return v
 }
 
