@@ -74,7 +74,7 @@ func TestDoorsOpened(t *testing.T) {
 	}{
 		{name: "a cluster joined onto the host, as a per-cluster client does", file: "runtime/decision/finder.go",
 			code: `cfg.Host = strings.TrimSuffix(base.Host, "/") + "/clusters/" + cluster`, want: 1},
-		{name: "a cluster joined as segments", file: "runtime/decision/events.go",
+		{name: "a cluster joined as segments", file: "runtime/decision/skip.go",
 			code: `p := path.Join("/clusters", cluster, "apis")`, want: 1},
 		{name: "a cluster joined without the leading slash", file: "runtime/index/reindexer.go",
 			code: `p := "clusters/" + cluster`, want: 1},

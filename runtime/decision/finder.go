@@ -1,8 +1,15 @@
 package decision
 
+// The reads a deletion decision makes of a consumer workspace, through the
+// front-proxy: the stored dependents of each protecting type (the
+// validator's findBlockers, FrontProxyFinder.FindBlockers), one dependent
+// read with a GET (Referencing), and whether the workspace is being deleted
+// (Terminating).
+
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -10,85 +17,71 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
-var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
-
-// DefaultPageSize is how many dependents one LIST page holds; 0 reads them
-// all in one response. A decision holds one page's bytes at a time (about
-// half a kilobyte a dependent with small specs, more with large ones), and
-// pages keep that bounded however many dependents one consumer creates: a
-// single response would let one tenant's namespace exhaust the webhook's
-// memory for everyone. Every further page costs a round trip and a
-// continuation; make bench measures pages of 2 000 about a tenth slower than
-// one response among 10 000 dependents, and this size between the two.
-const DefaultPageSize = 5000
-
-// FrontProxyFinder reads dependents in consumer workspaces through the kcp
-// front-proxy, which routes each logical cluster to its shard. It keeps no
-// cache of dependents: every decision reads the current state.
-type FrontProxyFinder struct {
-	// raw sends every request, each to a admission.Address: the finder
-	// decodes only what it reads of an answer (LIST pages only what the
-	// rules' field paths reach, fieldpath.Projection), not whole objects.
-	raw rest.Interface
-	// PageSize is the LIST page size, 0 for one response; pages bound
-	// memory per decision at a small cost in time.
-	PageSize int64
-	// IgnoreDeleting lets a dependent that is itself being deleted stop
-	// blocking, so chains of finalizers cannot deadlock.
-	IgnoreDeleting bool
-	// Schemas, when set, gives the reference index of each dependent type:
-	// lookups then read only unindexed and referencing dependents.
-	Schemas index.Schemas
-	// Reindexer, when set, is given the dependents a lookup had to read in
-	// full for want of a current stamp, to be written again and indexed
-	// (index.Reindexer).
-	Reindexer interface {
-		Enqueue(cluster string, resource schema.GroupVersionResource, objs []index.ObjectKey)
+// findBlockers looks up the dependents of each protected type concurrently
+// and merges what they find in a stable order.
+func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, protections []registry.Protection) ([]Blocker, int, error) {
+	protections = byDependent(protections)
+	type result struct {
+		blockers []Blocker
+		more     int
+		err      error
 	}
-
-	// scopes remembers which dependent resources turned out
-	// cluster-scoped, per logical cluster (a scopeKey): a workspace may
-	// define a type of the same group and resource as a bound one, with
-	// another scope, and what one workspace serves says nothing of
-	// another.
-	scopes sync.Map
-	// bindings remembers which workspaces bind the exports that serve
-	// dependent types (bindsDependentExport).
-	bindings bindings
-}
-
-// NewFrontProxyFinder returns a finder for base, whose Host is the
-// front-proxy without a /clusters suffix.
-func NewFrontProxyFinder(base *rest.Config) (*FrontProxyFinder, error) {
-	cfg := rest.CopyConfig(base)
-	// Admission traffic must not queue behind client-go's default 5 QPS:
-	// every DELETE of a protected object waits for these reads. kcp's own
-	// priority and fairness still limits the webhook on the server side.
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	// Pages of dependents are megabytes of JSON on the cluster's own
-	// network between the webhook and the front-proxy: compressing them
-	// would spend the shard's CPU on every protected DELETE to save little.
-	cfg.DisableCompression = true
-	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	raw, err := rest.UnversionedRESTClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building REST client for the front-proxy: %w", err)
+	results := make([]result, len(protections))
+	var wg sync.WaitGroup
+	for i, p := range protections {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, target, name, p, v.opts.MaxBlockersReported)
+			if err != nil {
+				err = fmt.Errorf("listing %s for rule %s: %w", p.Dependent.GroupResource(), p.Rule, err)
+			}
+			results[i] = result{b, more, err}
+		}()
 	}
-	return &FrontProxyFinder{raw: raw, PageSize: DefaultPageSize, IgnoreDeleting: true}, nil
+	wg.Wait()
+	seen := map[Blocker]bool{}
+	var all []Blocker
+	more := 0
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.more < 0 || more < 0 {
+			more = -1
+		} else {
+			more += r.more
+		}
+		for _, b := range r.blockers {
+			if !seen[b] {
+				seen[b] = true
+				all = append(all, b)
+			}
+		}
+	}
+	// Any blocker found is a definite answer even if another lookup failed.
+	if len(all) == 0 && len(errs) > 0 {
+		return nil, 0, errors.Join(errs...)
+	}
+	sortBlockers(all)
+	if len(all) > v.opts.MaxBlockersReported {
+		if more >= 0 {
+			more += len(all) - v.opts.MaxBlockersReported
+		}
+		all = all[:v.opts.MaxBlockersReported]
+	}
+	return all, more, nil
 }
-
-// RESTClient is the finder's client of the front-proxy, for writers that
-// share its connection (the Reindexer).
-func (f *FrontProxyFinder) RESTClient() rest.Interface { return f.raw }
 
 // FindBlockers implements DependentFinder. It stops reading as soon as it
 // has found more than limit blockers; more is then -1 (unknown).
@@ -106,31 +99,6 @@ func (f *FrontProxyFinder) FindBlockers(ctx context.Context, cluster, namespace 
 	}
 	blockers, more = f.ownBlockers(ctx, cluster, p, blockers, more)
 	return blockers, more, nil
-}
-
-// ReferencedNames implements DependentFinder with one consistent read of
-// every dependent, whatever their index labels say.
-func (f *FrontProxyFinder) ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error) {
-	names := map[string]bool{}
-	err := f.inScope(cluster, namespace, p, func(namespace string) error {
-		clear(names)
-		_, err := f.list(ctx, cluster, namespace, p, listOptions{}, func(item map[string]interface{}) bool {
-			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
-				return true
-			}
-			for _, path := range p.Paths {
-				for _, v := range path.Values(item) {
-					names[v] = true
-				}
-			}
-			return true
-		})
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return names, nil
 }
 
 // scopeKey names a dependent resource in one logical cluster.
@@ -393,6 +361,41 @@ func references(obj map[string]interface{}, paths []fieldpath.Path, name string)
 	return false
 }
 
+// Referencing implements DependentFinder with a GET of the dependent, which
+// the API server answers from storage. A dependent being deleted references
+// nothing, so that chains of finalizers cannot deadlock.
+func (f *FrontProxyFinder) Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (index.Dependent, error) {
+	path, err := admission.Path(cluster, p.Dependent, namespace, dependent)
+	if err != nil {
+		return index.Dependent{}, err
+	}
+	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
+	if err := res.Error(); err != nil {
+		if apierrors.IsNotFound(err) {
+			return index.Dependent{}, nil
+		}
+		return index.Dependent{}, err
+	}
+	body, _ := res.Raw()
+	obj := map[string]interface{}{}
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return index.Dependent{}, fmt.Errorf("decoding %s %s: %w", p.Dependent.GroupResource(), dependent, err)
+	}
+	d := index.Dependent{Found: true}
+	if md, ok := obj["metadata"].(map[string]interface{}); ok {
+		labels, _ := md["labels"].(map[string]interface{})
+		label, _ := labels[v1alpha1.IntentLabel].(string)
+		d.Token = index.TokenOf(label)
+	}
+	if f.IgnoreDeleting && len(itemDeleting.Values(obj)) > 0 {
+		return d, nil
+	}
+	d.References = references(obj, p.Paths, name)
+	return d, nil
+}
+
+var logicalClusters = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
+
 // Terminating implements DependentFinder: the logical cluster's own
 // LogicalCluster object (always called "cluster") is being deleted, or says
 // so in its phase.
@@ -416,18 +419,4 @@ func (f *FrontProxyFinder) Terminating(ctx context.Context, cluster string) (boo
 		return true, nil
 	}
 	return lc.Status.Phase == "Terminating" || lc.Status.Phase == "Deleting", nil
-}
-
-// get reads the object at path into v. The error of a refused read is the
-// server's Status (apierrors tells NotFound from the rest).
-func (f *FrontProxyFinder) get(ctx context.Context, path admission.Address, v any) error {
-	res := path.On(f.raw.Get()).SetHeader("Accept", "application/json").Do(ctx)
-	if err := res.Error(); err != nil {
-		return err
-	}
-	body, _ := res.Raw()
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("decoding %s: %w", path, err)
-	}
-	return nil
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
@@ -467,51 +466,6 @@ func TestOlderRevision(t *testing.T) {
 	}
 }
 
-// TestFrontProxyReferencedNames reads every dependent in pages, index
-// labels or not, and collects what they reference; deleting dependents,
-// and dependent types the consumer has not bound, reference nothing.
-func TestFrontProxyReferencedNames(t *testing.T) {
-	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
-	protection := registry.Protection{Rule: "c/r", Dependent: vms, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
-	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
-	clusterWide := "/clusters/c1/apis/compute.test.io/v1/virtualmachines"
-	tests := []struct {
-		name     string
-		server   *listServer
-		want     []string
-		wantErr  string
-		wantReqs int
-	}{
-		{name: "several pages", server: &listServer{items: map[string][]map[string]interface{}{namespaced: {
-			vm("apps", "vm-1", "vpc-a", false), vm("apps", "vm-2", "vpc-b", false), vm("apps", "vm-3", "vpc-a", false),
-			vm("apps", "vm-4", "vpc-c", true), vm("apps", "vm-5", "vpc-d", false)}}},
-			want: []string{"vpc-a", "vpc-b", "vpc-d"}, wantReqs: 2},
-		{name: "a cluster-scoped dependent type after a 404", server: &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
-			want: []string{"vpc-a"}, wantReqs: 2},
-		{name: "not bound", server: &listServer{items: map[string][]map[string]interface{}{}}, wantReqs: 2},
-		{name: "server errors fail it", server: &listServer{status: http.StatusInternalServerError}, wantErr: "boom", wantReqs: 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := serveFinder(t, tt.server)
-			f.PageSize = 3
-			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
-			check.WantError(t, err, tt.wantErr)
-			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
-				t.Errorf("referenced = %v, want %v", have, tt.want)
-			}
-			if len(tt.server.requests) != tt.wantReqs {
-				t.Errorf("made %d requests, want %d: %v", len(tt.server.requests), tt.wantReqs, tt.server.requests)
-			}
-			for _, r := range tt.server.requests {
-				if strings.Contains(r, "labelSelector") {
-					t.Errorf("request %s filters by label, but every dependent must be read", r)
-				}
-			}
-		})
-	}
-}
-
 // TestFrontProxyFinderTwoPaths: a protection whose rule names the
 // protected type at two paths (merged into one protection) finds a
 // dependent that names the object at either path, and names a dependent
@@ -541,5 +495,38 @@ func TestFrontProxyFinderTwoPaths(t *testing.T) {
 	want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-both"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-extra"}}
 	if !reflect.DeepEqual(got, want) || more != 0 {
 		t.Fatalf("blockers = %v, more %d; want %v, once each", got, more, want)
+	}
+}
+
+// TestFrontProxyReferencing reads one dependent with a GET: the token of
+// its IntentLabel, and its fields checked against the rules' paths.
+func TestFrontProxyReferencing(t *testing.T) {
+	objects := map[string]string{
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-ref":    `{"metadata":{"name":"vm-ref","labels":{"` + v1alpha1.IntentLabel + `":"t41.1700000000"}},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-other":  `{"metadata":{"name":"vm-other","labels":{"` + v1alpha1.IntentLabel + `":"not-a-label"}},"spec":{"vpcRef":{"name":"other"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-going":  `{"metadata":{"name":"vm-going","labels":{"` + v1alpha1.IntentLabel + `":"t43.1700000000"},"deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"vpcRef":{"name":"vpc"}}}`,
+		"/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines/vm-secret": "",
+	}
+	f := objectFinder(t, objects, func(r *http.Request, _ []byte) {
+		if r.Method != http.MethodGet {
+			t.Errorf("a dependent is only read, got %s %s", r.Method, r.URL.Path)
+		}
+	})
+	p := registry.Protection{Dependent: vmGVR, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	for _, tt := range []struct {
+		name string
+		want index.Dependent
+		fail bool
+	}{
+		{name: "vm-ref", want: index.Dependent{Found: true, Token: "t41", References: true}},
+		{name: "vm-other", want: index.Dependent{Found: true}},
+		{name: "vm-going", want: index.Dependent{Found: true, Token: "t43"}},
+		{name: "vm-absent"},
+		{name: "vm-secret", fail: true},
+	} {
+		got, err := f.Referencing(context.Background(), "c1", p, "apps", tt.name, "vpc")
+		if got != tt.want || (err != nil) != tt.fail {
+			t.Errorf("%s: %+v, err=%v; want %+v (error %v)", tt.name, got, err, tt.want, tt.fail)
+		}
 	}
 }

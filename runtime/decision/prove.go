@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // provenOneByOne is how many objects, at most, Unreferenced proves with
@@ -76,4 +78,29 @@ func (v *Validator) Unreferenced(ctx context.Context, cluster, namespace string,
 		}
 	}
 	return unreferenced, nil
+}
+
+// ReferencedNames implements DependentFinder with one consistent read of
+// every dependent, whatever their index labels say.
+func (f *FrontProxyFinder) ReferencedNames(ctx context.Context, cluster, namespace string, p registry.Protection) (map[string]bool, error) {
+	names := map[string]bool{}
+	err := f.inScope(cluster, namespace, p, func(namespace string) error {
+		clear(names)
+		_, err := f.list(ctx, cluster, namespace, p, listOptions{}, func(item map[string]interface{}) bool {
+			if f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0 {
+				return true
+			}
+			for _, path := range p.Paths {
+				for _, v := range path.Values(item) {
+					names[v] = true
+				}
+			}
+			return true
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
 }

@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 )
 
@@ -73,6 +77,51 @@ func TestUnreferenced(t *testing.T) {
 			}
 			if n := tt.finder.placeReads.Load(); n != tt.placeReads {
 				t.Errorf("%d reads of every dependent, want %d", n, tt.placeReads)
+			}
+		})
+	}
+}
+
+// TestFrontProxyReferencedNames reads every dependent in pages, index
+// labels or not, and collects what they reference; deleting dependents,
+// and dependent types the consumer has not bound, reference nothing.
+func TestFrontProxyReferencedNames(t *testing.T) {
+	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	protection := registry.Protection{Rule: "c/r", Dependent: vms, DependentKind: "VirtualMachine", Paths: []fieldpath.Path{fieldpath.MustParse(".spec.vpcRef.name")}}
+	namespaced := "/clusters/c1/apis/compute.test.io/v1/namespaces/apps/virtualmachines"
+	clusterWide := "/clusters/c1/apis/compute.test.io/v1/virtualmachines"
+	tests := []struct {
+		name     string
+		server   *listServer
+		want     []string
+		wantErr  string
+		wantReqs int
+	}{
+		{name: "several pages", server: &listServer{items: map[string][]map[string]interface{}{namespaced: {
+			vm("apps", "vm-1", "vpc-a", false), vm("apps", "vm-2", "vpc-b", false), vm("apps", "vm-3", "vpc-a", false),
+			vm("apps", "vm-4", "vpc-c", true), vm("apps", "vm-5", "vpc-d", false)}}},
+			want: []string{"vpc-a", "vpc-b", "vpc-d"}, wantReqs: 2},
+		{name: "a cluster-scoped dependent type after a 404", server: &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
+			want: []string{"vpc-a"}, wantReqs: 2},
+		{name: "not bound", server: &listServer{items: map[string][]map[string]interface{}{}}, wantReqs: 2},
+		{name: "server errors fail it", server: &listServer{status: http.StatusInternalServerError}, wantErr: "boom", wantReqs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := serveFinder(t, tt.server)
+			f.PageSize = 3
+			got, err := f.ReferencedNames(context.Background(), "c1", "apps", protection)
+			check.WantError(t, err, tt.wantErr)
+			if have := slices.Sorted(maps.Keys(got)); !slices.Equal(have, tt.want) {
+				t.Errorf("referenced = %v, want %v", have, tt.want)
+			}
+			if len(tt.server.requests) != tt.wantReqs {
+				t.Errorf("made %d requests, want %d: %v", len(tt.server.requests), tt.wantReqs, tt.server.requests)
+			}
+			for _, r := range tt.server.requests {
+				if strings.Contains(r, "labelSelector") {
+					t.Errorf("request %s filters by label, but every dependent must be read", r)
+				}
 			}
 		})
 	}

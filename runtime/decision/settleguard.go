@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,7 +43,7 @@ func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.Admission
 	v.log.Info("write refused: it sets the settled label", "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
 	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
 		"cannot %s %s/%s: only the dependency webhook may set the label %s, which exempts the object's deletion from protection; remove the label from the object",
-		lower(req.Operation), req.Resource.Resource, name, settle.SettledLabel)), outcomeDenied, true
+		strings.ToLower(string(req.Operation)), req.Resource.Resource, name, settle.SettledLabel)), outcomeDenied, true
 }
 
 // isSelf reports whether user is the webhook's own; false when that cannot
@@ -57,14 +58,4 @@ func (v *Validator) isSelf(ctx context.Context, user string) bool {
 		return false
 	}
 	return user == self
-}
-
-func lower(op admissionv1.Operation) string {
-	switch op {
-	case admissionv1.Create:
-		return "create"
-	case admissionv1.Update:
-		return "update"
-	}
-	return string(op)
 }

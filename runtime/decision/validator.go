@@ -15,10 +15,8 @@
 package decision
 
 import (
-	"cmp"
 	"context"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -30,35 +28,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
-
-// Protections finds the rules' protections of a protected resource (the
-// rule registry).
-type Protections interface {
-	Protections(target schema.GroupVersionResource) []registry.Protection
-}
-
-// Blocker is a dependent that still references the object being deleted.
-type Blocker struct {
-	Kind, Namespace, Name string
-	// Pending: the dependent's write that references the object was
-	// admitted but is not stored (yet).
-	Pending bool
-}
-
-func (b Blocker) String() string {
-	if b.Pending {
-		return b.Kind + "/" + b.Name + " (being written)"
-	}
-	return b.Kind + "/" + b.Name
-}
-
-// sortBlockers orders blockers by kind, namespace and name: a denial names
-// the same dependents in the same order whichever lookup finished first.
-func sortBlockers(blockers []Blocker) {
-	slices.SortFunc(blockers, func(a, b Blocker) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-}
 
 // DependentFinder looks up dependents in a consumer workspace.
 type DependentFinder interface {
@@ -146,14 +115,16 @@ func observe(outcome string, start time.Time) {
 	latency.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 }
 
-// Decide applies the deletion policy to one request, dispatching by
-// operation as controller-runtime's validators do: a DELETE is decided by
-// validateDelete (delete.go), a create or update of a protected object is
-// guarded by validateWrite (write.go).
+// Decide applies the protection policy to one request, dispatching by
+// operation as controller-runtime's validators do: validateCreate and
+// validateUpdate guard the writes of protected objects (write.go),
+// validateDelete decides a DELETE (delete.go).
 func (v *Validator) Decide(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	switch req.Operation {
-	case admissionv1.Create, admissionv1.Update:
-		return v.validateWrite(ctx, req)
+	case admissionv1.Create:
+		return v.validateCreate(ctx, req)
+	case admissionv1.Update:
+		return v.validateUpdate(ctx, req)
 	case admissionv1.Delete:
 		return v.validateDelete(ctx, req)
 	default:

@@ -1,12 +1,18 @@
 package decision
 
+// The skip-protection annotation: who may delete with it, and the Event
+// that records each deletion it let through, in the object's own
+// workspace.
+
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +23,41 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
+
+// skipProtection lets the deletion d through when its object carries the
+// skip-protection annotation and its user may use it (maySkip), and has the
+// Auditor record it. ignored: the object carries the annotation but the
+// user may not use it; the deletion is decided as usual, and a denial says
+// why the annotation did not count.
+func (v *Validator) skipProtection(d admission.Deletion, log logr.Logger) (allowed *admissionv1.AdmissionResponse, ignored bool) {
+	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" {
+		return nil, false
+	}
+	if !v.maySkip(d.Groups) {
+		log.Info("skip-protection annotation ignored: the user is in none of the allowed groups", "groups", d.Groups, "allowed", v.opts.SkipProtectionGroups)
+		return nil, true
+	}
+	skipProtectionUses.WithLabelValues(d.Resource.GroupResource().String()).Inc()
+	log.Info("deletion allowed by the skip-protection annotation", "annotation", v1alpha1.SkipProtectionAnnotation, "groups", d.Groups)
+	if v.opts.Auditor != nil && !d.DryRun {
+		v.opts.Auditor.RecordSkip(d)
+	}
+	return admission.Allow(fmt.Sprintf("%s carries %s=true", d, v1alpha1.SkipProtectionAnnotation)), false
+}
+
+// maySkip reports whether a user in groups may use the skip-protection
+// annotation: anyone, unless SkipProtectionGroups names who may.
+func (v *Validator) maySkip(groups []string) bool {
+	if len(v.opts.SkipProtectionGroups) == 0 {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(v.opts.SkipProtectionGroups, g) {
+			return true
+		}
+	}
+	return false
+}
 
 // Reason of the Event recorded when the skip-protection annotation let an
 // object go.
