@@ -66,6 +66,37 @@ func TestReadCommitWindowWithAConcurrentWrite(t *testing.T) {
 	top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-to", "still referenced by VirtualMachine/vm-race")
 	top.expectDeleted(ctx, t, consumer, fixtures.VPCs, "vpc-from")
 
+	// A server-side apply that moves the reference, held the same way
+	// while the VM is deleted: its compare-and-swap then finds the VM gone,
+	// and the API server admits the apply again as a create. The first
+	// intent's dependent is not stored, yet its write may still be: the
+	// VPC it newly references must not go meanwhile.
+	t.Run("a server-side apply whose dependent is deleted meanwhile", func(t *testing.T) {
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-apply-from", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-apply-to", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-apply", ref("vpc-apply-from"), nil)
+		applied := vmObject("vm-apply", "vpc-apply-to")
+		applied.SetLabels(map[string]string{slowLabel: "apply"})
+		deleteErr, applyErr := whileHeld(func() error {
+			_, err := vms.Apply(ctx, "vm-apply", applied, metav1.ApplyOptions{FieldManager: "e2e-apply", Force: true})
+			return err
+		}, func() error {
+			if err := vms.Delete(ctx, "vm-apply", metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("deleting vm-apply while the apply is held: %v", err)
+			}
+			return top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-apply-to")
+		})
+		t.Logf("delete of vpc-apply-to: %v; apply: %v", deleteErr, applyErr)
+		if _, err := vms.Get(ctx, "vm-apply", metav1.GetOptions{}); err == nil {
+			top.referenceHolds(ctx, t, consumer, "vm-apply", "vpc-apply-to", applyErr)
+		} else if !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		if deleteErr == nil || !strings.Contains(deleteErr.Error(), "VirtualMachine/vm-apply (being written)") {
+			t.Fatalf("want the delete of vpc-apply-to refused naming the VM being written, got %v", deleteErr)
+		}
+	})
+
 	// An update against a revision another write replaced is refused by
 	// the API server with a conflict, after mutating admission: it
 	// records no intent, so the object it would have referenced goes at
