@@ -291,8 +291,8 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 		case patch:
 			into = &access.Protected
 		default:
-			// The workspace access, Events, LogicalClusters and
-			// APIBindings every narrowed grant has.
+			// The workspace access, Events, LogicalClusters,
+			// APIBindings and Workspaces every narrowed grant has.
 			continue
 		}
 		for _, g := range r.APIGroups {

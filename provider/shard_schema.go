@@ -84,7 +84,7 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				"`*.compute.example.io` for a whole group, `configmaps` for the core group). Unset: everything, secrets included, and `patch` on everything. "+
 				"Set, it requires `protected_resources`, and the plan refuses it alone: the narrowed grant patches only the types listed there, "+
 				"and the webhook patches every protected object (without them, every new reference is refused and nothing is settled). "+
-				"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds, and list APIBindings, to tell a workspace's own type from the bound dependent type of the same name. "+
+				"Narrowed, the webhook may also read LogicalClusters, to let a workspace that is being deleted finish whatever it holds, list APIBindings, to tell a workspace's own type from the bound dependent type of the same name, and list Workspaces, to walk the workspace tree for protected objects to settle. "+
 				"Read back from the ClusterRole on the shard, so import finds it and a type added or removed there by hand shows in the plan.",
 				"virtualmachines.compute.example.io"),
 			"protected_resources": resourceSet("The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, "+

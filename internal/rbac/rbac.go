@@ -100,6 +100,11 @@ var logicalClusterReader = rbacv1.PolicyRule{APIGroups: []string{"core.kcp.io"},
 // dependents. Without it every such object counts as one.
 var bindingReader = rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apibindings"}, Verbs: []string{"list"}}
 
+// workspaceLister lets a narrowed webhook walk the workspace tree to find
+// the protected objects no request has shown it, so that they are settled
+// (the webhook's --settle-walk-rate).
+var workspaceLister = rbacv1.PolicyRule{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"list"}}
+
 // ShardReader lets the webhook read dependents in every workspace of one
 // shard, and record intents on the objects they reference. It belongs in
 // that shard's system:admin logical cluster, whose RBAC kcp consults for
@@ -117,7 +122,7 @@ func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	if access.Reindex {
 		verbs = append(verbs, "patch")
 	}
-	rules = append(rules, logicalClusterReader, bindingReader)
+	rules = append(rules, logicalClusterReader, bindingReader, workspaceLister)
 	rules = append(rules, byGroup(access.Dependents, verbs)...)
 	rules = append(rules, byGroup(access.Protected, []string{"get", "list", "patch"})...)
 	return grant(ShardReaderName, subjects, rules...)

@@ -31,7 +31,7 @@ func TestShardReader(t *testing.T) {
 				{Group: "", Resource: "configmaps"},
 			},
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter, logicalClusterReader, bindingReader,
+				workspaceAccess, eventWriter, logicalClusterReader, bindingReader, workspaceLister,
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"manageddbs", "virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
 			},
@@ -42,7 +42,7 @@ func TestShardReader(t *testing.T) {
 			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}, {Group: "network.example.io", Resource: "subnets"}},
 			reindex:   true,
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter, logicalClusterReader, bindingReader,
+				workspaceAccess, eventWriter, logicalClusterReader, bindingReader, workspaceLister,
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
 				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"get", "list", "patch"}},
 			},
@@ -55,7 +55,7 @@ func TestShardReader(t *testing.T) {
 			},
 			reindex: true,
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter, logicalClusterReader, bindingReader,
+				workspaceAccess, eventWriter, logicalClusterReader, bindingReader, workspaceLister,
 				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "patch"}},
 				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},

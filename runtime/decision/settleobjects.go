@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,32 +19,36 @@ import (
 // metadataOnly asks the API server for the objects' metadata alone.
 const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
-// ListMeta implements SettleObjects with a consistent LIST of metadata.
-func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
+// settlePageSize is how many objects' metadata one page of a sweep holds.
+const settlePageSize = 500
+
+// ListMeta implements SettleObjects with a consistent LIST of metadata,
+// decoded a page at a time: a sweep of a namespace with 100 000 objects
+// holds one page of their metadata, not all of it.
+func (f *FrontProxyFinder) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string, visit func(*metav1.ObjectMeta)) error {
 	path, err := admission.Path(cluster, gvr, namespace, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []metav1.ObjectMeta
 	cont := ""
 	for {
-		req := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("limit", "500")
+		req := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("limit", strconv.Itoa(settlePageSize))
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
 		body, err := req.Do(ctx).Raw()
 		if err != nil {
-			return nil, fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), cluster, err)
+			return fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), cluster, err)
 		}
 		var page metav1.PartialObjectMetadataList
 		if err := json.Unmarshal(body, &page); err != nil {
-			return nil, fmt.Errorf("decoding the list of %s in %s: %w", gvr.GroupResource(), cluster, err)
+			return fmt.Errorf("decoding the list of %s in %s: %w", gvr.GroupResource(), cluster, err)
 		}
-		for _, o := range page.Items {
-			out = append(out, o.ObjectMeta)
+		for i := range page.Items {
+			visit(&page.Items[i].ObjectMeta)
 		}
 		if cont = page.Continue; cont == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

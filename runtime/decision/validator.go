@@ -10,8 +10,9 @@
 // may not drop a fresh intent, and only the webhook itself may set the
 // settled label. FrontProxyFinder reads and writes through the kcp
 // front-proxy for the validator, the index and the settler; Unreferenced
-// proves objects unreferenced for the settler, and EventAuditor records
-// each use of the skip-protection annotation.
+// proves objects unreferenced for the settler, and WorkspaceWalk finds the
+// workspaces it sweeps; EventAuditor records each use of the
+// skip-protection annotation.
 package decision
 
 import (

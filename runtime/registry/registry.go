@@ -312,6 +312,27 @@ func (r *Registry) Protections(target schema.GroupVersionResource) []Protection 
 	return list
 }
 
+// Targets returns the protected resources, each once (at the smallest
+// version a rule names: any serves the same objects), sorted.
+func (r *Registry) Targets() []schema.GroupVersionResource {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	versions := map[schema.GroupResource]string{}
+	for _, rule := range r.rules {
+		for gvr := range rule.ByTarget {
+			if v, ok := versions[gvr.GroupResource()]; !ok || gvr.Version < v {
+				versions[gvr.GroupResource()] = gvr.Version
+			}
+		}
+	}
+	out := make([]schema.GroupVersionResource, 0, len(versions))
+	for gr, v := range versions {
+		out = append(out, gr.WithVersion(v))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
 // Get returns the rule under key.
 func (r *Registry) Get(key string) (*Rule, bool) {
 	r.mu.RLock()

@@ -44,6 +44,9 @@ func TestRegisterFindUnregister(t *testing.T) {
 	if _, err := r.Register("c0/db", rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := r.Targets(), []schema.GroupVersionResource{fws, vpcs}; !slices.Equal(got, want) {
+		t.Fatalf("targets = %v, want each protected resource once: %v", got, want)
+	}
 	got := r.Protections(vpcs)
 	if len(got) != 2 || got[0].Rule != "c0/db" || got[1].Rule != "c1/vm" {
 		t.Fatalf("protections of vpcs = %+v", got)
@@ -68,6 +71,9 @@ func TestRegisterFindUnregister(t *testing.T) {
 	}
 	if len(r.Protections(fws)) != 0 {
 		t.Fatal("an edited rule must stop protecting what it no longer names")
+	}
+	if got, want := r.Targets(), []schema.GroupVersionResource{vpcs}; !slices.Equal(got, want) {
+		t.Fatalf("targets after edit = %v, want %v", got, want)
 	}
 	if p := r.Protections(vpcs); len(p) != 2 || len(p[1].Paths) != 1 {
 		t.Fatalf("after edit: %+v", p)

@@ -10,6 +10,11 @@ var objectsSettled = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Protected objects proven unreferenced and labelled settled: their deletions skip the webhook until a write references them or their rules change.",
 })
 
+var workspacesWalked = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "depctrl_webhook_settle_workspaces_walked_total",
+	Help: "Logical clusters reached by the walks that find the places of protected objects to settle, one walk each time the stamp of a protected type becomes usable.",
+})
+
 func init() {
-	metrics.Registry.MustRegister(objectsSettled)
+	metrics.Registry.MustRegister(objectsSettled, workspacesWalked)
 }

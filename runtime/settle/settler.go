@@ -2,6 +2,7 @@ package settle
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -33,8 +34,9 @@ const sweepDelay = time.Second
 // SettleObjects lists and settles protected objects.
 type SettleObjects interface {
 	// ListMeta reads the metadata of the objects of gvr in namespace ("":
-	// all, or a cluster-scoped type) of cluster, consistently.
-	ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error)
+	// all, or a cluster-scoped type) of cluster, consistently, a page at
+	// a time, and hands visit each object, which it must not keep.
+	ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string, visit func(*metav1.ObjectMeta)) error
 	// Settle labels the object, provided it is still at resourceVersion.
 	Settle(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name, resourceVersion, stamp string) error
 }
@@ -71,7 +73,8 @@ type Prover interface {
 const provenReferencedFor = 10 * time.Second
 
 // place is where protected objects are swept for settling: one type in one
-// namespace (or cluster-wide) of one logical cluster.
+// namespace of one logical cluster, or in all of them (Namespace ""; a
+// cluster-scoped type is always swept so).
 type place struct {
 	Cluster   string
 	GVR       schema.GroupVersionResource
@@ -104,6 +107,10 @@ type Settler struct {
 	Prover  Prover
 	Pending PendingMarks
 	Intents Intents
+	// Workspaces and Types, when both are set, find the places of objects
+	// that no request this replica admitted has shown it (discover.go).
+	Workspaces Workspaces
+	Types      Types
 	// After is DefaultSettleAfter unless set.
 	After time.Duration
 	// IntentLifetime is how long an intent counts as fresh.
@@ -116,10 +123,19 @@ type Settler struct {
 	mu     sync.Mutex
 	known  map[schema.GroupResource]map[place]bool
 	stable map[schema.GroupResource]stampSince
-	// referenced holds, by place and name, until when an object found
+	// referenced holds, by place and object, until when an object found
 	// referenced is not proven again.
-	referenced map[place]map[string]time.Time
+	referenced map[place]map[objectName]time.Time
 	queue      workqueue.TypedDelayingInterface[place]
+	// discovering is the types whose places the next walk finds; wake
+	// starts it.
+	discovering map[schema.GroupResource]schema.GroupVersionResource
+	wake        chan struct{}
+}
+
+// objectName names an object within a place.
+type objectName struct {
+	namespace, name string
 }
 
 func (s *Settler) init() {
@@ -142,8 +158,10 @@ func (s *Settler) init() {
 	}
 	s.known = map[schema.GroupResource]map[place]bool{}
 	s.stable = map[schema.GroupResource]stampSince{}
-	s.referenced = map[place]map[string]time.Time{}
+	s.referenced = map[place]map[objectName]time.Time{}
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
+	s.discovering = map[schema.GroupResource]schema.GroupVersionResource{}
+	s.wake = make(chan struct{}, 1)
 }
 
 // Created implements Candidates: a create's place is swept a second
@@ -191,6 +209,9 @@ func (s *Settler) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	if s.Workspaces != nil && s.Types != nil {
+		go s.discover(ctx)
+	}
 	process.Every(ctx, time.Second, s.watchStamps)
 	return nil
 }
@@ -198,12 +219,27 @@ func (s *Settler) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica settles the objects it heard of.
 func (s *Settler) NeedLeaderElection() bool { return false }
 
-// watchStamps notes when the stamp of each known resource changes, and
-// sweeps its places again once the new one has stood for After.
+// watchStamps notes when the stamp of each protected resource changes, and
+// sweeps its places again once the new one has stood for After: those it
+// knows at once, and, with discovery, every place that holds objects of the
+// resource, found anew.
 func (s *Settler) watchStamps() {
+	var targets []schema.GroupVersionResource
+	if s.Types != nil {
+		targets = s.Types.Targets()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for gr, places := range s.known {
+	types := map[schema.GroupResource]schema.GroupVersionResource{}
+	for _, gvr := range targets {
+		types[gvr.GroupResource()] = gvr
+	}
+	for gr := range s.known {
+		if _, ok := types[gr]; !ok {
+			types[gr] = schema.GroupVersionResource{}
+		}
+	}
+	for gr, gvr := range types {
 		current := s.usable(gr)
 		if current == s.stable[gr].stamp {
 			continue
@@ -212,9 +248,16 @@ func (s *Settler) watchStamps() {
 		if current == "" {
 			continue
 		}
-		s.Log.V(1).Info("rules changed: sweeping again", "resource", gr.String(), "stamp", current, "places", len(places))
-		for p := range places {
+		s.Log.V(1).Info("rules changed: sweeping again", "resource", gr.String(), "stamp", current, "places", len(s.known[gr]))
+		for p := range s.known[gr] {
 			s.queue.AddAfter(p, s.After)
+		}
+		if !gvr.Empty() && s.wake != nil {
+			s.discovering[gr] = gvr
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -258,18 +301,12 @@ func (s *Settler) forget(p place) {
 	delete(s.referenced, p)
 }
 
-// referencedUntil returns, of the objects still in p, those found
-// referenced recently enough not to be proven again at now, and until when.
-func (s *Settler) referencedUntil(p place, objs []metav1.ObjectMeta, now time.Time) map[string]time.Time {
+// referencedIn returns the objects of p found referenced at earlier sweeps,
+// and until when they are not proven again.
+func (s *Settler) referencedIn(p place) map[objectName]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]time.Time{}
-	for _, o := range objs {
-		if until := s.referenced[p][o.Name]; now.Before(until) {
-			out[o.Name] = until
-		}
-	}
-	return out
+	return maps.Clone(s.referenced[p])
 }
 
 // sweep settles what it can in p, and comes back when more may be.
@@ -289,8 +326,45 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		return
 	}
 	log := s.Log.WithValues("cluster", p.Cluster, "resource", gr.String(), "namespace", p.Namespace)
-	objs, err := s.Objects.ListMeta(ctx, p.Cluster, p.GVR, p.Namespace)
-	if apierrors.IsNotFound(err) || (err == nil && len(objs) == 0) {
+	var (
+		mu      sync.Mutex
+		again   time.Duration
+		settled int
+	)
+	later := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if again == 0 || d < again {
+			again = d
+		}
+	}
+	// The sweep keeps of each object only what settling it needs, not the
+	// metadata a page brings (annotations of any size): its memory grows
+	// with the candidates' names, not with the objects' size.
+	before := s.referencedIn(p)
+	// Recomputed at every sweep, so objects that are gone drop out.
+	referenced := map[objectName]time.Time{}
+	var candidates []metav1.ObjectMeta
+	found := 0
+	err := s.Objects.ListMeta(ctx, p.Cluster, p.GVR, p.Namespace, func(o *metav1.ObjectMeta) {
+		found++
+		if o.Labels[SettledLabel] == stamp || o.DeletionTimestamp != nil {
+			return
+		}
+		if until := s.Intents.FreshUntil(o.Annotations, now); until.After(now) {
+			// A write that references the object may still be stored.
+			later(until.Sub(now) + time.Second)
+			return
+		}
+		n := objectName{namespace: o.Namespace, name: o.Name}
+		if until, ok := before[n]; ok && now.Before(until) {
+			referenced[n] = until
+			later(until.Sub(now))
+			return
+		}
+		candidates = append(candidates, metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, ResourceVersion: o.ResourceVersion})
+	})
+	if apierrors.IsNotFound(err) || (err == nil && found == 0) {
 		// The namespace or workspace is gone, or empty.
 		s.forget(p)
 		return
@@ -300,8 +374,6 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		s.queue.AddAfter(p, s.After)
 		return
 	}
-	// Recomputed at every sweep, so objects that are gone drop out.
-	referenced := s.referencedUntil(p, objs, now)
 	// The objects were read before this: a write that referenced one while
 	// it did not exist marked that before it looked for it the last time,
 	// so before the object was created, so before the read.
@@ -315,66 +387,28 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		s.queue.AddAfter(p, until.Sub(s.now())+time.Second)
 		return
 	}
-	var (
-		mu      sync.Mutex
-		again   time.Duration
-		settled int
-	)
-	later := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		if again == 0 || d < again {
-			again = d
+	unreferenced := s.prove(ctx, p, candidates, log, later)
+	for _, o := range candidates {
+		if free, proven := unreferenced[objectName{namespace: o.Namespace, name: o.Name}]; proven && !free {
+			referenced[objectName{namespace: o.Namespace, name: o.Name}] = now.Add(provenReferencedFor)
 		}
 	}
-	var candidates []metav1.ObjectMeta
-	for _, o := range objs {
-		if o.Labels[SettledLabel] == stamp || o.DeletionTimestamp != nil {
+	var g errgroup.Group
+	g.SetLimit(settlesAtOnce)
+	for _, o := range candidates {
+		if !unreferenced[objectName{namespace: o.Namespace, name: o.Name}] {
 			continue
 		}
-		if until := s.Intents.FreshUntil(o.Annotations, now); until.After(now) {
-			// A write that references the object may still be stored.
-			later(until.Sub(now) + time.Second)
-			continue
-		}
-		if until, ok := referenced[o.Name]; ok {
-			later(until.Sub(now))
-			continue
-		}
-		candidates = append(candidates, o)
-	}
-	if len(candidates) > 0 {
-		names := make([]string, len(candidates))
-		for i, o := range candidates {
-			names[i] = o.Name
-		}
-		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, p.Namespace, p.GVR, names)
-		if err != nil {
-			log.Info("proving objects unreferenced failed", "objects", len(names), "error", err.Error())
-			later(s.After)
-		}
-		for _, o := range candidates {
-			if err == nil && !unreferenced[o.Name] {
-				referenced[o.Name] = now.Add(provenReferencedFor)
+		g.Go(func() error {
+			if s.settle(ctx, p, o, stamp, later, log) {
+				mu.Lock()
+				settled++
+				mu.Unlock()
 			}
-		}
-		var g errgroup.Group
-		g.SetLimit(settlesAtOnce)
-		for _, o := range candidates {
-			if !unreferenced[o.Name] {
-				continue
-			}
-			g.Go(func() error {
-				if s.settle(ctx, p, o, stamp, later, log) {
-					mu.Lock()
-					settled++
-					mu.Unlock()
-				}
-				return nil
-			})
-		}
-		_ = g.Wait()
+			return nil
+		})
 	}
+	_ = g.Wait()
 	s.mu.Lock()
 	s.referenced[p] = referenced
 	s.mu.Unlock()
@@ -385,4 +419,28 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	if again > 0 {
 		s.queue.AddAfter(p, again)
 	}
+}
+
+// prove tells, of the candidates in p, which nothing references (true) and
+// which something does (false), proven a namespace at a time (a place of
+// every namespace holds several). Where a proof fails it tells nothing, and
+// the sweep comes back after After.
+func (s *Settler) prove(ctx context.Context, p place, candidates []metav1.ObjectMeta, log logr.Logger, later func(time.Duration)) map[objectName]bool {
+	byNamespace := map[string][]string{}
+	for _, o := range candidates {
+		byNamespace[o.Namespace] = append(byNamespace[o.Namespace], o.Name)
+	}
+	out := map[objectName]bool{}
+	for namespace, names := range byNamespace {
+		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, namespace, p.GVR, names)
+		if err != nil {
+			log.Info("proving objects unreferenced failed", "namespace", namespace, "objects", len(names), "error", err.Error())
+			later(s.After)
+			continue
+		}
+		for _, name := range names {
+			out[objectName{namespace: namespace, name: name}] = unreferenced[name]
+		}
+	}
+	return out
 }

@@ -34,18 +34,17 @@ type fakeObjects struct {
 	settled []string
 }
 
-func (f *fakeObjects) ListMeta(_ context.Context, _ string, gvr schema.GroupVersionResource, namespace string) ([]metav1.ObjectMeta, error) {
+func (f *fakeObjects) ListMeta(_ context.Context, _ string, gvr schema.GroupVersionResource, namespace string, visit func(*metav1.ObjectMeta)) error {
 	if f.gone[namespace] {
-		return nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+		return apierrors.NewNotFound(gvr.GroupResource(), "")
 	}
-	var out []metav1.ObjectMeta
 	for _, o := range f.objs {
 		// An object without a namespace shows in every one.
 		if o.Namespace == namespace || o.Namespace == "" {
-			out = append(out, o)
+			visit(&o)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func (f *fakeObjects) Settle(_ context.Context, _ string, gvr schema.GroupVersionResource, _, name, rv, stamp string) error {
@@ -230,7 +229,7 @@ func TestSettlerBacksOffReferenced(t *testing.T) {
 	if prover.asked["used"] != 2 {
 		t.Errorf("proven %d times in all, want twice: once more after %s", prover.asked["used"], provenReferencedFor)
 	}
-	if _, ok := s.referenced[p]["gone"]; ok {
+	if _, ok := s.referenced[p][objectName{name: "gone"}]; ok {
 		t.Error("an object that is gone is still remembered")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -120,6 +121,10 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if o.Settle {
 		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: index.Clock{Lifetime: intentLifetime},
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
+		if o.SettleWalkRate > 0 {
+			settler.Workspaces = &decision.WorkspaceWalk{Finder: finder, Root: "root", Limit: rate.NewLimiter(rate.Limit(o.SettleWalkRate), 1)}
+			settler.Types = reg
+		}
 	}
 	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated,
 		RulesRead: func() bool { return rules.Ready() == nil }, Log: log.WithName("published-stamps")}

@@ -64,9 +64,11 @@ type benchResults struct {
 	settled settleResults
 	// concurrency is many writers at once (measureConcurrency).
 	concurrency concurrencyResults
-	fresh       freshnessResult
-	paging      pagingResult
-	idx         indexingResult
+	// sweep is settling what exists (measureSweep).
+	sweep  sweepResult
+	fresh  freshnessResult
+	paging pagingResult
+	idx    indexingResult
 	// conv is measured with the handful of rules of the admission
 	// scenarios, convMany with the 1000+ of readyWithManyRules as well.
 	conv, convMany convergenceResult
@@ -102,11 +104,11 @@ func benchmarkPage(res benchResults) string { return renderBenchmarkPage(res, th
 // section's (the "settled" template); Go only computes the figures they
 // show (benchmarkView, settleResults.view).
 //
-//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl
+//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl sweep.md.gotmpl
 var benchmarkTemplates embed.FS
 
-// benchmarkPageTemplate is the page; it holds "settled" and "concurrency" too.
-var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl"))
+// benchmarkPageTemplate is the page; it holds "settled", "sweep" and "concurrency" too.
+var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl", "sweep.md.gotmpl"))
 
 // renderBenchmarkPage renders the page; run is a parameter so that a test
 // can fix it. The template is checked by TestBenchmarkPage, so an error
@@ -139,7 +141,10 @@ type pageView struct {
 	Settled settledView
 	// Concurrency is the many-writers section's (make
 	// bench-concurrency logs it alone).
-	Concurrency  concurrencyView
+	Concurrency concurrencyView
+	// Sweep is the settling-what-exists section's (make bench-sweep
+	// logs it alone).
+	Sweep        sweepView
 	Convergence  []convergenceView
 	ReadyMs      string
 	ReadyVerdict string
@@ -258,6 +263,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		Propagation: controller.DefaultPropagation.String(),
 		Settled:     res.settled.view(),
 		Concurrency: res.concurrency.view(),
+		Sweep:       res.sweep.view(),
 	}
 	for _, r := range res.rows {
 		v.Admission = append(v.Admission, admissionView{

@@ -96,6 +96,8 @@ func syntheticBenchResults() benchResults {
 			},
 		},
 		concurrency: syntheticConcurrency(),
+		sweep: sweepResult{objects: 100000, annotation: 2048, quiet: 10, created: 7*time.Minute + 12*time.Second,
+			quietSettled: 97 * time.Second, allSettled: 9*time.Minute + 40*time.Second, walked: 14, peak: "131 MiB"},
 		fresh: freshnessResult{
 			afterWrite:        spread(101*time.Millisecond, 430*us, benchTrials),
 			afterWriteSettled: spread(3600*us, 71*us, benchTrials),

@@ -1,0 +1,69 @@
+package settle
+
+// Discovery: the places of protected objects that no request this replica
+// admitted has shown it. A replica learns of a place from the creates and
+// deletions it decides; objects that were there before it started, or
+// before their type was protected, and that nothing touches since, would
+// never be swept. So whenever a type's stamp becomes usable, one walk over
+// the workspaces the webhook can read makes a place of the whole of each
+// workspace for that type; its sweep lists what is there, and forgets the
+// place when nothing is.
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Workspaces lists the logical clusters the webhook can read.
+type Workspaces interface {
+	// Walk calls visit with every logical cluster it reaches, each once,
+	// and returns the first error that stopped it from reaching some.
+	Walk(ctx context.Context, visit func(cluster string)) error
+}
+
+// Types lists the protected resources (registry.Registry.Targets).
+type Types interface {
+	Targets() []schema.GroupVersionResource
+}
+
+// discover walks the workspaces whenever watchStamps asks, for the types
+// that wait for it, until ctx ends. Walks do not overlap: types asked for
+// during one wait for the next.
+func (s *Settler) discover(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		types := make([]schema.GroupVersionResource, 0, len(s.discovering))
+		for gr, gvr := range s.discovering {
+			types = append(types, gvr)
+			delete(s.discovering, gr)
+		}
+		s.mu.Unlock()
+		if len(types) == 0 {
+			continue
+		}
+		start := time.Now()
+		workspaces := 0
+		err := s.Workspaces.Walk(ctx, func(cluster string) {
+			workspaces++
+			for _, gvr := range types {
+				s.queue.Add(s.candidate(cluster, gvr, ""))
+			}
+		})
+		workspacesWalked.Add(float64(workspaces))
+		log := s.Log.WithValues("resources", len(types), "workspaces", workspaces, "took", time.Since(start).String())
+		if err != nil {
+			// What it did reach is swept; the places it missed wait for a
+			// request there, or for the next walk.
+			log.Info("walking the workspaces found only some", "error", err.Error())
+			continue
+		}
+		log.V(1).Info("workspaces walked for objects to settle")
+	}
+}

@@ -1,0 +1,161 @@
+package settle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// fakeWorkspaces reaches clusters, then fails with err when set.
+type fakeWorkspaces struct {
+	clusters []string
+	err      error
+}
+
+func (f fakeWorkspaces) Walk(_ context.Context, visit func(string)) error {
+	for _, c := range f.clusters {
+		visit(c)
+	}
+	return f.err
+}
+
+type fakeTypes []schema.GroupVersionResource
+
+func (f fakeTypes) Targets() []schema.GroupVersionResource { return f }
+
+// placesObjects holds the objects of each logical cluster, in namespaces.
+type placesObjects struct {
+	mu      sync.Mutex
+	objs    map[string][]metav1.ObjectMeta
+	settled []string
+}
+
+func (f *placesObjects) ListMeta(_ context.Context, cluster string, _ schema.GroupVersionResource, namespace string, visit func(*metav1.ObjectMeta)) error {
+	for _, o := range f.objs[cluster] {
+		if namespace == "" || o.Namespace == namespace {
+			visit(&o)
+		}
+	}
+	return nil
+}
+
+func (f *placesObjects) Settle(_ context.Context, cluster string, _ schema.GroupVersionResource, namespace, name, _, stamp string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settled = append(f.settled, cluster+"/"+namespace+"/"+name+"="+stamp)
+	return nil
+}
+
+// namespacedProver knows which objects are referenced by namespace/name,
+// and records in which namespaces it was asked.
+type namespacedProver struct {
+	mu         sync.Mutex
+	referenced map[string]bool
+	namespaces []string
+}
+
+func (f *namespacedProver) Unreferenced(_ context.Context, _, namespace string, _ schema.GroupVersionResource, names []string) (map[string]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.namespaces = append(f.namespaces, namespace)
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = !f.referenced[namespace+"/"+n]
+	}
+	return out, nil
+}
+
+// TestSettlerDiscovers: objects that no request showed the settler (there
+// before it started, in places nothing touches) are found by a walk of the
+// workspaces once their type's stamp is usable, and settled a namespace at
+// a time, each proven with its own namespace's dependents; a workspace
+// without objects of the type is forgotten; a walk that fails part-way
+// still sweeps what it reached.
+func TestSettlerDiscovers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		walkErr error
+	}{
+		{name: "a whole walk"},
+		{name: "a walk that fails part-way", walkErr: errors.New("listing the workspaces of root:org: forbidden")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stamps := &fakeStamps{"s1", true, "s1"}
+			objs := &placesObjects{objs: map[string][]metav1.ObjectMeta{
+				"c1": {{Namespace: "a", Name: "vpc", ResourceVersion: "1"}, {Namespace: "b", Name: "vpc", ResourceVersion: "2"}, {Namespace: "b", Name: "used", ResourceVersion: "3"}},
+			}}
+			prover := &namespacedProver{referenced: map[string]bool{"b/used": true}}
+			clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+			s := &Settler{Stamps: stamps, Published: stamps, Objects: objs, Prover: prover, Pending: fakePending{},
+				Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), now: func() time.Time { return clock },
+				Workspaces: fakeWorkspaces{clusters: []string{"root", "c1"}, err: tc.walkErr}, Types: fakeTypes{vpcGVR}}
+			s.init()
+			defer s.queue.ShutDown()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go s.discover(ctx)
+
+			s.watchStamps()
+			var places []place
+			for len(places) < 2 {
+				p, _ := s.queue.Get()
+				places = append(places, p)
+				s.queue.Done(p)
+			}
+			sort.Slice(places, func(i, j int) bool { return places[i].Cluster < places[j].Cluster })
+			want := []place{{Cluster: "c1", GVR: vpcGVR}, {Cluster: "root", GVR: vpcGVR}}
+			if !slices.Equal(places, want) {
+				t.Fatalf("places found %v, want %v", places, want)
+			}
+
+			clock = clock.Add(time.Minute)
+			for _, p := range places {
+				s.sweep(ctx, p)
+			}
+			sort.Strings(objs.settled)
+			if want := []string{"c1/a/vpc=s1", "c1/b/vpc=s1"}; !slices.Equal(objs.settled, want) {
+				t.Errorf("settled %v, want %v", objs.settled, want)
+			}
+			sort.Strings(prover.namespaces)
+			if want := []string{"a", "b"}; !slices.Equal(prover.namespaces, want) {
+				t.Errorf("proven in namespaces %v, want each once: %v", prover.namespaces, want)
+			}
+			if _, ok := s.known[vpcGVR.GroupResource()][place{Cluster: "root", GVR: vpcGVR}]; ok {
+				t.Error("a workspace without objects of the type is still a known place")
+			}
+		})
+	}
+}
+
+// TestSettlerDiscoversOnlyWhenUsable: no walk while the type's stamp is not
+// usable (not published, or not settleable), and one walk when it becomes
+// so; an unchanged stamp asks for none.
+func TestSettlerDiscoversOnlyWhenUsable(t *testing.T) {
+	stamps := &fakeStamps{"s1", true, ""}
+	s := &Settler{Stamps: stamps, Published: stamps, Objects: &placesObjects{}, Prover: &namespacedProver{}, Pending: fakePending{},
+		Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), Workspaces: fakeWorkspaces{}, Types: fakeTypes{vpcGVR}}
+	s.init()
+	defer s.queue.ShutDown()
+	s.watchStamps()
+	if len(s.discovering) != 0 {
+		t.Fatalf("a walk asked for under an unpublished stamp: %v", s.discovering)
+	}
+	stamps.published = "s1"
+	s.watchStamps()
+	if _, ok := s.discovering[vpcGVR.GroupResource()]; !ok {
+		t.Fatal("no walk asked for once the stamp is usable")
+	}
+	delete(s.discovering, vpcGVR.GroupResource())
+	s.watchStamps()
+	if len(s.discovering) != 0 {
+		t.Errorf("a walk asked for under an unchanged stamp: %v", s.discovering)
+	}
+}
