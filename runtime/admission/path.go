@@ -3,13 +3,15 @@ package admission
 // The one door of the runtime's requests to the kcp front-proxy, which
 // serves every logical cluster below /clusters/<name> and routes each to its
 // shard: the dependent finder (package decision) and the re-indexer
-// (package index) read and write at the paths Path builds, of segments
-// Segment accepted.
+// (package index) read and write at the paths Path (or, for a workspace a
+// rule names by its path, WorkspacePath) builds, of segments Segment
+// accepted.
 
 import (
 	"fmt"
 	"path"
 
+	"github.com/kcp-dev/logicalcluster/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
@@ -34,6 +36,21 @@ func Path(cluster string, r schema.GroupVersionResource, namespace, name string)
 	if err := Cluster(cluster); err != nil {
 		return Address{}, fmt.Errorf("addressing %s: %w", r.GroupResource(), err)
 	}
+	return address(cluster, r, namespace, name)
+}
+
+// WorkspacePath is Path for a workspace named by its path (root:org:network),
+// which the front-proxy resolves: for paths a rule names, never for a value
+// a request carries.
+func WorkspacePath(workspace string, r schema.GroupVersionResource, namespace, name string) (Address, error) {
+	if p := logicalcluster.NewPath(workspace); !p.IsValid() || p == logicalcluster.Wildcard {
+		return Address{}, fmt.Errorf("addressing %s: %q is not a workspace path", r.GroupResource(), workspace)
+	}
+	return address(workspace, r, namespace, name)
+}
+
+// address joins the segments of Path once the cluster is checked.
+func address(cluster string, r schema.GroupVersionResource, namespace, name string) (Address, error) {
 	segments := []string{"/clusters", cluster}
 	if r.Group == "" {
 		segments = append(segments, "api", r.Version)

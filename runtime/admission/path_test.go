@@ -45,3 +45,32 @@ func TestPath(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspacePath: a workspace path a rule names addresses that
+// workspace; the wildcard, a path that climbs or leaves its segment, and
+// no path address nothing.
+func TestWorkspacePath(t *testing.T) {
+	lcs := schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}
+	tests := []struct {
+		name, workspace string
+		want, wantErr   string
+	}{
+		{name: "a nested path", workspace: "root:org:network", want: "/clusters/root:org:network/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"},
+		{name: "a logical cluster name", workspace: "2x9k3l", want: "/clusters/2x9k3l/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"},
+		{name: "the wildcard", workspace: "*", wantErr: "not a workspace path"},
+		{name: "a path that climbs", workspace: "root/../c2", wantErr: "not a workspace path"},
+		{name: "an empty segment", workspace: "root::network", wantErr: "not a workspace path"},
+		{name: "no path", workspace: "", wantErr: "not a workspace path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WorkspacePath(tt.workspace, lcs, "", "cluster")
+			if check.WantError(t, err, tt.wantErr) {
+				return
+			}
+			if got.String() != tt.want {
+				t.Fatalf("WorkspacePath = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -68,8 +68,15 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 	if len(p.DependentExports) == 0 {
 		return true, nil
 	}
-	values := make([]string, len(p.DependentExports))
-	for i, e := range p.DependentExports {
+	return f.bindsExports(ctx, cluster, p.DependentExports, p.Dependent.GroupResource().String())
+}
+
+// bindsExports reports whether the workspace cluster binds one of exports,
+// which serve the type called what; an answer of yes is remembered for
+// bindingMemory.
+func (f *FrontProxyFinder) bindsExports(ctx context.Context, cluster string, exports []registry.Export, what string) (bool, error) {
+	values := make([]string, len(exports))
+	for i, e := range exports {
 		values[i] = exportLabel(e)
 		if until, ok := f.bindings.until.Load(bindingKey{cluster: cluster, export: values[i]}); ok && time.Now().Before(until.(time.Time)) {
 			return true, nil
@@ -81,14 +88,14 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 	}
 	req, err := labels.NewRequirement(apisv1alpha1.InternalAPIBindingExportLabelKey, selection.In, values)
 	if err != nil {
-		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", p.Dependent.GroupResource(), err)
+		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", what, err)
 	}
 	res := path.On(f.raw.Get()).
 		Param("labelSelector", labels.NewSelector().Add(*req).String()).
 		SetHeader("Accept", "application/json").
 		Do(ctx)
 	if err := res.Error(); err != nil {
-		return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", p.Dependent.GroupResource(), err)
+		return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", what, err)
 	}
 	body, _ := res.Raw()
 	var list struct {
@@ -99,7 +106,7 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return false, fmt.Errorf("decoding the APIBindings of the exports serving %s: %w", p.Dependent.GroupResource(), err)
+		return false, fmt.Errorf("decoding the APIBindings of the exports serving %s: %w", what, err)
 	}
 	bound := false
 	for _, b := range list.Items {

@@ -9,11 +9,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // workspacesGVR is where a logical cluster keeps its child Workspaces.
@@ -35,6 +39,68 @@ type WorkspaceWalk struct {
 	Root string
 	// Limit paces the LIST requests; nil for DefaultWalkRate.
 	Limit *rate.Limiter
+	// Exports gives the APIExports the rules name as serving a protected
+	// type (registry.Registry.TargetExports).
+	Exports func(target schema.GroupResource) []v1alpha1.APIExportRef
+
+	// clusters remembers the logical cluster of each export's workspace
+	// path, for exportMemory.
+	clusters sync.Map // path → resolvedPath
+}
+
+// exportMemory is how long the logical cluster of an export's workspace
+// path is remembered: a workspace deleted and created again under the same
+// path is another logical cluster.
+const exportMemory = time.Minute
+
+type resolvedPath struct {
+	cluster string
+	until   time.Time
+}
+
+// Serves implements settle.Serving: cluster binds an APIExport that a rule
+// names as serving target. Only there are objects of target's group and
+// resource protected ones: elsewhere they are a CRD of the workspace's own,
+// or another export's, which the webhook must not label.
+func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schema.GroupVersionResource) (bool, error) {
+	var exports []registry.Export
+	for _, ref := range w.Exports(target.GroupResource()) {
+		lc, err := w.clusterOf(ctx, ref.Path)
+		if err != nil {
+			return false, err
+		}
+		exports = append(exports, registry.Export{Cluster: lc, Name: ref.Name})
+	}
+	if len(exports) == 0 {
+		return false, nil
+	}
+	return w.Finder.bindsExports(ctx, cluster, exports, target.GroupResource().String())
+}
+
+// clusterOf resolves a workspace path to its logical cluster, through the
+// front-proxy: the name of the LogicalCluster object there.
+func (w *WorkspaceWalk) clusterOf(ctx context.Context, workspace string) (string, error) {
+	if r, ok := w.clusters.Load(workspace); ok && time.Now().Before(r.(resolvedPath).until) {
+		return r.(resolvedPath).cluster, nil
+	}
+	path, err := admission.WorkspacePath(workspace, logicalClusters, "", "cluster")
+	if err != nil {
+		return "", err
+	}
+	var lc struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := w.Finder.get(ctx, path, &lc); err != nil {
+		return "", fmt.Errorf("resolving the workspace %s: %w", workspace, err)
+	}
+	cluster := lc.Metadata.Annotations[v1alpha1.ClusterAnnotation]
+	if err := admission.Cluster(cluster); err != nil {
+		return "", fmt.Errorf("resolving the workspace %s: %w", workspace, err)
+	}
+	w.clusters.Store(workspace, resolvedPath{cluster: cluster, until: time.Now().Add(exportMemory)})
+	return cluster, nil
 }
 
 // Walk implements settle.Workspaces. A workspace whose children cannot be

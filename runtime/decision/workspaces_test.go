@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // workspaceTree serves the child Workspaces of each logical cluster, two a
@@ -81,5 +85,66 @@ func TestWorkspaceWalk(t *testing.T) {
 	// five clusters one each.
 	if tree.pages != 10 {
 		t.Errorf("read %d pages, want 10", tree.pages)
+	}
+}
+
+// exportServer serves the LogicalCluster of the workspace path root:network
+// (logical cluster "netlc") and, in each cluster of bound, an APIBinding of
+// the export network.test.io there; it counts the path resolutions.
+type exportServer struct {
+	bound    map[string]bool
+	mu       sync.Mutex
+	resolved int
+}
+
+func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/clusters/root:network/apis/core.kcp.io/v1alpha1/logicalclusters/cluster":
+		s.mu.Lock()
+		s.resolved++
+		s.mu.Unlock()
+		writeJSON(w, map[string]interface{}{"metadata": map[string]interface{}{"name": "cluster", "annotations": map[string]interface{}{"kcp.io/cluster": "netlc"}}})
+	case strings.HasSuffix(r.URL.Path, "/apis/apis.kcp.io/v1alpha2/apibindings"):
+		cluster := strings.Split(r.URL.Path, "/")[2]
+		want := exportLabel(registry.Export{Cluster: "netlc", Name: "network.test.io"})
+		var items []interface{}
+		if s.bound[cluster] && strings.Contains(r.URL.Query().Get("labelSelector"), want) {
+			items = append(items, map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"internal.apis.kcp.io/export": want}}})
+		}
+		writeJSON(w, map[string]interface{}{"items": items})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestWorkspaceWalkServes: a workspace holds protected objects of a type
+// only where it binds an export a rule names as serving the type, its
+// workspace path resolved to a logical cluster (once, then remembered);
+// a type no rule names is served nowhere.
+func TestWorkspaceWalkServes(t *testing.T) {
+	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	srv := &exportServer{bound: map[string]bool{"c1": true}}
+	walk := &WorkspaceWalk{Finder: serveFinder(t, srv), Root: "root", Exports: func(gr schema.GroupResource) []v1alpha1.APIExportRef {
+		if gr == vpcs.GroupResource() {
+			return []v1alpha1.APIExportRef{{Path: "root:network", Name: "network.test.io"}}
+		}
+		return nil
+	}}
+	for _, tc := range []struct {
+		cluster string
+		target  schema.GroupVersionResource
+		want    bool
+	}{
+		{cluster: "c1", target: vpcs, want: true},
+		{cluster: "c2", target: vpcs, want: false},
+		{cluster: "c1", target: schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "subnets"}, want: false},
+	} {
+		got, err := walk.Serves(context.Background(), tc.cluster, tc.target)
+		if err != nil || got != tc.want {
+			t.Errorf("Serves(%s, %s) = %v, %v; want %v", tc.cluster, tc.target.Resource, got, err, tc.want)
+		}
+	}
+	if srv.resolved != 1 {
+		t.Errorf("root:network resolved %d times, want once", srv.resolved)
 	}
 }

@@ -21,6 +21,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,10 @@ type Protection struct {
 	// RuleUIDs are the UIDs of the rules the protection is of: the rule's
 	// own; several when protections of several rules are merged.
 	RuleUIDs []string
+	// TargetExports are the APIExports the rule names as serving the
+	// protected type (its dependencies' apiExportRef): only a workspace
+	// that binds one of them holds protected objects of the type.
+	TargetExports []v1alpha1.APIExportRef
 }
 
 // Export names an APIExport: its logical cluster and name.
@@ -170,6 +175,9 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 				DependentExports: []Export{{Cluster: clusterOf(key), Name: rule.Spec.Dependent.APIExportName}}}
 		}
 		prot.Paths = append(prot.Paths, p)
+		if !slices.Contains(prot.TargetExports, d.APIExportRef) {
+			prot.TargetExports = append(prot.TargetExports, d.APIExportRef)
+		}
 		r.ByTarget[target] = prot
 	}
 	return r, nil
@@ -330,6 +338,23 @@ func (r *Registry) Targets() []schema.GroupVersionResource {
 		out = append(out, gr.WithVersion(v))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// TargetExports returns the APIExports that the rules over target name as
+// serving it, each once, sorted.
+func (r *Registry) TargetExports(target schema.GroupResource) []v1alpha1.APIExportRef {
+	var out []v1alpha1.APIExportRef
+	r.read(func() {
+		for _, p := range r.byTarget[target] {
+			for _, e := range p.TargetExports {
+				if !slices.Contains(out, e) {
+					out = append(out, e)
+				}
+			}
+		}
+	})
+	slices.SortFunc(out, func(a, b v1alpha1.APIExportRef) int { return strings.Compare(a.Path+"/"+a.Name, b.Path+"/"+b.Name) })
 	return out
 }
 

@@ -47,6 +47,9 @@ func TestRegisterFindUnregister(t *testing.T) {
 	if got, want := r.Targets(), []schema.GroupVersionResource{fws, vpcs}; !slices.Equal(got, want) {
 		t.Fatalf("targets = %v, want each protected resource once: %v", got, want)
 	}
+	if got, want := r.TargetExports(vpcs.GroupResource()), []v1alpha1.APIExportRef{{Path: "root:network", Name: "network.test.io"}}; !slices.Equal(got, want) {
+		t.Fatalf("exports serving vpcs = %v, want the one both rules name, once: %v", got, want)
+	}
 	got := r.Protections(vpcs)
 	if len(got) != 2 || got[0].Rule != "c0/db" || got[1].Rule != "c1/vm" {
 		t.Fatalf("protections of vpcs = %+v", got)

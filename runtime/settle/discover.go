@@ -6,8 +6,8 @@ package settle
 // before their type was protected, and that nothing touches since, would
 // never be swept. So whenever a type's stamp becomes usable, one walk over
 // the workspaces the webhook can read makes a place of the whole of each
-// workspace for that type; its sweep lists what is there, and forgets the
-// place when nothing is.
+// workspace that binds an export serving the type; its sweep lists what is
+// there, and forgets the place when nothing is.
 
 import (
 	"context"
@@ -21,6 +21,11 @@ type Workspaces interface {
 	// Walk calls visit with every logical cluster it reaches, each once,
 	// and returns the first error that stopped it from reaching some.
 	Walk(ctx context.Context, visit func(cluster string)) error
+	// Serves reports whether cluster binds an APIExport that a rule names
+	// as serving target: only there are objects of target protected ones
+	// (elsewhere they are the workspace's own, or another export's, and
+	// are not the settler's to label).
+	Serves(ctx context.Context, cluster string, target schema.GroupVersionResource) (bool, error)
 }
 
 // Types lists the protected resources (registry.Registry.Targets).
@@ -49,15 +54,23 @@ func (s *Settler) discover(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
-		workspaces := 0
+		workspaces, places, unknown := 0, 0, 0
 		err := s.Workspaces.Walk(ctx, func(cluster string) {
 			workspaces++
 			for _, gvr := range types {
-				s.queue.Add(s.candidate(cluster, gvr, ""))
+				serves, err := s.Workspaces.Serves(ctx, cluster, gvr)
+				if err != nil {
+					unknown++
+					s.Log.V(1).Info("cannot tell whether a workspace serves a protected type", "cluster", cluster, "resource", gvr.GroupResource().String(), "error", err.Error())
+				}
+				if serves {
+					places++
+					s.queue.Add(s.candidate(cluster, gvr, ""))
+				}
 			}
 		})
 		workspacesWalked.Add(float64(workspaces))
-		log := s.Log.WithValues("resources", len(types), "workspaces", workspaces, "took", time.Since(start).String())
+		log := s.Log.WithValues("resources", len(types), "workspaces", workspaces, "places", places, "unknown", unknown, "took", time.Since(start).String())
 		if err != nil {
 			// What it did reach is swept; the places it missed wait for a
 			// request there, or for the next walk.

@@ -14,10 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// fakeWorkspaces reaches clusters, then fails with err when set.
+// fakeWorkspaces reaches clusters, then fails with err when set; a
+// cluster in own serves the type from a CRD of its own, not from an export
+// a rule names; one in unknown cannot be told.
 type fakeWorkspaces struct {
-	clusters []string
-	err      error
+	clusters     []string
+	err          error
+	own, unknown map[string]bool
+}
+
+func (f fakeWorkspaces) Serves(_ context.Context, cluster string, _ schema.GroupVersionResource) (bool, error) {
+	if f.unknown[cluster] {
+		return false, errors.New("listing the APIBindings: forbidden")
+	}
+	return !f.own[cluster], nil
 }
 
 func (f fakeWorkspaces) Walk(_ context.Context, visit func(string)) error {
@@ -77,8 +87,9 @@ func (f *namespacedProver) Unreferenced(_ context.Context, _, namespace string, 
 // before it started, in places nothing touches) are found by a walk of the
 // workspaces once their type's stamp is usable, and settled a namespace at
 // a time, each proven with its own namespace's dependents; a workspace
-// without objects of the type is forgotten; a walk that fails part-way
-// still sweeps what it reached.
+// without objects of the type is forgotten; one that serves the type from
+// elsewhere than the rules' exports, or cannot be told to, is never swept;
+// a walk that fails part-way still sweeps what it reached.
 func TestSettlerDiscovers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -90,13 +101,15 @@ func TestSettlerDiscovers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stamps := &fakeStamps{"s1", true, "s1"}
 			objs := &placesObjects{objs: map[string][]metav1.ObjectMeta{
-				"c1": {{Namespace: "a", Name: "vpc", ResourceVersion: "1"}, {Namespace: "b", Name: "vpc", ResourceVersion: "2"}, {Namespace: "b", Name: "used", ResourceVersion: "3"}},
+				"c1":  {{Namespace: "a", Name: "vpc", ResourceVersion: "1"}, {Namespace: "b", Name: "vpc", ResourceVersion: "2"}, {Namespace: "b", Name: "used", ResourceVersion: "3"}},
+				"own": {{Namespace: "a", Name: "own-crd", ResourceVersion: "4"}},
 			}}
 			prover := &namespacedProver{referenced: map[string]bool{"b/used": true}}
 			clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 			s := &Settler{Stamps: stamps, Published: stamps, Objects: objs, Prover: prover, Pending: fakePending{},
 				Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), now: func() time.Time { return clock },
-				Workspaces: fakeWorkspaces{clusters: []string{"root", "c1"}, err: tc.walkErr}, Types: fakeTypes{vpcGVR}}
+				Workspaces: fakeWorkspaces{clusters: []string{"root", "own", "unknown", "c1"}, err: tc.walkErr,
+					own: map[string]bool{"own": true}, unknown: map[string]bool{"unknown": true}}, Types: fakeTypes{vpcGVR}}
 			s.init()
 			defer s.queue.ShutDown()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -109,6 +122,9 @@ func TestSettlerDiscovers(t *testing.T) {
 				p, _ := s.queue.Get()
 				places = append(places, p)
 				s.queue.Done(p)
+			}
+			if n := s.queue.Len(); n != 0 {
+				t.Fatalf("%d more places found, want only the workspaces that serve the type from the rules' exports", n)
 			}
 			sort.Slice(places, func(i, j int) bool { return places[i].Cluster < places[j].Cluster })
 			want := []place{{Cluster: "c1", GVR: vpcGVR}, {Cluster: "root", GVR: vpcGVR}}

@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		settler = &settle.Settler{Stamps: reg, Published: published, Objects: finder, Pending: pending, Intents: index.Clock{Lifetime: intentLifetime},
 			After: o.SettleAfter, IntentLifetime: intentLifetime, Log: log.WithName("settler")}
 		if o.SettleWalkRate > 0 {
-			settler.Workspaces = &decision.WorkspaceWalk{Finder: finder, Root: "root", Limit: rate.NewLimiter(rate.Limit(o.SettleWalkRate), 1)}
+			settler.Workspaces = &decision.WorkspaceWalk{Finder: finder, Root: "root", Limit: rate.NewLimiter(rate.Limit(o.SettleWalkRate), 1), Exports: reg.TargetExports}
 			settler.Types = reg
 		}
 	}
