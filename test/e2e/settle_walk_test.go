@@ -25,7 +25,8 @@ const walkedWithin = 4 * time.Minute
 // of the workspaces, in namespaces where nothing else happens: VPCs created
 // before their rule existed (no webhook saw their creation), on both
 // shards; and a VPC whose label was removed, after the webhook restarted
-// and so knows nothing of where it is.
+// and so knows nothing of where it is. The walks never label a workspace's
+// own objects of the protected type's group and resource.
 func TestEveryObjectSettles(t *testing.T) {
 	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
 	top, rt := install(ctx, t, e)
@@ -37,6 +38,16 @@ func TestEveryObjectSettles(t *testing.T) {
 		_, err := top.dynamicFor(t, c.Path).Resource(fixtures.VPCs.GVR()).Namespace(ns).Create(ctx, vpcObject("there-first"), metav1.CreateOptions{})
 		check.Must(t, err)
 	}
+	// A tenant's own VPC type, which no rule protects, with an object.
+	own, err := e.CreateWorkspace(ctx, "root", env.UniqueName("e2e-own-vpcs"), env.OnShard(top.Consumers[1].Shard))
+	check.Must(t, err)
+	apply(ctx, t, top.admin(t, own.Path), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n", ownVPCs)
+	top.waitServed(ctx, t, own, fixtures.VPCs.GVR())
+	ownVPC := top.dynamicFor(t, own.Path).Resource(fixtures.VPCs.GVR()).Namespace(ns)
+	check.Eventually(ctx, t, time.Minute, "creating the tenant's own VPC", func() error {
+		_, err := ownVPC.Create(ctx, vpcObject("own"), metav1.CreateOptions{})
+		return err
+	})
 	top.protectVPCs(ctx, t)
 	published := top.waitPublished(ctx, t)
 
@@ -63,7 +74,37 @@ func TestEveryObjectSettles(t *testing.T) {
 		took := top.waitSettledIn(ctx, t, c, ns, "unlabelled", restarted)
 		t.Logf("settled %s after the webhook restarted", took.Round(time.Second))
 	})
+
+	t.Run("a workspace's own type of the same name is never labelled", func(t *testing.T) {
+		// Two walks have reached its workspace by now, each followed by
+		// sweeps as long as the ones that settled the VPCs above.
+		u, err := ownVPC.Get(ctx, "own", metav1.GetOptions{})
+		check.Must(t, err)
+		if l, ok := u.GetLabels()[settle.SettledLabel]; ok {
+			t.Fatalf("the tenant's own VPC was labelled %q", l)
+		}
+	})
 }
+
+// ownVPCs is a tenant's own, namespaced VPC type, of the same group and
+// resource as the bound one.
+var ownVPCs = fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: vpcs.%[1]s
+spec:
+  group: %[1]s
+  scope: Namespaced
+  names: {plural: vpcs, singular: vpc, kind: VPC, listKind: VPCList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, fixtures.VPCs.Group)
 
 // waitPublished waits for the VPCs' stamp to be published and returns when
 // it was seen.
