@@ -410,6 +410,21 @@ func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Prot
 	return f[namespace+"/"+dependent], nil
 }
 
+func (f fakeDependents) StoredWith(_ context.Context, _ string, _ registry.Protection, namespace string, values []string, _ string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for key, d := range f {
+		if !strings.HasPrefix(key, namespace+"/") || !d.Found {
+			continue
+		}
+		for _, v := range values {
+			if TokenOf(v) == d.Token {
+				out[v] = d.References
+			}
+		}
+	}
+	return out, nil
+}
+
 // TestStoredIntentsPruned: an object that carries more than pruneThreshold
 // fresh intents sheds those whose writes are stored and left their
 // dependents referencing it, but not the youngest, nor those of dependents
@@ -479,6 +494,11 @@ func (b *blockingDependents) Referencing(ctx context.Context, _ string, _ regist
 	case <-ctx.Done():
 	}
 	return Dependent{}, nil
+}
+
+func (b *blockingDependents) StoredWith(ctx context.Context, _ string, _ registry.Protection, _ string, _ []string, _ string) (map[string]bool, error) {
+	_, err := b.Referencing(ctx, "", registry.Protection{}, "", "", "")
+	return nil, err
 }
 
 // TestOnePrunePerObject: on an object that carries more fresh intents than

@@ -2,6 +2,8 @@ package index
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,26 +23,48 @@ const (
 	pruneMinAge    = 2 * time.Second
 )
 
-// DependentReader reads one dependent (decision.FrontProxyFinder does).
+// DependentReader reads dependents (decision.FrontProxyFinder does).
 type DependentReader interface {
+	// Referencing reads one dependent.
 	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (Dependent, error)
+	// StoredWith returns, of the IntentLabel values given, those that a
+	// stored dependent of p in namespace carries, and whether that
+	// dependent references the object called name.
+	StoredWith(ctx context.Context, cluster string, p registry.Protection, namespace string, values []string, name string) (map[string]bool, error)
+}
+
+// labelsPerRead bounds the IntentLabel values one read selects, so that
+// its selector stays a short query.
+const labelsPerRead = 50
+
+// intentGroup is the intents whose dependents one read lists: one
+// dependent type and version, in one namespace.
+type intentGroup struct {
+	resource, version, namespace string
 }
 
 // storedIntents returns the keys of the fresh intents on the object called
 // name of target that Judge finds held, when there are more than
-// pruneThreshold fresh intents. One whose write the stored dependent does
-// not show stored (it lacks the write's IntentLabel) stays, whatever that
-// copy references.
+// pruneThreshold fresh intents: the dependent carries the write's
+// IntentLabel, so the write is stored, and references the object. One
+// whose write the stored dependent does not show stored stays, whatever
+// that copy references. The dependents are read a group at a time, each
+// group one LIST of those that carry the intents' labels.
 func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target schema.GroupVersionResource, name string, fresh []Recorded) []string {
 	if ix.Dependents == nil || len(fresh) <= pruneThreshold {
 		return nil
 	}
-	var keys []string
+	groups := map[intentGroup][]Recorded{}
 	for _, in := range fresh {
 		if in.Name == "" || ix.now().Sub(in.At.Time) < pruneMinAge {
 			continue
 		}
-		dependent := schema.ParseGroupResource(in.Resource)
+		g := intentGroup{resource: in.Resource, version: in.Version, namespace: in.Namespace}
+		groups[g] = append(groups[g], in)
+	}
+	var keys []string
+	for g, ins := range groups {
+		dependent := schema.ParseGroupResource(g.resource)
 		var paths []fieldpath.Path
 		for _, r := range ix.schemas.IndexSchema(dependent).References {
 			if r.Target == target.GroupResource() {
@@ -50,15 +74,24 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 		if len(paths) == 0 {
 			continue
 		}
-		p := registry.Protection{Dependent: dependent.WithVersion(in.Version), Paths: paths}
-		d, err := ix.Dependents.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
-		if err != nil {
-			ix.log.Info("reading a dependent to settle its intent failed", "cluster", cluster, "dependent", in.Resource+"/"+in.Name, "error", err.Error())
-			return keys
-		}
-		if Judge(in, d) == Held {
-			keys = append(keys, in.Key)
+		p := registry.Protection{Dependent: dependent.WithVersion(g.version), Paths: paths}
+		for chunk := range slices.Chunk(ins, labelsPerRead) {
+			values := make([]string, len(chunk))
+			for i, in := range chunk {
+				values[i] = LabelValue(in.Token(), in.At.Time)
+			}
+			stored, err := ix.Dependents.StoredWith(ctx, cluster, p, g.namespace, values, name)
+			if err != nil {
+				ix.log.Info("reading the dependents of intents to settle them failed", "cluster", cluster, "dependents", g.resource, "namespace", g.namespace, "error", err.Error())
+				return keys
+			}
+			for i, in := range chunk {
+				if stored[values[i]] {
+					keys = append(keys, in.Key)
+				}
+			}
 		}
 	}
+	sort.Strings(keys)
 	return keys
 }
