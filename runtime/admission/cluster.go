@@ -48,6 +48,18 @@ func ClusterOf(req *admissionv1.AdmissionRequest, decoded Annotations) (string, 
 	return cluster, nil
 }
 
+// ResolvedCluster returns the logical cluster that the annotations of an
+// object the runtime read from kcp itself name (the LogicalCluster object
+// of a workspace it addressed by path), checked as Cluster checks it. It is
+// never for an object a request carries: ClusterOf decides those.
+func ResolvedCluster(annotations map[string]string) (string, error) {
+	cluster := annotations[v1alpha1.ClusterAnnotation]
+	if err := Cluster(cluster); err != nil {
+		return "", fmt.Errorf("%s of a LogicalCluster read from kcp: %w", v1alpha1.ClusterAnnotation, err)
+	}
+	return cluster, nil
+}
+
 // Cluster checks that s is a logical cluster name: what kcp accepts
 // (logicalcluster.Name.IsValid), and a single path segment.
 func Cluster(s string) error {

@@ -99,3 +99,27 @@ func TestClusterOf(t *testing.T) {
 		})
 	}
 }
+
+// TestResolvedCluster: the logical cluster a LogicalCluster read from kcp
+// names is taken only when it is one.
+func TestResolvedCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want, err   string
+	}{
+		{name: "a logical cluster", annotations: map[string]string{"kcp.io/cluster": "2x9k3l"}, want: "2x9k3l"},
+		{name: "none", annotations: nil, err: "not a logical cluster name"},
+		{name: "a path", annotations: map[string]string{"kcp.io/cluster": "root:network"}, err: "not a logical cluster name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ResolvedCluster(tc.annotations)
+			if check.WantError(t, err, tc.err) {
+				return
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -95,8 +95,8 @@ func (w *WorkspaceWalk) clusterOf(ctx context.Context, workspace string) (string
 	if err := w.Finder.get(ctx, path, &lc); err != nil {
 		return "", fmt.Errorf("resolving the workspace %s: %w", workspace, err)
 	}
-	cluster := lc.Metadata.Annotations[v1alpha1.ClusterAnnotation]
-	if err := admission.Cluster(cluster); err != nil {
+	cluster, err := admission.ResolvedCluster(lc.Metadata.Annotations)
+	if err != nil {
 		return "", fmt.Errorf("resolving the workspace %s: %w", workspace, err)
 	}
 	w.clusters.Store(workspace, resolvedPath{cluster: cluster, until: time.Now().Add(exportMemory)})
