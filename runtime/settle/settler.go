@@ -138,6 +138,13 @@ type objectName struct {
 	namespace, name string
 }
 
+// candidate is what a sweep keeps of an object it may settle: its name and
+// the revision the label's patch is conditional on.
+type candidate struct {
+	objectName
+	resourceVersion string
+}
+
 func (s *Settler) init() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -275,18 +282,18 @@ func (s *Settler) usable(gr schema.GroupResource) string {
 const settlesAtOnce = 8
 
 // settle labels o; later hears when to try again.
-func (s *Settler) settle(ctx context.Context, p place, o metav1.ObjectMeta, stamp string, later func(time.Duration), log logr.Logger) bool {
+func (s *Settler) settle(ctx context.Context, p place, o candidate, stamp string, later func(time.Duration), log logr.Logger) bool {
 	if s.usable(p.GVR.GroupResource()) != stamp {
 		return false
 	}
-	switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.Namespace, o.Name, o.ResourceVersion, stamp); {
+	switch err := s.Objects.Settle(ctx, p.Cluster, p.GVR, o.namespace, o.name, o.resourceVersion, stamp); {
 	case err == nil:
 		return true
 	case apierrors.IsConflict(err):
 		later(time.Second)
 	case apierrors.IsNotFound(err):
 	default:
-		log.Info("settling an object failed", "name", o.Name, "error", err.Error())
+		log.Info("settling an object failed", "namespace", o.namespace, "name", o.name, "error", err.Error())
 		later(s.After)
 	}
 	return false
@@ -344,7 +351,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	before := s.referencedIn(p)
 	// Recomputed at every sweep, so objects that are gone drop out.
 	referenced := map[objectName]time.Time{}
-	var candidates []metav1.ObjectMeta
+	var candidates []candidate
 	found := 0
 	err := s.Objects.ListMeta(ctx, p.Cluster, p.GVR, p.Namespace, func(o *metav1.ObjectMeta) {
 		found++
@@ -362,7 +369,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 			later(until.Sub(now))
 			return
 		}
-		candidates = append(candidates, metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, ResourceVersion: o.ResourceVersion})
+		candidates = append(candidates, candidate{objectName: n, resourceVersion: o.ResourceVersion})
 	})
 	if apierrors.IsNotFound(err) || (err == nil && found == 0) {
 		// The namespace or workspace is gone, or empty.
@@ -389,14 +396,14 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	unreferenced := s.prove(ctx, p, candidates, log, later)
 	for _, o := range candidates {
-		if free, proven := unreferenced[objectName{namespace: o.Namespace, name: o.Name}]; proven && !free {
-			referenced[objectName{namespace: o.Namespace, name: o.Name}] = now.Add(provenReferencedFor)
+		if free, proven := unreferenced[o.objectName]; proven && !free {
+			referenced[o.objectName] = now.Add(provenReferencedFor)
 		}
 	}
 	var g errgroup.Group
 	g.SetLimit(settlesAtOnce)
 	for _, o := range candidates {
-		if !unreferenced[objectName{namespace: o.Namespace, name: o.Name}] {
+		if !unreferenced[o.objectName] {
 			continue
 		}
 		g.Go(func() error {
@@ -425,10 +432,10 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 // which something does (false), proven a namespace at a time (a place of
 // every namespace holds several). Where a proof fails it tells nothing, and
 // the sweep comes back after After.
-func (s *Settler) prove(ctx context.Context, p place, candidates []metav1.ObjectMeta, log logr.Logger, later func(time.Duration)) map[objectName]bool {
+func (s *Settler) prove(ctx context.Context, p place, candidates []candidate, log logr.Logger, later func(time.Duration)) map[objectName]bool {
 	byNamespace := map[string][]string{}
 	for _, o := range candidates {
-		byNamespace[o.Namespace] = append(byNamespace[o.Namespace], o.Name)
+		byNamespace[o.namespace] = append(byNamespace[o.namespace], o.name)
 	}
 	out := map[objectName]bool{}
 	for namespace, names := range byNamespace {
