@@ -19,8 +19,10 @@ import (
 // metadataOnly asks the API server for the objects' metadata alone.
 const metadataOnly = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
-// settlePageSize is how many objects' metadata one page of a sweep holds.
-const settlePageSize = 500
+// settlePageSize is how many objects' metadata one page of a sweep holds:
+// a tenant may give each up to 256 KiB of annotations, so a page is at most
+// some 25 MiB however its objects are written.
+const settlePageSize = 100
 
 // ListMeta implements SettleObjects with a consistent LIST of metadata,
 // decoded a page at a time: a sweep of a namespace with 100 000 objects

@@ -15,16 +15,17 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // StoredWith implements index.DependentReader: of the IntentLabel values
-// given, those that a stored dependent of p in namespace carries, and
-// whether that dependent references the object called name (one being
-// deleted references nothing). It reads the API server's cache
+// given, those that a stored dependent of p in namespace carries, with
+// that dependent's name and whether it references the object called name
+// (one being deleted references nothing). It reads the API server's cache
 // (resourceVersion=0): a dependent seen carrying a write's label, at any
 // revision, shows that write stored, which is all the caller concludes.
-func (f *FrontProxyFinder) StoredWith(ctx context.Context, cluster string, p registry.Protection, namespace string, values []string, name string) (map[string]bool, error) {
+func (f *FrontProxyFinder) StoredWith(ctx context.Context, cluster string, p registry.Protection, namespace string, values []string, name string) (map[string]index.Stored, error) {
 	if len(values) == 0 {
 		return nil, nil
 	}
@@ -51,7 +52,7 @@ func (f *FrontProxyFinder) StoredWith(ctx context.Context, cluster string, p reg
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("decoding the %s that carry intent labels: %w", p.Dependent.GroupResource(), err)
 	}
-	out := make(map[string]bool, len(list.Items))
+	out := make(map[string]index.Stored, len(list.Items))
 	for _, item := range list.Items {
 		md, _ := item["metadata"].(map[string]interface{})
 		lbls, _ := md["labels"].(map[string]interface{})
@@ -60,7 +61,7 @@ func (f *FrontProxyFinder) StoredWith(ctx context.Context, cluster string, p reg
 			continue
 		}
 		deleting := f.IgnoreDeleting && len(itemDeleting.Values(item)) > 0
-		out[value] = !deleting && references(item, p.Paths, name)
+		out[value] = index.Stored{Name: first(itemName.Values(item)), References: !deleting && references(item, p.Paths, name)}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/fieldpath"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
@@ -63,13 +64,13 @@ func TestStoredWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"ta.100": true, "tb.100": false, "tc.100": false}
+	want := map[string]index.Stored{"ta.100": {Name: "vm-a", References: true}, "tb.100": {Name: "vm-b"}, "tc.100": {Name: "vm-c"}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if r, ok := got[k]; !ok || r != v {
-			t.Errorf("%s: got %v (present %v), want %v", k, r, ok, v)
+			t.Errorf("%s: got %+v (present %v), want %+v", k, r, ok, v)
 		}
 	}
 	if rv := srv.query["resourceVersion"]; len(rv) != 1 || rv[0] != "0" {

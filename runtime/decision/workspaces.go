@@ -12,13 +12,21 @@ import (
 	"sync"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
+
+// walkPageSize is how many Workspaces, or APIBindings, one page of the walk
+// holds: a tenant may give each up to 256 KiB of annotations, so a page is
+// at most some 25 MiB however they are written.
+const walkPageSize = 100
 
 // workspacesGVR is where a logical cluster keeps its child Workspaces.
 var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
@@ -58,23 +66,75 @@ type resolvedPath struct {
 	until   time.Time
 }
 
-// Serves implements settle.Serving: cluster binds an APIExport that a rule
-// names as serving target. Only there are objects of target's group and
-// resource protected ones: elsewhere they are a CRD of the workspace's own,
-// or another export's, which the webhook must not label.
+// Serves implements settle.Workspaces: cluster binds an APIExport that a
+// rule names as serving target, and that binding has bound target (kcp
+// labels a binding with its export when it is created, also one that then
+// fails to bind because the workspace serves the type already). Only there
+// are objects of target's group and resource protected ones: elsewhere
+// they are a CRD of the workspace's own, or another export's, which the
+// webhook must not label. An export whose workspace path cannot be
+// resolved is left out; none resolved is an error.
 func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schema.GroupVersionResource) (bool, error) {
-	var exports []registry.Export
+	var values []string
+	var unresolved error
 	for _, ref := range w.Exports(target.GroupResource()) {
 		lc, err := w.clusterOf(ctx, ref.Path)
 		if err != nil {
-			return false, err
+			unresolved = err
+			continue
 		}
-		exports = append(exports, registry.Export{Cluster: lc, Name: ref.Name})
+		values = append(values, exportLabel(registry.Export{Cluster: lc, Name: ref.Name}))
 	}
-	if len(exports) == 0 {
-		return false, nil
+	if len(values) == 0 {
+		return false, unresolved
 	}
-	return w.Finder.bindsExports(ctx, cluster, exports, target.GroupResource().String())
+	path, err := admission.Path(cluster, apiBindings, "", "")
+	if err != nil {
+		return false, err
+	}
+	req, err := labels.NewRequirement(apisv1alpha1.InternalAPIBindingExportLabelKey, selection.In, values)
+	if err != nil {
+		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
+	}
+	cont := ""
+	for {
+		r := path.On(w.Finder.raw.Get()).Param("labelSelector", labels.NewSelector().Add(*req).String()).
+			Param("limit", strconv.Itoa(walkPageSize)).SetHeader("Accept", "application/json")
+		if cont != "" {
+			r = r.Param("continue", cont)
+		}
+		res := r.Do(ctx)
+		if err := res.Error(); err != nil {
+			return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
+		}
+		body, _ := res.Raw()
+		var page struct {
+			Metadata struct {
+				Continue string `json:"continue"`
+			} `json:"metadata"`
+			Items []struct {
+				Status struct {
+					BoundResources []struct {
+						Group    string `json:"group"`
+						Resource string `json:"resource"`
+					} `json:"boundResources"`
+				} `json:"status"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return false, fmt.Errorf("decoding the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
+		}
+		for _, b := range page.Items {
+			for _, r := range b.Status.BoundResources {
+				if r.Group == target.Group && r.Resource == target.Resource {
+					return true, nil
+				}
+			}
+		}
+		if cont = page.Metadata.Continue; cont == "" {
+			return false, nil
+		}
+	}
 }
 
 // clusterOf resolves a workspace path to its logical cluster, through the
@@ -152,7 +212,7 @@ func (w *WorkspaceWalk) children(ctx context.Context, limit *rate.Limiter, clust
 		if err := limit.Wait(ctx); err != nil {
 			return out, err
 		}
-		req := path.On(w.Finder.raw.Get()).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(500))
+		req := path.On(w.Finder.raw.Get()).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(walkPageSize))
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}

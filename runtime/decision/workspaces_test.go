@@ -89,12 +89,14 @@ func TestWorkspaceWalk(t *testing.T) {
 }
 
 // exportServer serves the LogicalCluster of the workspace path root:network
-// (logical cluster "netlc") and, in each cluster of bound, an APIBinding of
-// the export network.test.io there; it counts the path resolutions.
+// (logical cluster "netlc"; root:gone has none) and, in each cluster of
+// bound, an APIBinding of the export network.test.io there, which has
+// bound vpcs unless the cluster is in failed; it counts the path
+// resolutions.
 type exportServer struct {
-	bound    map[string]bool
-	mu       sync.Mutex
-	resolved int
+	bound, failed map[string]bool
+	mu            sync.Mutex
+	resolved      int
 }
 
 func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +111,12 @@ func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		want := exportLabel(registry.Export{Cluster: "netlc", Name: "network.test.io"})
 		var items []interface{}
 		if s.bound[cluster] && strings.Contains(r.URL.Query().Get("labelSelector"), want) {
-			items = append(items, map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"internal.apis.kcp.io/export": want}}})
+			var bound []interface{}
+			if !s.failed[cluster] {
+				bound = append(bound, map[string]interface{}{"group": "network.test.io", "resource": "vpcs"})
+			}
+			items = append(items, map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"internal.apis.kcp.io/export": want}},
+				"status": map[string]interface{}{"boundResources": bound}})
 		}
 		writeJSON(w, map[string]interface{}{"items": items})
 	default:
@@ -119,14 +126,16 @@ func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestWorkspaceWalkServes: a workspace holds protected objects of a type
 // only where it binds an export a rule names as serving the type, its
-// workspace path resolved to a logical cluster (once, then remembered);
-// a type no rule names is served nowhere.
+// workspace path resolved to a logical cluster (once, then remembered),
+// and the binding did bind the type (one that failed to, the workspace
+// serving the type already, does not count); an export whose path does
+// not resolve is left out; a type no rule names is served nowhere.
 func TestWorkspaceWalkServes(t *testing.T) {
 	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
-	srv := &exportServer{bound: map[string]bool{"c1": true}}
+	srv := &exportServer{bound: map[string]bool{"c1": true, "c3": true}, failed: map[string]bool{"c3": true}}
 	walk := &WorkspaceWalk{Finder: serveFinder(t, srv), Root: "root", Exports: func(gr schema.GroupResource) []v1alpha1.APIExportRef {
 		if gr == vpcs.GroupResource() {
-			return []v1alpha1.APIExportRef{{Path: "root:network", Name: "network.test.io"}}
+			return []v1alpha1.APIExportRef{{Path: "root:gone", Name: "network.test.io"}, {Path: "root:network", Name: "network.test.io"}}
 		}
 		return nil
 	}}
@@ -137,6 +146,7 @@ func TestWorkspaceWalkServes(t *testing.T) {
 	}{
 		{cluster: "c1", target: vpcs, want: true},
 		{cluster: "c2", target: vpcs, want: false},
+		{cluster: "c3", target: vpcs, want: false},
 		{cluster: "c1", target: schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "subnets"}, want: false},
 	} {
 		got, err := walk.Serves(context.Background(), tc.cluster, tc.target)
@@ -144,7 +154,14 @@ func TestWorkspaceWalkServes(t *testing.T) {
 			t.Errorf("Serves(%s, %s) = %v, %v; want %v", tc.cluster, tc.target.Resource, got, err, tc.want)
 		}
 	}
+	gone := &WorkspaceWalk{Finder: walk.Finder, Root: "root", Exports: func(schema.GroupResource) []v1alpha1.APIExportRef {
+		return []v1alpha1.APIExportRef{{Path: "root:gone", Name: "network.test.io"}}
+	}}
+	if got, err := gone.Serves(context.Background(), "c1", vpcs); got || err == nil {
+		t.Errorf("with no export resolved: %v, %v; want an error", got, err)
+	}
 	if srv.resolved != 1 {
+		// root:gone fails each time; root:network is read once.
 		t.Errorf("root:network resolved %d times, want once", srv.resolved)
 	}
 }

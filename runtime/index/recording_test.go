@@ -410,15 +410,16 @@ func (f fakeDependents) Referencing(_ context.Context, _ string, _ registry.Prot
 	return f[namespace+"/"+dependent], nil
 }
 
-func (f fakeDependents) StoredWith(_ context.Context, _ string, _ registry.Protection, namespace string, values []string, _ string) (map[string]bool, error) {
-	out := map[string]bool{}
+func (f fakeDependents) StoredWith(_ context.Context, _ string, _ registry.Protection, namespace string, values []string, _ string) (map[string]Stored, error) {
+	out := map[string]Stored{}
 	for key, d := range f {
-		if !strings.HasPrefix(key, namespace+"/") || !d.Found {
+		name, ok := strings.CutPrefix(key, namespace+"/")
+		if !ok || !d.Found {
 			continue
 		}
 		for _, v := range values {
 			if TokenOf(v) == d.Token {
-				out[v] = d.References
+				out[v] = Stored{Name: name, References: d.References}
 			}
 		}
 	}
@@ -428,7 +429,8 @@ func (f fakeDependents) StoredWith(_ context.Context, _ string, _ registry.Prote
 // TestStoredIntentsPruned: an object that carries more than pruneThreshold
 // fresh intents sheds those whose writes are stored and left their
 // dependents referencing it, but not the youngest, nor those of dependents
-// not stored, no longer referencing, or not (yet) carrying the write's label.
+// not stored, no longer referencing, or not (yet) carrying the write's
+// label, nor one whose write's label another dependent carries.
 func TestStoredIntentsPruned(t *testing.T) {
 	now := time.Now()
 	annotations := map[string]string{}
@@ -458,6 +460,10 @@ func TestStoredIntentsPruned(t *testing.T) {
 	}
 	add("vm-young", now)
 	stored["apps/vm-young"] = Dependent{Found: true, Token: "vm-young", References: true}
+	// Another dependent carrying the label of the write that recorded
+	// vm-copied's intent: not the dependent the intent names.
+	add("vm-copied", now.Add(-10*time.Second))
+	stored["apps/vm-other"] = Dependent{Found: true, Token: "vm-copied", References: true}
 	targets := targetsFixture()
 	targets.pruned = make(chan []string, 1)
 	targets.objects["apps/vpc-a"].Annotations = annotations
@@ -496,7 +502,7 @@ func (b *blockingDependents) Referencing(ctx context.Context, _ string, _ regist
 	return Dependent{}, nil
 }
 
-func (b *blockingDependents) StoredWith(ctx context.Context, _ string, _ registry.Protection, _ string, _ []string, _ string) (map[string]bool, error) {
+func (b *blockingDependents) StoredWith(ctx context.Context, _ string, _ registry.Protection, _ string, _ []string, _ string) (map[string]Stored, error) {
 	_, err := b.Referencing(ctx, "", registry.Protection{}, "", "", "")
 	return nil, err
 }

@@ -28,9 +28,15 @@ type DependentReader interface {
 	// Referencing reads one dependent.
 	Referencing(ctx context.Context, cluster string, p registry.Protection, namespace, dependent, name string) (Dependent, error)
 	// StoredWith returns, of the IntentLabel values given, those that a
-	// stored dependent of p in namespace carries, and whether that
-	// dependent references the object called name.
-	StoredWith(ctx context.Context, cluster string, p registry.Protection, namespace string, values []string, name string) (map[string]bool, error)
+	// stored dependent of p in namespace carries, with that dependent.
+	StoredWith(ctx context.Context, cluster string, p registry.Protection, namespace string, values []string, name string) (map[string]Stored, error)
+}
+
+// Stored is a dependent seen carrying a write's IntentLabel: its name, and
+// whether it referenced the object then.
+type Stored struct {
+	Name       string
+	References bool
 }
 
 // labelsPerRead bounds the IntentLabel values one read selects, so that
@@ -86,7 +92,8 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 				return keys
 			}
 			for i, in := range chunk {
-				if stored[values[i]] {
+				// The dependent the intent names, as Judge reads it.
+				if d, ok := stored[values[i]]; ok && d.Name == in.Name && d.References {
 					keys = append(keys, in.Key)
 				}
 			}

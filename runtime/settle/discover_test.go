@@ -127,7 +127,7 @@ func TestSettlerDiscovers(t *testing.T) {
 				t.Fatalf("%d more places found, want only the workspaces that serve the type from the rules' exports", n)
 			}
 			sort.Slice(places, func(i, j int) bool { return places[i].Cluster < places[j].Cluster })
-			want := []place{{Cluster: "c1", GVR: vpcGVR}, {Cluster: "root", GVR: vpcGVR}}
+			want := []place{{Cluster: "c1", GVR: vpcGVR, Walked: true}, {Cluster: "root", GVR: vpcGVR, Walked: true}}
 			if !slices.Equal(places, want) {
 				t.Fatalf("places found %v, want %v", places, want)
 			}
@@ -144,8 +144,8 @@ func TestSettlerDiscovers(t *testing.T) {
 			if want := []string{"a", "b"}; !slices.Equal(prover.namespaces, want) {
 				t.Errorf("proven in namespaces %v, want each once: %v", prover.namespaces, want)
 			}
-			if _, ok := s.known[vpcGVR.GroupResource()][place{Cluster: "root", GVR: vpcGVR}]; ok {
-				t.Error("a workspace without objects of the type is still a known place")
+			if n := len(s.known[vpcGVR.GroupResource()]); n != 0 {
+				t.Errorf("%d walked places kept among the known ones; the next walk finds them again", n)
 			}
 		})
 	}
@@ -173,5 +173,35 @@ func TestSettlerDiscoversOnlyWhenUsable(t *testing.T) {
 	s.watchStamps()
 	if len(s.discovering) != 0 {
 		t.Errorf("a walk asked for under an unchanged stamp: %v", s.discovering)
+	}
+}
+
+// TestSettlerWalkedPlaceServedNoMore: a place a walk found is not swept
+// once its workspace no longer serves the type from the rules' exports
+// (the binding replaced by a type of its own), or cannot be told to.
+func TestSettlerWalkedPlaceServedNoMore(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		workspace fakeWorkspaces
+	}{
+		{name: "its own type now", workspace: fakeWorkspaces{own: map[string]bool{"c1": true}}},
+		{name: "cannot be told", workspace: fakeWorkspaces{unknown: map[string]bool{"c1": true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stamps := &fakeStamps{"s1", true, "s1"}
+			objs := &placesObjects{objs: map[string][]metav1.ObjectMeta{"c1": {{Namespace: "a", Name: "vpc", ResourceVersion: "1"}}}}
+			clock := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+			s := &Settler{Stamps: stamps, Published: stamps, Objects: objs, Prover: &namespacedProver{}, Pending: fakePending{},
+				Intents: fakeIntents{}, After: time.Minute, Log: logr.Discard(), now: func() time.Time { return clock },
+				Workspaces: tc.workspace, Types: fakeTypes{vpcGVR}}
+			s.init()
+			defer s.queue.ShutDown()
+			s.watchStamps()
+			clock = clock.Add(time.Minute)
+			s.sweep(context.Background(), place{Cluster: "c1", GVR: vpcGVR, Walked: true})
+			if len(objs.settled) != 0 {
+				t.Errorf("settled %v in a workspace that does not serve the rules' type", objs.settled)
+			}
+		})
 	}
 }

@@ -79,6 +79,11 @@ type place struct {
 	Cluster   string
 	GVR       schema.GroupVersionResource
 	Namespace string
+	// Walked: found by a walk (discover.go), not by a request. Such a
+	// place is swept only while its workspace still serves the type from
+	// the rules' exports, and is not kept among the known places: the
+	// next walk finds it again.
+	Walked bool
 }
 
 // stampSince is a stamp and since when it has been both the registry's and
@@ -174,13 +179,15 @@ func (s *Settler) init() {
 // Created implements Candidates: a create's place is swept a second
 // later, so that creates that come together share a sweep.
 func (s *Settler) Created(cluster string, gvr schema.GroupVersionResource, namespace string) {
-	s.queue.AddAfter(s.candidate(cluster, gvr, namespace), sweepDelay)
+	p := s.candidate(cluster, gvr, namespace)
+	s.queue.AddAfter(p, sweepDelay)
 }
 
 // Deleted implements Candidates: a deletion's place is swept at once, so
 // that its neighbours are settled before their own deletions come.
 func (s *Settler) Deleted(cluster string, gvr schema.GroupVersionResource, namespace string) {
-	s.queue.Add(s.candidate(cluster, gvr, namespace))
+	p := s.candidate(cluster, gvr, namespace)
+	s.queue.Add(p)
 }
 
 // candidate remembers the place of a protected object created or deleted.
@@ -281,6 +288,10 @@ func (s *Settler) usable(gr schema.GroupResource) string {
 // settlesAtOnce bounds the labels one sweep writes at once.
 const settlesAtOnce = 8
 
+// proofsAtOnce bounds the namespaces one sweep proves at once (a place of
+// a whole workspace holds many).
+const proofsAtOnce = 4
+
 // settle labels o; later hears when to try again.
 func (s *Settler) settle(ctx context.Context, p place, o candidate, stamp string, later func(time.Duration), log logr.Logger) bool {
 	if s.usable(p.GVR.GroupResource()) != stamp {
@@ -333,6 +344,14 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		return
 	}
 	log := s.Log.WithValues("cluster", p.Cluster, "resource", gr.String(), "namespace", p.Namespace)
+	if p.Walked {
+		if serves, err := s.Workspaces.Serves(ctx, p.Cluster, p.GVR); err != nil || !serves {
+			// No longer the rules' type there, or it cannot be told:
+			// the next walk looks again.
+			s.forget(p)
+			return
+		}
+	}
 	var (
 		mu      sync.Mutex
 		again   time.Duration
@@ -437,17 +456,26 @@ func (s *Settler) prove(ctx context.Context, p place, candidates []candidate, lo
 	for _, o := range candidates {
 		byNamespace[o.namespace] = append(byNamespace[o.namespace], o.name)
 	}
+	var mu sync.Mutex
 	out := map[objectName]bool{}
+	var g errgroup.Group
+	g.SetLimit(proofsAtOnce)
 	for namespace, names := range byNamespace {
-		unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, namespace, p.GVR, names)
-		if err != nil {
-			log.Info("proving objects unreferenced failed", "namespace", namespace, "objects", len(names), "error", err.Error())
-			later(s.After)
-			continue
-		}
-		for _, name := range names {
-			out[objectName{namespace: namespace, name: name}] = unreferenced[name]
-		}
+		g.Go(func() error {
+			unreferenced, err := s.Prover.Unreferenced(ctx, p.Cluster, namespace, p.GVR, names)
+			if err != nil {
+				log.Info("proving objects unreferenced failed", "namespace", namespace, "objects", len(names), "error", err.Error())
+				later(s.After)
+				return nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, name := range names {
+				out[objectName{namespace: namespace, name: name}] = unreferenced[name]
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return out
 }
