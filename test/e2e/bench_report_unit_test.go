@@ -224,7 +224,48 @@ func TestSettledSection(t *testing.T) {
 	t.Run("as on the page", func(t *testing.T) {
 		page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
 		section := syntheticBenchResults().settled.section()
-		if !strings.Contains(page, "\n"+section+"\n## Many writers at once\n") {
+		if !strings.Contains(page, "\n"+section+"\n## Settling what exists\n") {
+			t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", section)
+		}
+	})
+}
+
+// TestSweepSection renders the settling-what-exists section alone, as make
+// bench-sweep logs it: each target with its verdict, met or missed by how
+// much, and the section as it is on the page.
+func TestSweepSection(t *testing.T) {
+	base := syntheticBenchResults().sweep
+	for _, tc := range []struct {
+		name string
+		res  func(sweepResult) sweepResult
+		want []string
+	}{
+		{name: "both met", res: func(r sweepResult) sweepResult { return r },
+			want: []string{"| the 10 quiet VPCs | 1m37s | 2m0s: met |", "| all 100000 VPCs of the one namespace | 9m40s (5.8ms an object) | |", "131 MiB (target 150 MiB: met)"}},
+		{name: "both missed", res: func(r sweepResult) sweepResult {
+			r.quietSettled, r.peak = 2*time.Minute+20*time.Second, "170 MiB"
+			return r
+		}, want: []string{"| 2m0s: **missed** by 20s |", "170 MiB (target 150 MiB: **missed** by 20 MiB)"}},
+		{name: "memory unknown", res: func(r sweepResult) sweepResult {
+			r.peak = "unknown"
+			return r
+		}, want: []string{"unknown (target 150 MiB: not measured)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.res(base).section()
+			if !strings.HasPrefix(got, "## Settling what exists\n\n") || !strings.HasSuffix(got, ".\n") {
+				t.Errorf("the section does not start with its heading and end with one newline:\n%s", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("the section lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+	t.Run("as on the page", func(t *testing.T) {
+		page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
+		if section := base.section(); !strings.Contains(page, "\n"+section+"\n## Many writers at once\n") {
 			t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", section)
 		}
 	})
