@@ -31,9 +31,10 @@ const walkPageSize = 100
 // workspacesGVR is where a logical cluster keeps its child Workspaces.
 var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
-// DefaultWalkRate is how many LIST pages of Workspaces a walk reads a second
-// at most: a walk of 100 000 workspaces costs about as many requests, spread
-// over minutes rather than at once.
+// DefaultWalkRate is how many requests a second a walk makes at most: a LIST
+// page of Workspaces, or of APIBindings to tell whether a workspace serves a
+// protected type. A walk of 100 000 workspaces costs some 200 000 requests
+// with one protected type, spread over about an hour rather than at once.
 const DefaultWalkRate = 50
 
 // WorkspaceWalk implements settle.Workspaces through the front-proxy: from
@@ -45,7 +46,8 @@ type WorkspaceWalk struct {
 	Finder *FrontProxyFinder
 	// Root is where the walk starts: "root".
 	Root string
-	// Limit paces the LIST requests; nil for DefaultWalkRate.
+	// Limit paces every request of the walk and of Serves; nil for
+	// DefaultWalkRate.
 	Limit *rate.Limiter
 	// Exports gives the APIExports the rules name as serving a protected
 	// type (registry.Registry.TargetExports).
@@ -54,6 +56,17 @@ type WorkspaceWalk struct {
 	// clusters remembers the logical cluster of each export's workspace
 	// path, for exportMemory.
 	clusters sync.Map // path → resolvedPath
+	once     sync.Once
+}
+
+// limiter is Limit, or DefaultWalkRate's when none is set.
+func (w *WorkspaceWalk) limiter() *rate.Limiter {
+	w.once.Do(func() {
+		if w.Limit == nil {
+			w.Limit = rate.NewLimiter(DefaultWalkRate, 1)
+		}
+	})
+	return w.Limit
 }
 
 // exportMemory is how long the logical cluster of an export's workspace
@@ -98,6 +111,9 @@ func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schem
 	}
 	cont := ""
 	for {
+		if err := w.limiter().Wait(ctx); err != nil {
+			return false, err
+		}
 		r := path.On(w.Finder.raw.Get()).Param("labelSelector", labels.NewSelector().Add(*req).String()).
 			Param("limit", strconv.Itoa(walkPageSize)).SetHeader("Accept", "application/json")
 		if cont != "" {
@@ -167,10 +183,7 @@ func (w *WorkspaceWalk) clusterOf(ctx context.Context, workspace string) (string
 // listed is visited all the same and its subtree skipped; the first such
 // error is returned after the rest was walked.
 func (w *WorkspaceWalk) Walk(ctx context.Context, visit func(cluster string)) error {
-	limit := w.Limit
-	if limit == nil {
-		limit = rate.NewLimiter(DefaultWalkRate, 1)
-	}
+	limit := w.limiter()
 	seen := map[string]bool{w.Root: true}
 	queue := []string{w.Root}
 	var errs []error

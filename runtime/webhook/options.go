@@ -42,9 +42,9 @@ type Options struct {
 	// before its objects may be settled; the zero value is
 	// DefaultSettleAfter.
 	SettleAfter time.Duration
-	// SettleWalkRate is how many LIST pages of Workspaces a second the
-	// settler's walk reads when it looks for objects to settle that no
-	// request showed it; 0 turns the walk off.
+	// SettleWalkRate is how many requests a second the settler's walk
+	// makes when it looks for objects to settle that no request showed
+	// it; 0 turns the walk off.
 	SettleWalkRate float64
 	// PendingNamespace is the namespace of the dep-ctrl workspace that
 	// holds the marks of references to objects that do not exist yet.
@@ -79,7 +79,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.IntentLifetime, "intent-lifetime", index.DefaultLifetime, "how long the intent a dependent's write records on what it newly references holds up that object's deletion while the write may still be stored; must exceed the shards' --request-timeout (60s by default)")
 	fs.BoolVar(&o.Settle, "settle-objects", true, "label the protected objects found unreferenced as settled, so that their deletions skip the webhook (see the architecture guide, \"Settled objects\"); false: every deletion of a protected object comes to the webhook")
 	fs.DurationVar(&o.SettleAfter, "settle-after", settle.DefaultSettleAfter, "with --settle-objects: how long the rules over a type must stand unchanged, and published by the controller, before its objects may be settled; must exceed the shards' --request-timeout (60s by default)")
-	fs.Float64Var(&o.SettleWalkRate, "settle-walk-rate", decision.DefaultWalkRate, "with --settle-objects: LIST pages of Workspaces read a second, at most, by the walk from the root workspace that finds the protected objects no request showed this replica (those there before it started, or before their rule), each time the rules over a type change; needs list on workspaces.tenancy.kcp.io on every shard; 0 turns the walk off, and such objects are settled only once something is created or deleted beside them")
+	fs.Float64Var(&o.SettleWalkRate, "settle-walk-rate", decision.DefaultWalkRate, "with --settle-objects: requests a second, at most, of the walk from the root workspace that finds the protected objects no request showed this replica (those there before it started, or before their rule), each time the rules over a type change: a LIST page of Workspaces per workspace, and one of APIBindings per workspace and protected type; needs list on workspaces.tenancy.kcp.io on every shard; 0 turns the walk off, and such objects are settled only once something is created or deleted beside them")
 	fs.StringVar(&o.PendingNamespace, "pending-references-namespace", "default", "namespace in the dep-ctrl workspace that holds the Leases marking references to objects that do not exist yet, so that such objects are not settled before those writes are stored")
 	fs.DurationVar(&o.PartialReadyAfter, "partial-ready-after", DefaultPartialReadyAfter, "when some shard's rules cannot be read, report ready this long after start anyway, having read the others: requests whose rules live on the shards read are then decided, the others refused (retry later); negative: stay unready until every shard is read")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -71,7 +72,7 @@ func TestBenchmarkSweep(t *testing.T) {
 func measureSweep(ctx context.Context, t *testing.T, e *env.Env) sweepResult {
 	t.Helper()
 	top, rt := install(ctx, t, e)
-	rt.EnableSettling(ctx, t)
+	rt.EnableSettling(ctx, t, "--settle-walk-rate", strconv.Itoa(decision.DefaultWalkRate))
 	defer func() {
 		rt.StopController(t)
 		rt.StopWebhook(t)

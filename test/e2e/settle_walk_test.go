@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/decision"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
@@ -30,7 +32,7 @@ const walkedWithin = 4 * time.Minute
 func TestEveryObjectSettles(t *testing.T) {
 	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
 	top, rt := install(ctx, t, e)
-	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String())
+	rt.EnableSettling(ctx, t, "--settle-after", settleAfter.String(), "--settle-walk-rate", strconv.Itoa(decision.DefaultWalkRate))
 
 	const ns = "quiet"
 	for _, c := range top.Consumers {

@@ -125,6 +125,11 @@ func Start(ctx context.Context, t *testing.T, e *env.Env, depCtrlPath string) *R
 		"--bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		// A shared kcp holds every test's workspaces, and each test's
+		// webhook walks all of them whenever its rules change: paced
+		// below the default, so that the walks of many tests do not
+		// crowd the others' requests. A test of the walk sets its own.
+		"--settle-walk-rate", "10",
 	}
 	r.ctrlKubeconfig = kubeconfigFor(env.ControllerUser)
 	r.ctrlArgs = []string{
