@@ -109,48 +109,27 @@ func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schem
 	if err != nil {
 		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
 	}
-	cont := ""
-	for {
-		if err := w.limiter().Wait(ctx); err != nil {
-			return false, err
-		}
-		r := path.On(w.Finder.raw.Get()).Param("labelSelector", labels.NewSelector().Add(*req).String()).
-			Param("limit", strconv.Itoa(walkPageSize)).SetHeader("Accept", "application/json")
-		if cont != "" {
-			r = r.Param("continue", cont)
-		}
-		res := r.Do(ctx)
-		if err := res.Error(); err != nil {
-			return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
-		}
-		body, _ := res.Raw()
-		var page struct {
-			Metadata struct {
-				Continue string `json:"continue"`
-			} `json:"metadata"`
-			Items []struct {
-				Status struct {
-					BoundResources []struct {
-						Group    string `json:"group"`
-						Resource string `json:"resource"`
-					} `json:"boundResources"`
-				} `json:"status"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			return false, fmt.Errorf("decoding the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
-		}
-		for _, b := range page.Items {
+	type binding struct {
+		Status struct {
+			BoundResources []struct {
+				Group    string `json:"group"`
+				Resource string `json:"resource"`
+			} `json:"boundResources"`
+		} `json:"status"`
+	}
+	serves := false
+	err = listPages(ctx, w, path, labels.NewSelector().Add(*req).String(), func(items []binding) bool {
+		for _, b := range items {
 			for _, r := range b.Status.BoundResources {
-				if r.Group == target.Group && r.Resource == target.Resource {
-					return true, nil
-				}
+				serves = serves || (r.Group == target.Group && r.Resource == target.Resource)
 			}
 		}
-		if cont = page.Metadata.Continue; cont == "" {
-			return false, nil
-		}
+		return !serves
+	})
+	if err != nil {
+		return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
 	}
+	return serves, nil
 }
 
 // clusterOf resolves a workspace path to its logical cluster, through the
@@ -183,7 +162,6 @@ func (w *WorkspaceWalk) clusterOf(ctx context.Context, workspace string) (string
 // listed is visited all the same and its subtree skipped; the first such
 // error is returned after the rest was walked.
 func (w *WorkspaceWalk) Walk(ctx context.Context, visit func(cluster string)) error {
-	limit := w.limiter()
 	seen := map[string]bool{w.Root: true}
 	queue := []string{w.Root}
 	var errs []error
@@ -191,7 +169,7 @@ func (w *WorkspaceWalk) Walk(ctx context.Context, visit func(cluster string)) er
 		cluster := queue[0]
 		queue = queue[1:]
 		visit(cluster)
-		children, err := w.children(ctx, limit, cluster)
+		children, err := w.children(ctx, cluster)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -214,46 +192,66 @@ func (w *WorkspaceWalk) Walk(ctx context.Context, visit func(cluster string)) er
 // children lists the logical clusters of cluster's child Workspaces; a
 // Workspace not yet scheduled has none and is left out, as is one whose
 // spec.cluster is not a logical cluster name.
-func (w *WorkspaceWalk) children(ctx context.Context, limit *rate.Limiter, cluster string) ([]string, error) {
+func (w *WorkspaceWalk) children(ctx context.Context, cluster string) ([]string, error) {
 	path, err := admission.Path(cluster, workspacesGVR, "", "")
 	if err != nil {
 		return nil, err
 	}
+	type workspace struct {
+		Spec struct {
+			Cluster string `json:"cluster"`
+		} `json:"spec"`
+	}
 	var out []string
+	err = listPages(ctx, w, path, "", func(items []workspace) bool {
+		for _, it := range items {
+			if admission.Cluster(it.Spec.Cluster) == nil {
+				out = append(out, it.Spec.Cluster)
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return out, fmt.Errorf("listing the workspaces in %s: %w", cluster, err)
+	}
+	return out, nil
+}
+
+// listPages reads the collection at path, filtered by selector, a page of
+// walkPageSize at a time, each request paced by the walk's limiter, and
+// hands visit each page's items decoded as T until it returns false.
+func listPages[T any](ctx context.Context, w *WorkspaceWalk, path admission.Address, selector string, visit func(items []T) bool) error {
 	cont := ""
 	for {
-		if err := limit.Wait(ctx); err != nil {
-			return out, err
+		if err := w.limiter().Wait(ctx); err != nil {
+			return err
 		}
 		req := path.On(w.Finder.raw.Get()).SetHeader("Accept", "application/json").Param("limit", strconv.Itoa(walkPageSize))
+		if selector != "" {
+			req = req.Param("labelSelector", selector)
+		}
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
 		res := req.Do(ctx)
 		if err := res.Error(); err != nil {
-			return out, fmt.Errorf("listing the workspaces in %s: %w", cluster, err)
+			return err
 		}
 		body, _ := res.Raw()
 		var page struct {
 			Metadata struct {
 				Continue string `json:"continue"`
 			} `json:"metadata"`
-			Items []struct {
-				Spec struct {
-					Cluster string `json:"cluster"`
-				} `json:"spec"`
-			} `json:"items"`
+			Items []T `json:"items"`
 		}
 		if err := json.Unmarshal(body, &page); err != nil {
-			return out, fmt.Errorf("decoding the workspaces in %s: %w", cluster, err)
+			return fmt.Errorf("decoding %s: %w", path, err)
 		}
-		for _, it := range page.Items {
-			if admission.Cluster(it.Spec.Cluster) == nil {
-				out = append(out, it.Spec.Cluster)
-			}
+		if !visit(page.Items) {
+			return nil
 		}
 		if cont = page.Metadata.Continue; cont == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

@@ -382,3 +382,26 @@ func (top *Topology) waitIndexWebhookGone(ctx context.Context, t *testing.T, ws 
 		return nil
 	})
 }
+
+// ownTypeCRD is a CustomResourceDefinition a tenant may create of its own,
+// of a's group, resource and kind, with the given scope, and any content.
+func ownTypeCRD(a fixtures.APIType, scope string) string {
+	singular := strings.ToLower(a.Kind)
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[2]s.%[1]s
+spec:
+  group: %[1]s
+  scope: %[5]s
+  names: {plural: %[2]s, singular: %[3]s, kind: %[4]s, listKind: %[4]sList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, a.Group, a.Resource, singular, a.Kind, scope)
+}

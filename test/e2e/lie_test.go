@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,20 +124,4 @@ func TestRequestsThatLie(t *testing.T) {
 
 // shadowCRD is a tenant's own, cluster-scoped VirtualMachine type, of the
 // same group and resource as the bound one.
-var shadowCRD = fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: virtualmachines.%[1]s
-spec:
-  group: %[1]s
-  scope: Cluster
-  names: {plural: virtualmachines, singular: virtualmachine, kind: VirtualMachine, listKind: VirtualMachineList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, fixtures.VirtualMachines.Group)
+var shadowCRD = ownTypeCRD(fixtures.VirtualMachines, "Cluster")

@@ -90,23 +90,7 @@ func TestEveryObjectSettles(t *testing.T) {
 
 // ownVPCs is a tenant's own, namespaced VPC type, of the same group and
 // resource as the bound one.
-var ownVPCs = fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: vpcs.%[1]s
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {plural: vpcs, singular: vpc, kind: VPC, listKind: VPCList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, fixtures.VPCs.Group)
+var ownVPCs = ownTypeCRD(fixtures.VPCs, "Namespaced")
 
 // waitPublished waits for the VPCs' stamp to be published and returns when
 // it was seen.
