@@ -68,15 +68,9 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 	if len(p.DependentExports) == 0 {
 		return true, nil
 	}
-	return f.bindsExports(ctx, cluster, p.DependentExports, p.Dependent.GroupResource().String())
-}
-
-// bindsExports reports whether the workspace cluster binds one of exports,
-// which serve the type called what; an answer of yes is remembered for
-// bindingMemory.
-func (f *FrontProxyFinder) bindsExports(ctx context.Context, cluster string, exports []registry.Export, what string) (bool, error) {
-	values := make([]string, len(exports))
-	for i, e := range exports {
+	what := p.Dependent.GroupResource().String()
+	values := make([]string, len(p.DependentExports))
+	for i, e := range p.DependentExports {
 		values[i] = exportLabel(e)
 		if until, ok := f.bindings.until.Load(bindingKey{cluster: cluster, export: values[i]}); ok && time.Now().Before(until.(time.Time)) {
 			return true, nil
@@ -86,12 +80,12 @@ func (f *FrontProxyFinder) bindsExports(ctx context.Context, cluster string, exp
 	if err != nil {
 		return false, err
 	}
-	req, err := labels.NewRequirement(apisv1alpha1.InternalAPIBindingExportLabelKey, selection.In, values)
+	selector, err := exportSelector(values, what)
 	if err != nil {
-		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", what, err)
+		return false, err
 	}
 	res := path.On(f.raw.Get()).
-		Param("labelSelector", labels.NewSelector().Add(*req).String()).
+		Param("labelSelector", selector).
 		SetHeader("Accept", "application/json").
 		Do(ctx)
 	if err := res.Error(); err != nil {
@@ -116,6 +110,16 @@ func (f *FrontProxyFinder) bindsExports(ctx context.Context, cluster string, exp
 		}
 	}
 	return bound, nil
+}
+
+// exportSelector selects the APIBindings of the exports whose export label
+// values are values, which serve the type called what.
+func exportSelector(values []string, what string) (string, error) {
+	req, err := labels.NewRequirement(apisv1alpha1.InternalAPIBindingExportLabelKey, selection.In, values)
+	if err != nil {
+		return "", fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", what, err)
+	}
+	return labels.NewSelector().Add(*req).String(), nil
 }
 
 // ownBlockers keeps the blockers found for p in cluster unless the

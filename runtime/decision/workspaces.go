@@ -12,11 +12,8 @@ import (
 	"sync"
 	"time"
 
-	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -105,9 +102,9 @@ func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schem
 	if err != nil {
 		return false, err
 	}
-	req, err := labels.NewRequirement(apisv1alpha1.InternalAPIBindingExportLabelKey, selection.In, values)
+	selector, err := exportSelector(values, target.GroupResource().String())
 	if err != nil {
-		return false, fmt.Errorf("selecting the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
+		return false, err
 	}
 	type binding struct {
 		Status struct {
@@ -118,7 +115,7 @@ func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schem
 		} `json:"status"`
 	}
 	serves := false
-	err = listPages(ctx, w, path, labels.NewSelector().Add(*req).String(), func(items []binding) bool {
+	err = listPages(ctx, w, path, selector, func(items []binding) bool {
 		for _, b := range items {
 			for _, r := range b.Status.BoundResources {
 				serves = serves || (r.Group == target.Group && r.Resource == target.Resource)
