@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
@@ -42,9 +43,34 @@ type bindingKey struct {
 	cluster, export string
 }
 
-// bindings remembers which workspaces bind which exports.
+// bindingsRemembered bounds how many bindings are remembered: past it the
+// least recently used are forgotten first, so that the workspaces a
+// long-running replica ever decided in (deleted ones too) do not pile up.
+// One forgotten costs a LIST of that workspace's APIBindings at its next
+// deletion.
+const bindingsRemembered = 10000
+
+// bindings remembers which workspaces bind which exports, each for
+// bindingMemory.
 type bindings struct {
-	until sync.Map // bindingKey → time.Time
+	once sync.Once
+	lru  *cache.LRUExpireCache // bindingKey → struct{}
+}
+
+// bound reports whether k is remembered bound.
+func (b *bindings) bound(k bindingKey) bool {
+	_, ok := b.cache().Get(k)
+	return ok
+}
+
+// remember remembers k bound for bindingMemory.
+func (b *bindings) remember(k bindingKey) {
+	b.cache().Add(k, struct{}{}, bindingMemory)
+}
+
+func (b *bindings) cache() *cache.LRUExpireCache {
+	b.once.Do(func() { b.lru = cache.NewLRUExpireCache(bindingsRemembered) })
+	return b.lru
 }
 
 // exportLabel is the value kcp gives the label
@@ -72,7 +98,7 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 	values := make([]string, len(p.DependentExports))
 	for i, e := range p.DependentExports {
 		values[i] = exportLabel(e)
-		if until, ok := f.bindings.until.Load(bindingKey{cluster: cluster, export: values[i]}); ok && time.Now().Before(until.(time.Time)) {
+		if f.bindings.bound(bindingKey{cluster: cluster, export: values[i]}) {
 			return true, nil
 		}
 	}
@@ -106,7 +132,7 @@ func (f *FrontProxyFinder) bindsDependentExport(ctx context.Context, cluster str
 	for _, b := range list.Items {
 		if v := b.Metadata.Labels[apisv1alpha1.InternalAPIBindingExportLabelKey]; slices.Contains(values, v) {
 			bound = true
-			f.bindings.until.Store(bindingKey{cluster: cluster, export: v}, time.Now().Add(bindingMemory))
+			f.bindings.remember(bindingKey{cluster: cluster, export: v})
 		}
 	}
 	return bound, nil

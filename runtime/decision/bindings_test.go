@@ -2,6 +2,7 @@ package decision
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -124,4 +125,24 @@ func bindingValidator(t *testing.T, fp *fakeFrontProxy, protections fakeProtecti
 func deleteVPC(cluster string) *admissionv1.AdmissionRequest {
 	return &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Delete, Resource: metav1.GroupVersionResource(vpcGVR),
 		Namespace: "a", Name: "vpc-x", OldObject: object(cluster, "a", "vpc-x", nil, nil)}
+}
+
+// TestBindingsRememberedBounded: a replica that decides in ever new
+// workspaces keeps at most bindingsRemembered of their bindings, forgetting
+// the least recently used first; a forgotten one is only read again.
+func TestBindingsRememberedBounded(t *testing.T) {
+	var b bindings
+	key := func(i int) bindingKey { return bindingKey{cluster: fmt.Sprintf("c%d", i), export: "p1:compute"} }
+	for i := range bindingsRemembered + 100 {
+		b.remember(key(i))
+	}
+	if n := len(b.cache().Keys()); n != bindingsRemembered {
+		t.Errorf("remembered %d bindings, want %d", n, bindingsRemembered)
+	}
+	if b.bound(key(0)) {
+		t.Error("the least recently used binding is still remembered")
+	}
+	if !b.bound(key(bindingsRemembered + 99)) {
+		t.Error("the most recent binding is forgotten")
+	}
 }
