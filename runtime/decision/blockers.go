@@ -8,21 +8,55 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 // Blocker is a dependent that still references the object being deleted.
 type Blocker struct {
+	// Dependent is the dependent's type as the rule names it.
+	Dependent             schema.GroupVersionResource
 	Kind, Namespace, Name string
+	// GenerateName is the prefix of a dependent being created without a
+	// name (then Name is "").
+	GenerateName string
 	// Pending: the dependent's write that references the object was
 	// admitted but is not stored (yet).
 	Pending bool
 }
 
 func (b Blocker) String() string {
-	if b.Pending {
-		return b.Kind + "/" + b.Name + " (being written)"
+	name := b.Name
+	if name == "" {
+		name = b.GenerateName + "*"
 	}
-	return b.Kind + "/" + b.Name
+	if b.Pending {
+		return b.Kind + "/" + name + " (being written)"
+	}
+	return b.Kind + "/" + name
+}
+
+// cause is b as a cause of the denial (v1alpha1.DependentCause), b being
+// in the logical cluster cluster.
+func (b Blocker) cause(cluster string) metav1.StatusCause {
+	return v1alpha1.DependentCause(v1alpha1.DependentRef{
+		Workspace: cluster, Group: b.Dependent.Group, Version: b.Dependent.Version, Resource: b.Dependent.Resource,
+		Kind: b.Kind, Namespace: b.Namespace, Name: b.Name, GenerateName: b.GenerateName,
+	}, b.Pending)
+}
+
+// denialDetails are the details of the denial of d's deletion: the object,
+// and a cause for each blocker named.
+func denialDetails(d admission.Deletion, blockers []Blocker) *metav1.StatusDetails {
+	out := &metav1.StatusDetails{Name: d.Name, Group: d.Resource.Group, Kind: d.Resource.Resource, UID: d.Meta.UID}
+	for _, b := range blockers {
+		out.Causes = append(out.Causes, b.cause(d.Cluster))
+	}
+	return out
 }
 
 // sortBlockers orders blockers by kind, namespace and name: a denial names

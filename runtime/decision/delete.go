@@ -96,5 +96,7 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
-	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg), outcomeDenied
+	denial := admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
+	denial.Result.Details = denialDetails(d, blockers)
+	return denial, outcomeDenied
 }

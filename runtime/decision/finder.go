@@ -279,7 +279,7 @@ func (f *FrontProxyFinder) scan(ctx context.Context, cluster, namespace, name st
 			return true
 		}
 		if references(item, p.Paths, name) {
-			r.blockers = append(r.blockers, Blocker{Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
+			r.blockers = append(r.blockers, Blocker{Dependent: p.Dependent, Kind: p.DependentKind, Namespace: first(itemNamespace.Values(item)), Name: first(itemName.Values(item))})
 			if len(r.blockers) > limit {
 				r.blockers, r.more = r.blockers[:limit], -1
 				return false

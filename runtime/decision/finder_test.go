@@ -152,14 +152,14 @@ func TestFrontProxyFinder(t *testing.T) {
 				return "vpc-b"
 			}), vm("apps", "vm-gone", "vpc-a", true))}},
 			namespace: "apps", limit: 10,
-			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-06"}},
+			want:     []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-06"}},
 			wantReqs: 3,
 		},
 		{
 			name:      "stops reading once it has more than limit",
 			server:    &listServer{items: map[string][]map[string]interface{}{namespaced: many(9, func(int) string { return "vpc-a" })}},
 			namespace: "apps", limit: 2,
-			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-01"}},
+			want:     []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-01"}},
 			wantMore: -1, wantReqs: 1,
 		},
 		{
@@ -171,7 +171,7 @@ func TestFrontProxyFinder(t *testing.T) {
 			name:      "a cluster-scoped dependent type is found after a 404",
 			server:    &listServer{items: map[string][]map[string]interface{}{clusterWide: {vm("", "vm-x", "vpc-a", false)}}},
 			namespace: "apps", limit: 10,
-			want:     []Blocker{{Kind: "VirtualMachine", Namespace: "", Name: "vm-x"}},
+			want:     []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "", Name: "vm-x"}},
 			wantReqs: 2,
 		},
 		{
@@ -242,7 +242,7 @@ func TestFrontProxyFinderPageSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-last"}}; !reflect.DeepEqual(got, want) {
+			if want := []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-last"}}; !reflect.DeepEqual(got, want) {
 				t.Fatalf("blockers = %v, want %v", got, want)
 			}
 			var queries []string
@@ -313,7 +313,7 @@ func TestFrontProxyFinderIndexed(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		items = append(items, stamped(fmt.Sprintf("vm-x%02d", i), "vpc-b"))
 	}
-	want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-02"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}}
+	want := []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-02"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-03"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-00"}}
 
 	tests := []struct {
 		name     string
@@ -415,7 +415,7 @@ func TestFrontProxyFinderUnindexable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-1"}}; !reflect.DeepEqual(got, want) {
+	if want := []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-1"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("blockers = %v, want %v", got, want)
 	}
 	if len(server.requests) != 1 || strings.Contains(server.requests[0], "labelSelector") {
@@ -492,7 +492,7 @@ func TestFrontProxyFinderTwoPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Blocker{{Kind: "VirtualMachine", Namespace: "apps", Name: "vm-both"}, {Kind: "VirtualMachine", Namespace: "apps", Name: "vm-extra"}}
+	want := []Blocker{{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-both"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "apps", Name: "vm-extra"}}
 	if !reflect.DeepEqual(got, want) || more != 0 {
 		t.Fatalf("blockers = %v, more %d; want %v, once each", got, more, want)
 	}

@@ -38,9 +38,9 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 			// them, perhaps, the webhook that would have withdrawn it.
 			continue
 		}
-		b := Blocker{Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name, Pending: true}
+		b := Blocker{Dependent: p.Dependent, Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name, Pending: true}
 		if in.Name == "" {
-			b.Name = in.GenerateName + "*"
+			b.GenerateName = in.GenerateName
 		} else {
 			d, err := v.finder.Referencing(ctx, cluster, p, in.Namespace, in.Name, name)
 			if err != nil {

@@ -64,7 +64,7 @@ func (v *Validator) recordedBlockers(ctx context.Context, cluster, name string, 
 			if err != nil || !d.Found || !d.References {
 				return
 			}
-			b := Blocker{Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name}
+			b := Blocker{Dependent: p.Dependent, Kind: p.DependentKind, Namespace: in.Namespace, Name: in.Name}
 			mu.Lock()
 			defer mu.Unlock()
 			if !seen[b] {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -249,6 +250,36 @@ func (top *Topology) expectDenied(ctx context.Context, t *testing.T, ws env.Work
 	}
 	if !top.exists(ctx, t, ws, a, name) {
 		t.Fatalf("%s/%s was deleted although the deletion was denied", a.Kind, name)
+	}
+}
+
+// expectCauses deletes a referenced object as a dry run and checks that the
+// denial names, as causes a tool reads (v1alpha1.DependentOf), exactly the
+// stored dependents of type dep called names, in ws's logical cluster.
+func (top *Topology) expectCauses(ctx context.Context, t *testing.T, ws env.Workspace, a fixtures.APIType, name string, dep fixtures.APIType, names ...string) {
+	t.Helper()
+	err := top.objects(t, ws, a).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		t.Fatalf("deleting %s/%s in %s: want a denial with details, got %v", a.Kind, name, ws.Path, err)
+	}
+	details := status.Status().Details
+	if details.Name != name || details.Group != a.Group || details.Kind != a.Resource {
+		t.Errorf("the denial's details name %s %s/%s, want %s %s/%s", details.Name, details.Group, details.Kind, name, a.Group, a.Resource)
+	}
+	var got []string
+	for _, c := range details.Causes {
+		ref, pending, ok, err := v1alpha1.DependentOf(c)
+		if !ok || err != nil {
+			t.Fatalf("a cause of the denial is not a dependent: %+v (%v)", c, err)
+		}
+		if pending || ref.Workspace != ws.Cluster || ref.Group != dep.Group || ref.Resource != dep.Resource || ref.Kind != dep.Kind {
+			t.Errorf("cause %+v (pending %v): want a stored %s in the logical cluster %s", ref, pending, dep.Kind, ws.Cluster)
+		}
+		got = append(got, ref.Name)
+	}
+	if !slices.Equal(got, names) {
+		t.Errorf("the denial's causes name %v, want %v", got, names)
 	}
 }
 

@@ -51,6 +51,7 @@ func protectionScenarios(ctx context.Context, t *testing.T, e *env.Env) {
 			top.vpcInUse(ctx, t, consumer)
 			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-2", ref("vpc-1"), nil)
 			top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-2")
+			top.expectCauses(ctx, t, consumer, fixtures.VPCs, "vpc-1", fixtures.VirtualMachines, "vm-1", "vm-2")
 			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-1")
 			top.expectDenied(ctx, t, consumer, fixtures.VPCs, "vpc-1", "still referenced by VirtualMachine/vm-2")
 			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-2")

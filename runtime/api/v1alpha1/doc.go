@@ -7,7 +7,8 @@
 // their subresources do not write (CheckServed and the reasons of the
 // TypesServed condition, served.go, schemapath.go, subresources.go), and
 // the contract between the controller and the webhook (endpoints.go,
-// indexconfig.go, intent.go).
+// indexconfig.go, intent.go), and the causes a denial names its blockers
+// by (causes.go).
 //
 // +kubebuilder:object:generate=true
 // +groupName=dependencies.opendefense.cloud

@@ -1,0 +1,68 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The causes of a refused deletion: the webhook's denial of a protected
+// object's DELETE carries, in status.details.causes, one cause for each
+// dependent it names, so that tools can act on them; its message stays the
+// sentence people read. The cause's type tells a stored dependent from one
+// whose write is admitted but not stored yet; its message is the
+// dependent, a DependentRef in JSON.
+const (
+	// CauseStoredDependent: a stored dependent references the object.
+	CauseStoredDependent metav1.CauseType = Group + "/StoredDependent"
+	// CausePendingDependent: a dependent's write that references the
+	// object was admitted and is not stored (yet).
+	CausePendingDependent metav1.CauseType = Group + "/PendingDependent"
+)
+
+// DependentRef names a dependent that a denial names.
+type DependentRef struct {
+	// Workspace is the dependent's logical cluster: the deleted object's.
+	Workspace string `json:"workspace"`
+	// Group, Version and Resource are the dependent's type as the rule
+	// names it; Kind is its kind.
+	Group    string `json:"group"`
+	Version  string `json:"version"`
+	Resource string `json:"resource"`
+	Kind     string `json:"kind"`
+	// Namespace is "" for a cluster-scoped dependent.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is "" for a dependent being created without a name: then
+	// GenerateName is its prefix.
+	Name         string `json:"name"`
+	GenerateName string `json:"generateName,omitempty"`
+}
+
+// DependentCause is the cause that names ref; pending: its write is not
+// stored yet.
+func DependentCause(ref DependentRef, pending bool) metav1.StatusCause {
+	t := CauseStoredDependent
+	if pending {
+		t = CausePendingDependent
+	}
+	// A struct of strings always encodes.
+	msg, _ := json.Marshal(ref)
+	return metav1.StatusCause{Type: t, Message: string(msg)}
+}
+
+// DependentOf reads the dependent a cause names, and whether its write is
+// not stored yet; ok is false for a cause of another type.
+func DependentOf(c metav1.StatusCause) (ref DependentRef, pending, ok bool, err error) {
+	switch c.Type {
+	case CauseStoredDependent:
+	case CausePendingDependent:
+		pending = true
+	default:
+		return DependentRef{}, false, false, nil
+	}
+	if err := json.Unmarshal([]byte(c.Message), &ref); err != nil {
+		return DependentRef{}, false, true, fmt.Errorf("reading the dependent of a %s cause: %w", c.Type, err)
+	}
+	return ref, pending, true, nil
+}

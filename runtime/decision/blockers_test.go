@@ -1,0 +1,97 @@
+package decision
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
+)
+
+// TestDenialCauses: a denial names each dependent it names in its message
+// also as a cause a tool can read (v1alpha1.DependentOf): its workspace,
+// type, namespace and name, and whether it is stored or being written.
+func TestDenialCauses(t *testing.T) {
+	now := time.Now()
+	intent := func(name, generateName string) map[string]string {
+		v, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, GenerateName: generateName, At: metav1.NewTime(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{index.Key("t1"): v}
+	}
+	ref := func(namespace, name, generateName string) v1alpha1.DependentRef {
+		return v1alpha1.DependentRef{Workspace: "consumer-1", Group: vmGVR.Group, Version: vmGVR.Version, Resource: vmGVR.Resource,
+			Kind: "VirtualMachine", Namespace: namespace, Name: name, GenerateName: generateName}
+	}
+	type cause struct {
+		ref     v1alpha1.DependentRef
+		pending bool
+	}
+	tests := []struct {
+		name    string
+		intents map[string]string
+		finder  *fakeFinder
+		want    []cause
+	}{
+		{
+			name:   "stored dependents",
+			finder: &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-1"}, {Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-2"}}}},
+			want:   []cause{{ref: ref("default", "vm-1", "")}, {ref: ref("default", "vm-2", "")}},
+		},
+		{
+			name:    "a dependent being written",
+			intents: intent("vm-slow", ""),
+			finder:  &fakeFinder{},
+			want:    []cause{{ref: ref("default", "vm-slow", ""), pending: true}},
+		},
+		{
+			name:    "a dependent being created with a generated name",
+			intents: intent("", "vm-"),
+			finder:  &fakeFinder{},
+			want:    []cause{{ref: ref("default", "", "vm-"), pending: true}},
+		},
+	}
+	ready := make(chan struct{})
+	close(ready)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			annotations := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
+			for k, v := range tt.intents {
+				annotations[k] = v
+			}
+			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-time.Hour)}}}
+			v := NewValidator(protections, tt.finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
+			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
+			if resp.Allowed || resp.Result.Details == nil {
+				t.Fatalf("got allowed=%v %+v, want a denial with details", resp.Allowed, resp.Result)
+			}
+			d := resp.Result.Details
+			if d.Name != "vpc" || d.Group != vpcGVR.Group || d.Kind != vpcGVR.Resource {
+				t.Errorf("details name the object %s %s/%s, want %s", d.Name, d.Group, d.Kind, vpcGVR.GroupResource())
+			}
+			var got []cause
+			for _, c := range d.Causes {
+				r, pending, ok, err := v1alpha1.DependentOf(c)
+				if !ok || err != nil {
+					t.Fatalf("cause %+v: ok %v, %v", c, ok, err)
+				}
+				got = append(got, cause{ref: r, pending: pending})
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("causes %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("cause %d = %+v, want %+v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
