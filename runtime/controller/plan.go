@@ -138,6 +138,9 @@ type Plan struct {
 	// Stamps is the stamp of each protected resource (PlanStamps); Sync
 	// fills it in.
 	Stamps Stamps
+	// Publications are what the configurations are to publish for each
+	// resource when objects are settled (publish); Sync fills them in.
+	Publications map[schema.GroupResource]settle.Publication
 }
 
 // ResolveFunc maps a workspace path to a logical cluster name.
@@ -305,6 +308,12 @@ func ComputePlan(ctx context.Context, rules []RuleInput, bindings map[string]Bin
 // resource that a rule references at a path whose writes no index webhook
 // may see (settle.WrittenUnseen, as the webhook's registry holds it).
 func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
+	stamps, _ := planStamps(rules, liveEpochs)
+	return stamps
+}
+
+// planStamps is PlanStamps, with the rules each stamp is computed from.
+func planStamps(rules []RuleInput, liveEpochs map[string]string) (Stamps, map[schema.GroupResource][]settle.RuleRef) {
 	byType := map[schema.GroupResource][]settle.Protecting{}
 	for _, r := range rules {
 		if r.Invalid != "" {
@@ -321,13 +330,13 @@ func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
 			})
 		}
 	}
-	out := Stamps{}
+	out, refs := Stamps{}, map[schema.GroupResource][]settle.RuleRef{}
 	for gr, ps := range byType {
 		if stamp, ok := settle.StampFor(ps); ok {
-			out[gr] = stamp
+			out[gr], refs[gr] = stamp, settle.RulesOf(ps)
 		}
 	}
-	return out
+	return out, refs
 }
 
 // planIndex decides whether rule r's dependent type gets the reference

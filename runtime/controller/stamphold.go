@@ -67,11 +67,11 @@ func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]s
 	return next
 }
 
-// publishedStamps reads the stamps the installed configurations publish,
-// as the webhook reads them (settle.PublishedBy): the object selector of
-// each deletion webhook, by the resources it covers; none for a resource
-// they cover without agreeing on one.
-func publishedStamps(configObjs []process.ShardObject, name string) Stamps {
+// publishedStamps reads what the installed configurations publish, as the
+// webhook reads it (settle.PublishedBy): the object selector of each
+// deletion webhook and the rules recorded for its stamps, by the resources
+// it covers; none for a resource they cover without agreeing on it.
+func publishedStamps(configObjs []process.ShardObject, name string) map[schema.GroupResource]settle.Publication {
 	var configs []*admissionregistrationv1.ValidatingWebhookConfiguration
 	for _, u := range byCluster(configObjs, name) {
 		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -83,5 +83,16 @@ func publishedStamps(configObjs []process.ShardObject, name string) Stamps {
 		}
 		configs = append(configs, c)
 	}
-	return Stamps(settle.PublishedBy(configs))
+	return settle.PublishedBy(configs)
+}
+
+// currentStamps are the current stamps of pubs.
+func currentStamps(pubs map[schema.GroupResource]settle.Publication) Stamps {
+	out := Stamps{}
+	for gr, p := range pubs {
+		if p.Current != "" {
+			out[gr] = p.Current
+		}
+	}
+	return out
 }

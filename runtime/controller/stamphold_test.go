@@ -11,6 +11,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // TestHoldStamps: a new stamp is published only once it has stood for
@@ -61,14 +62,24 @@ func TestPublishedStamps(t *testing.T) {
 	settling := testSettings
 	settling.Settle = true
 	c := DesiredScopedWebhookConfiguration(settling, Protected{testVPCs: admission.Of("comp"), testFWs: admission.Of("comp"), testDBs: admission.Unnamed},
-		Stamps{testVPCs.GroupResource(): "s1", testFWs.GroupResource(): "s2"})
+		currentOnly(Stamps{testVPCs.GroupResource(): "s1", testFWs.GroupResource(): "s2"}))
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := publishedStamps([]process.ShardObject{{Cluster: "net", Obj: &unstructured.Unstructured{Object: m}}}, testSettings.ConfigurationName)
+	got := currentStamps(publishedStamps([]process.ShardObject{{Cluster: "net", Obj: &unstructured.Unstructured{Object: m}}}, testSettings.ConfigurationName))
 	want := Stamps{testVPCs.GroupResource(): "s1", testFWs.GroupResource(): "s2"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("published %v, want %v", got, want)
 	}
+}
+
+// currentOnly publishes each of stamps as the current one, without its
+// rules.
+func currentOnly(stamps Stamps) map[schema.GroupResource]settle.Publication {
+	out := map[schema.GroupResource]settle.Publication{}
+	for gr, s := range stamps {
+		out[gr] = settle.Publication{Current: s, Rules: map[string][]settle.RuleRef{s: nil}}
+	}
+	return out
 }

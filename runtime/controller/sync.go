@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // Syncer keeps webhook configurations and rule statuses in line with the
@@ -235,20 +237,24 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	plan.KeepInstalled(installedProtection(configObjs, settings.ConfigurationName), bindings)
 	s.lastExports = exports.keys()
 	s.noteUnread(plan)
+	var stampRules map[schema.GroupResource][]settle.RuleRef
 	if indexListErr == nil {
 		// Without the index configurations nothing is known intact, and
 		// no resource gets a stamp.
-		plan.Stamps = PlanStamps(rules, liveIndexEpochs(indexObjs))
+		plan.Stamps, stampRules = planStamps(rules, liveIndexEpochs(indexObjs))
 	}
 	if settings.Settle {
 		if s.stampsSeen == nil {
 			s.stampsSeen = map[schema.GroupResource]stampSeen{}
 		}
-		published := publishedStamps(configObjs, settings.ConfigurationName)
+		planned := maps.Clone(plan.Stamps)
+		pubs := publishedStamps(configObjs, settings.ConfigurationName)
+		published := currentStamps(pubs)
 		if wait := holdStamps(plan.Stamps, published, s.stampsSeen, time.Now()); wait > 0 {
 			time.AfterFunc(wait, s.Trigger)
 		}
 		s.confirmStamps(ctx, plan, published, urls, ruleObjs)
+		plan.Publications = publish(plan.Stamps, planned, stampRules, pubs)
 	}
 	phases.done(phasePlan)
 
@@ -319,7 +325,7 @@ func (s *Syncer) installWebhooks(ctx context.Context, plan *Plan, bindings map[s
 			errs[i] = s.deleteConfiguration(ctx, process.WebhookConfigurationsGVR, *j.stale, "removed webhook configuration: no rule protects this workspace any more")
 			return
 		}
-		added, err := s.ensureConfiguration(ctx, bindings[j.cluster].URL, j.cluster, configs[j.cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(j.cluster), plan.Stamps))
+		added, err := s.ensureConfiguration(ctx, bindings[j.cluster].URL, j.cluster, configs[j.cluster], DesiredScopedWebhookConfiguration(settings, plan.Protected(j.cluster), plan.Publications))
 		if err != nil {
 			errs[i] = err
 			s.Log.Error(err, "installing webhook configuration", "cluster", j.cluster)

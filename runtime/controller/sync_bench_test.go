@@ -65,7 +65,7 @@ func BenchmarkSyncPlan(b *testing.B) {
 		plan := ComputePlan(context.Background(), rules, bindings, resolve, exports)
 		plan.Stamps = PlanStamps(rules, nil)
 		for cluster := range plan.Webhooks {
-			DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), plan.Stamps)
+			DesiredScopedWebhookConfiguration(settings, plan.Protected(cluster), currentOnly(plan.Stamps))
 		}
 		for cluster, gvrs := range plan.Indexes {
 			_ = DesiredIndexConfiguration(settings, gvrs)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -83,20 +84,25 @@ type Stamps map[schema.GroupResource]string
 // scope are split further by their stamp, since a webhook has one object
 // selector; and a guard entry sends every write that would settle an object
 // to the webhook, which refuses it unless it is its own.
-func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, stamps Stamps) *admissionregistrationv1.ValidatingWebhookConfiguration {
+func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, pubs map[schema.GroupResource]settle.Publication) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	byScope := map[string][]schema.GroupVersionResource{}
 	scopes := map[string]admission.Scope{}
-	stampOf := map[string]string{}
+	stampsOf := map[string][]string{}
 	all := make([]schema.GroupVersionResource, 0, len(protected))
 	if !s.Settle {
-		stamps = nil
+		pubs = nil
 	}
+	recorded := map[string]settle.Publication{}
 	for gvr, sc := range protected {
-		stamp := stamps[gvr.GroupResource()]
-		key := sc.URL("") + " " + stamp
+		pub := pubs[gvr.GroupResource()]
+		stamps := pub.Stamps()
+		key := sc.URL("") + " " + strings.Join(stamps, ",")
 		byScope[key] = append(byScope[key], gvr)
-		scopes[key], stampOf[key] = sc, stamp
+		scopes[key], stampsOf[key] = sc, stamps
 		all = append(all, gvr)
+		if len(stamps) > 0 {
+			recorded[gvr.GroupResource().String()] = pub
+		}
 	}
 	c := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
@@ -107,8 +113,13 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, s
 	}
 	for i, key := range sortedKeys(byScope) {
 		deletion := webhookEntry(s, deletionWebhookName(i), scopes[key].URL(s.URL), resourceRules(byScope[key], admissionregistrationv1.Delete))
-		deletion.ObjectSelector = settle.Selector(stampOf[key])
+		deletion.ObjectSelector = settle.Selector(stampsOf[key]...)
 		c.Webhooks = append(c.Webhooks, deletion)
+	}
+	// The rules of each stamp, for the webhook to check one kept from
+	// older rules (settle.Publication.Justified).
+	if record := settle.StampsRecord(recorded); record != "" {
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, settle.StampsAnnotation, record)
 	}
 	// Keeping intents needs no rules (it refuses to drop what a write
 	// recorded), so its URL names no scope.
@@ -187,13 +198,19 @@ var keepIntentsCondition = "has(oldObject.metadata.annotations) && oldObject.met
 // in anything this controller owns. Fields the server defaults are filled in
 // on desired first, so a freshly written object never counts as drifted.
 func WebhookConfigurationDrifted(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
-	return managedByDrifted(&existing.ObjectMeta, &desired.ObjectMeta) || !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks)
+	return managedByDrifted(&existing.ObjectMeta, &desired.ObjectMeta) || !equality.Semantic.DeepEqual(existing.Webhooks, desired.Webhooks) ||
+		existing.Annotations[settle.StampsAnnotation] != desired.Annotations[settle.StampsAnnotation]
 }
 
 // ApplyOwnedFields copies what this controller owns from desired onto
 // existing, keeping server-set metadata such as resourceVersion.
 func ApplyOwnedFields(existing, desired *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	applyOwnedLabels(&existing.ObjectMeta, &desired.ObjectMeta)
+	if record := desired.Annotations[settle.StampsAnnotation]; record != "" {
+		metav1.SetMetaDataAnnotation(&existing.ObjectMeta, settle.StampsAnnotation, record)
+	} else {
+		delete(existing.Annotations, settle.StampsAnnotation)
+	}
 	existing.Webhooks = desired.Webhooks
 }
 

@@ -26,7 +26,7 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 		testFWs:  admission.Of("comp"),
 		testDBs:  admission.Of("apps", "comp"),
 		testVMs:  admission.Unnamed,
-	}, Stamps{testFWs.GroupResource(): "s1", testDBs.GroupResource(): "s2", testVPCs.GroupResource(): "s2"})
+	}, currentOnly(Stamps{testFWs.GroupResource(): "s1", testDBs.GroupResource(): "s2", testVPCs.GroupResource(): "s2"}))
 	type entry struct{ name, url, resources, settledUnder string }
 	var got []entry
 	for _, w := range c.Webhooks {
@@ -34,7 +34,7 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 		for _, r := range w.Rules {
 			res = append(res, r.Resources...)
 		}
-		got = append(got, entry{w.Name, *w.ClientConfig.URL, strings.Join(res, ","), settle.StampOf(w.ObjectSelector)})
+		got = append(got, entry{w.Name, *w.ClientConfig.URL, strings.Join(res, ","), strings.Join(settle.StampsOf(w.ObjectSelector), ",")})
 	}
 	all := "manageddbs,virtualmachines,firewallrules,vpcs"
 	want := []entry{
@@ -128,10 +128,10 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 // keeps guarding the label, so that none set while settling is off counts
 // once it is on again.
 func TestNoStampsWithoutSettling(t *testing.T) {
-	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: admission.Unnamed}, Stamps{testVPCs.GroupResource(): "s1"})
+	c := DesiredScopedWebhookConfiguration(testSettings, Protected{testVPCs: admission.Unnamed}, currentOnly(Stamps{testVPCs.GroupResource(): "s1"}))
 	guarded := false
 	for _, w := range c.Webhooks {
-		if settle.StampOf(w.ObjectSelector) != "" || w.Name == settleCandidatesWebhookName {
+		if len(settle.StampsOf(w.ObjectSelector)) != 0 || w.Name == settleCandidatesWebhookName {
 			t.Errorf("webhook %s is for settling: %+v", w.Name, w)
 		}
 		guarded = guarded || w.Name == settleGuardWebhookName

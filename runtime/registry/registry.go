@@ -392,24 +392,35 @@ func (r *Registry) Keys() []string {
 // gains a reference, and while none of them references target at a path
 // that writes no index webhook sees may set (settle.WrittenUnseen).
 func (r *Registry) Stamp(target schema.GroupResource) (stamp string, settleable bool) {
-	r.read(func() {
-		var ps []settle.Protecting
-		for _, p := range r.byTarget[target] {
-			rule := r.rules[p.Rule]
-			if rule == nil {
-				continue
-			}
-			unseen := false
-			for _, path := range p.Paths {
-				unseen = unseen || settle.WrittenUnseen(path)
-			}
-			ps = append(ps, settle.Protecting{
-				Rule:   settle.RuleRef{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, IndexEpoch: rule.IndexEpoch},
-				Live:   r.liveEpoch(rule) != "",
-				Unseen: unseen,
-			})
-		}
-		stamp, settleable = settle.StampFor(ps)
-	})
+	r.read(func() { stamp, settleable = settle.StampFor(r.protecting(target)) })
 	return stamp, settleable
+}
+
+// Rules are the rules Stamp counts for target (settle.RulesOf).
+func (r *Registry) Rules(target schema.GroupResource) []settle.RuleRef {
+	var rules []settle.RuleRef
+	r.read(func() { rules = settle.RulesOf(r.protecting(target)) })
+	return rules
+}
+
+// protecting describes the rules over target as a stamp counts them; the
+// caller holds the read lock.
+func (r *Registry) protecting(target schema.GroupResource) []settle.Protecting {
+	var ps []settle.Protecting
+	for _, p := range r.byTarget[target] {
+		rule := r.rules[p.Rule]
+		if rule == nil {
+			continue
+		}
+		unseen := false
+		for _, path := range p.Paths {
+			unseen = unseen || settle.WrittenUnseen(path)
+		}
+		ps = append(ps, settle.Protecting{
+			Rule:   settle.RuleRef{Key: rule.Key, UID: rule.UID, Generation: rule.Generation, IndexEpoch: rule.IndexEpoch},
+			Live:   r.liveEpoch(rule) != "",
+			Unseen: unseen,
+		})
+	}
+	return ps
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
@@ -20,7 +21,7 @@ import (
 // next run (controller.PlanStamps); the webhook does not wait for it, since
 // it may be down.
 type PublishedGuard struct {
-	Stamps    Stamps
+	Stamps    RuleStamps
 	Published *PublishedStamps
 	// IndexRead reports whether every shard's reference index
 	// configurations have been read: before that, none counts as intact.
@@ -29,6 +30,13 @@ type PublishedGuard struct {
 	// that, the stamp Stamps computes is of some of them only.
 	RulesRead func() bool
 	Log       logr.Logger
+}
+
+// RuleStamps are Stamps that also tell the rules each stamp is computed
+// from (RulesOf).
+type RuleStamps interface {
+	Stamps
+	Rules(target schema.GroupResource) []RuleRef
 }
 
 // Start checks every second until ctx ends. It runs whether or not this
@@ -44,8 +52,9 @@ func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 
 // Check withdraws every published stamp whose rules' reference indexes are
 // not all intact, or whose rules reference the type at a path no index
-// webhook sees written (WrittenUnseen), or that is not the stamp of the
-// current rules. A resource
+// webhook sees written (WrittenUnseen), or that is neither the stamp of the
+// current rules nor one kept from rules that keep them (Keeps: rules were
+// only removed since). A resource
 // no rule protects any more keeps what is published: nothing protects its
 // objects, settled or not.
 func (g *PublishedGuard) Check(ctx context.Context) {
@@ -57,10 +66,15 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 		if stamp == "" {
 			continue
 		}
-		stale := g.Published.Other(gr, stamp)
+		rules := g.Stamps.Rules(gr)
+		if Stamp(rules) != stamp {
+			// The rules changed between the two reads: the next check.
+			continue
+		}
+		stale := g.Published.Unjustified(gr, stamp, rules)
 		switch {
 		case stale:
-			g.Log.Info("the published stamp is not the current rules': sending every deletion to the webhook again until the controller publishes theirs",
+			g.Log.Info("a published stamp is neither the current rules' nor kept from rules that only lost some since: sending every deletion to the webhook again until the controller publishes theirs",
 				"resource", gr.String(), "current", stamp)
 		case !settleable:
 			g.Log.Info("a reference index the published stamp relies on is not intact, or a rule references the type where no index webhook sees it written: sending every deletion to the webhook again", "resource", gr.String())

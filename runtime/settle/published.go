@@ -18,8 +18,8 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// PublishedStamps tells which stamp the controller has published for each
-// protected resource: the one whose settled objects the deletion webhooks
+// PublishedStamps tells which stamps the controller has published for each
+// protected resource: those whose settled objects the deletion webhooks
 // leave out, read from the protection configurations through the dep-ctrl
 // virtual workspaces. The webhook settles objects only under a published
 // stamp. The controller writes one only after the webhook's rollout has
@@ -27,86 +27,101 @@ import (
 // would not unsettle a newly referenced object is serving by then.
 type PublishedStamps struct {
 	mu sync.Mutex
-	// byCluster maps each protected workspace to the stamp of each
-	// resource its configuration covers, "" for none.
-	byCluster map[string]map[schema.GroupResource]string
+	// byCluster maps each protected workspace to what its configuration
+	// publishes for each resource it covers: no stamp when its entries
+	// do not agree.
+	byCluster map[string]map[schema.GroupResource]Publication
 	// clients reach each protected workspace through the virtual
 	// workspace, to withdraw a stamp.
 	clients map[string]client.Client
 }
 
-// Published is the stamp every configuration that covers gr publishes, ""
-// when none does or they disagree.
-func (p *PublishedStamps) Published(gr schema.GroupResource) string {
+// Accepts reports whether every configuration that covers gr, and at least
+// one does, leaves out objects settled under stamp.
+func (p *PublishedStamps) Accepts(gr schema.GroupResource, stamp string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return agreed(maps.Values(p.byCluster), gr)
-}
-
-// agreed is the stamp every one of configs (each mapping the resources it
-// covers to the stamp it publishes, as PublishedIn does) that covers gr
-// publishes, "" when none does, one covers it without a stamp, or they
-// disagree.
-func agreed(configs iter.Seq[map[schema.GroupResource]string], gr schema.GroupResource) string {
-	stamp := ""
-	for stamps := range configs {
-		s, ok := stamps[gr]
-		switch {
-		case !ok:
-		case s == "" || (stamp != "" && s != stamp):
-			return ""
-		default:
-			stamp = s
+	_, ok := agreed(maps.Values(p.byCluster), gr)
+	if !ok {
+		return false
+	}
+	for _, pubs := range p.byCluster {
+		if pub, covers := pubs[gr]; covers && !pub.Accepts(stamp) {
+			return false
 		}
 	}
-	return stamp
+	return true
 }
 
-// PublishedBy maps each resource configs publish a stamp for to that
-// stamp, as Published reads it: one they cover without agreeing on a stamp
-// has none. It is how the controller reads the stamps it published, so
-// that it and the webhook never disagree on one.
-func PublishedBy(configs []*admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
-	in := make([]map[schema.GroupResource]string, 0, len(configs))
+// agreed is what every one of configs (each mapping the resources it
+// covers to what it publishes, as PublishedIn does) that covers gr
+// publishes, and whether they agree on a stamp: false when none covers gr,
+// one covers it without a stamp, or two accept different stamps or call
+// another one current.
+func agreed(configs iter.Seq[map[schema.GroupResource]Publication], gr schema.GroupResource) (Publication, bool) {
+	var first Publication
+	found := false
+	for pubs := range configs {
+		pub, ok := pubs[gr]
+		switch {
+		case !ok:
+		case len(pub.Rules) == 0:
+			return Publication{}, false
+		case !found:
+			first, found = pub, true
+		case pub.Current != first.Current || !slices.Equal(pub.Stamps(), first.Stamps()):
+			return Publication{}, false
+		}
+	}
+	return first, found
+}
+
+// PublishedBy maps each resource configs publish a stamp for to what they
+// publish, as Accepts reads it: one they cover without agreeing on it has
+// none. It is how the controller reads the stamps it published, so that it
+// and the webhook never disagree on one.
+func PublishedBy(configs []*admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]Publication {
+	in := make([]map[schema.GroupResource]Publication, 0, len(configs))
 	covered := map[schema.GroupResource]bool{}
 	for _, cfg := range configs {
-		stamps := PublishedIn(cfg)
-		in = append(in, stamps)
-		for gr := range stamps {
+		pubs := PublishedIn(cfg)
+		in = append(in, pubs)
+		for gr := range pubs {
 			covered[gr] = true
 		}
 	}
-	out := make(map[schema.GroupResource]string, len(covered))
+	out := make(map[schema.GroupResource]Publication, len(covered))
 	for gr := range covered {
-		if stamp := agreed(slices.Values(in), gr); stamp != "" {
-			out[gr] = stamp
+		if pub, ok := agreed(slices.Values(in), gr); ok {
+			out[gr] = pub
 		}
 	}
 	return out
 }
 
-// Other reports whether some configuration publishes a stamp for gr other
-// than stamp.
-func (p *PublishedStamps) Other(gr schema.GroupResource, stamp string) bool {
+// Unjustified reports whether some configuration accepts, for gr, a stamp
+// that is neither stamp, the stamp of the current rules refs, nor one kept
+// from rules that keep them (Publication.Justified).
+func (p *PublishedStamps) Unjustified(gr schema.GroupResource, stamp string, refs []RuleRef) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, stamps := range p.byCluster {
-		if s := stamps[gr]; s != "" && s != stamp {
+	for _, pubs := range p.byCluster {
+		if pub, ok := pubs[gr]; ok && !pub.Justified(stamp, refs) {
 			return true
 		}
 	}
 	return false
 }
 
-// Stamped lists the resources some configuration publishes a stamp for.
+// Stamped lists the resources some configuration accepts a stamp for.
 func (p *PublishedStamps) Stamped() []schema.GroupResource {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	seen := map[schema.GroupResource]bool{}
 	var out []schema.GroupResource
-	for _, stamps := range p.byCluster {
-		for gr, s := range stamps {
-			if s != "" && !seen[gr] {
+	for _, pubs := range p.byCluster {
+		for gr, pub := range pubs {
+			if len(pub.Rules) > 0 && !seen[gr] {
 				seen[gr] = true
 				out = append(out, gr)
 			}
@@ -128,7 +143,7 @@ func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byCluster == nil {
-		p.byCluster = map[string]map[schema.GroupResource]string{}
+		p.byCluster = map[string]map[schema.GroupResource]Publication{}
 		p.clients = map[string]client.Client{}
 	}
 	p.clients[cluster] = cl
@@ -141,12 +156,15 @@ func (p *PublishedStamps) Observe(ctx context.Context, cl client.Client, cluster
 }
 
 // PublishedIn maps each resource whose deletions cfg sends to the webhook to
-// the stamp its entry leaves out; a resource in two entries that disagree
-// publishes none.
-func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]string {
-	out := map[schema.GroupResource]string{}
+// what its entry publishes: the stamps its selector leaves out, with the
+// rules and the current one cfg's StampsAnnotation records. A resource in
+// two entries that disagree publishes none.
+func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) map[schema.GroupResource]Publication {
+	rec := readStampsRecord(cfg.Annotations[StampsAnnotation])
+	out := map[schema.GroupResource]Publication{}
+	disagree := map[schema.GroupResource]bool{}
 	for _, w := range cfg.Webhooks {
-		stamp := StampOf(w.ObjectSelector)
+		stamps := StampsOf(w.ObjectSelector)
 		for _, r := range w.Rules {
 			if !slices.Contains(r.Operations, admissionregistrationv1.Delete) && !slices.Contains(r.Operations, admissionregistrationv1.OperationAll) {
 				continue
@@ -154,16 +172,37 @@ func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) ma
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					gr := schema.GroupResource{Group: g, Resource: res}
-					if s, seen := out[gr]; seen && s != stamp {
-						out[gr] = ""
-						continue
+					pub := publication(stamps, rec, gr)
+					if seen, ok := out[gr]; ok && (seen.Current != pub.Current || !slices.Equal(seen.Stamps(), pub.Stamps())) {
+						disagree[gr] = true
 					}
-					out[gr] = stamp
+					out[gr] = pub
 				}
 			}
 		}
 	}
+	for gr := range disagree {
+		out[gr] = Publication{}
+	}
 	return out
+}
+
+// publication is what an entry leaving out stamps publishes for gr, by the
+// record rec. Without a record, a single stamp is the current one (as
+// controllers wrote it before there were records), and its rules are not
+// known.
+func publication(stamps []string, rec stampsRecord, gr schema.GroupResource) Publication {
+	pub := Publication{Rules: make(map[string][]RuleRef, len(stamps))}
+	for _, s := range stamps {
+		pub.Rules[s] = rec.Rules[s]
+	}
+	switch current := rec.Current[gr.String()]; {
+	case pub.Accepts(current):
+		pub.Current = current
+	case len(stamps) == 1 && rec.Current == nil:
+		pub.Current = stamps[0]
+	}
+	return pub
 }
 
 // Withdraw makes every configuration that publishes a stamp for gr send all
@@ -175,8 +214,8 @@ func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) ma
 func (p *PublishedStamps) Withdraw(ctx context.Context, gr schema.GroupResource) error {
 	p.mu.Lock()
 	var clusters []string
-	for cluster, stamps := range p.byCluster {
-		if stamps[gr] != "" {
+	for cluster, pubs := range p.byCluster {
+		if len(pubs[gr].Rules) > 0 {
 			clusters = append(clusters, cluster)
 		}
 	}
@@ -210,12 +249,12 @@ func withdrawStamp(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, 
 	changed := false
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if StampOf(w.ObjectSelector) == "" {
+		if len(StampsOf(w.ObjectSelector)) == 0 {
 			continue
 		}
 		for _, r := range w.Rules {
 			if slices.Contains(r.APIGroups, gr.Group) && slices.Contains(r.Resources, gr.Resource) {
-				w.ObjectSelector = Selector("")
+				w.ObjectSelector = Selector()
 				changed = true
 				break
 			}

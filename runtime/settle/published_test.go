@@ -2,6 +2,7 @@ package settle
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -16,14 +17,26 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
-// stampsByResource answers Stamp from a map of stamp and settleability.
+// stampsByResource answers Stamp and Rules from a map of the rules over
+// each resource and their settleability.
 type stampsByResource map[schema.GroupResource]struct {
-	stamp      string
+	rules      []RuleRef
 	settleable bool
 }
 
 func (s stampsByResource) Stamp(gr schema.GroupResource) (string, bool) {
-	return s[gr].stamp, s[gr].settleable
+	return Stamp(s[gr].rules), s[gr].settleable
+}
+
+func (s stampsByResource) Rules(gr schema.GroupResource) []RuleRef { return s[gr].rules }
+
+// rulesOf are n made-up rules, the i-th called r<i>.
+func rulesOf(names ...string) []RuleRef {
+	out := make([]RuleRef, len(names))
+	for i, n := range names {
+		out[i] = RuleRef{Key: "c/" + n, UID: "uid-" + n, Generation: 1, IndexEpoch: "e-" + n}
+	}
+	return out
 }
 
 // TestPublishedGuard: the stamps a protection configuration publishes are
@@ -34,6 +47,8 @@ func (s stampsByResource) Stamp(gr schema.GroupResource) (string, bool) {
 func TestPublishedGuard(t *testing.T) {
 	vpcs := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
 	fws := schema.GroupResource{Group: "network.test.io", Resource: "firewallrules"}
+	vpcRules, fwRules := rulesOf("vpc-rule"), rulesOf("fw-rule")
+	sVPCs, sFWs := Stamp(vpcRules), Stamp(fwRules)
 	entry := func(name, resource, stamp string) admissionregistrationv1.ValidatingWebhook {
 		return admissionregistrationv1.ValidatingWebhook{Name: name, ObjectSelector: Selector(stamp), Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
@@ -42,7 +57,7 @@ func TestPublishedGuard(t *testing.T) {
 	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.WebhookConfigurationName},
-		Webhooks:   []admissionregistrationv1.ValidatingWebhook{entry("a", "vpcs", "s-vpcs"), entry("b", "firewallrules", "s-fws")},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{entry("a", "vpcs", sVPCs), entry("b", "firewallrules", sFWs)},
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -54,26 +69,26 @@ func TestPublishedGuard(t *testing.T) {
 	if err := p.Observe(ctx, cl, "network", v1alpha1.WebhookConfigurationName); err != nil {
 		t.Fatal(err)
 	}
-	if p.Published(vpcs) != "s-vpcs" || p.Published(fws) != "s-fws" || len(p.Stamped()) != 2 {
-		t.Fatalf("published %q, %q, stamped %v", p.Published(vpcs), p.Published(fws), p.Stamped())
+	if !p.Accepts(vpcs, sVPCs) || !p.Accepts(fws, sFWs) || p.Accepts(vpcs, sFWs) || len(p.Stamped()) != 2 {
+		t.Fatalf("accepted %v, %v, stamped %v", p.Accepts(vpcs, sVPCs), p.Accepts(fws, sFWs), p.Stamped())
 	}
 	read := false
 	g := &PublishedGuard{Published: p, IndexRead: func() bool { return read }, Log: logr.Discard(),
-		Stamps: stampsByResource{vpcs: {"s-vpcs", false}, fws: {"s-fws", true}}}
+		Stamps: stampsByResource{vpcs: {vpcRules, false}, fws: {fwRules, true}}}
 	selectors := func() (string, string) {
 		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.WebhookConfigurationName}, got); err != nil {
 			t.Fatal(err)
 		}
-		return StampOf(got.Webhooks[0].ObjectSelector), StampOf(got.Webhooks[1].ObjectSelector)
+		return strings.Join(StampsOf(got.Webhooks[0].ObjectSelector), ","), strings.Join(StampsOf(got.Webhooks[1].ObjectSelector), ",")
 	}
 	g.Check(ctx)
-	if a, b := selectors(); a != "s-vpcs" || b != "s-fws" {
+	if a, b := selectors(); a != sVPCs || b != sFWs {
 		t.Fatalf("withdrawn before the index configurations were read: %q, %q", a, b)
 	}
 	read = true
 	g.Check(ctx)
-	if a, b := selectors(); a != "" || b != "s-fws" {
+	if a, b := selectors(); a != "" || b != sFWs {
 		t.Fatalf("after the check: vpcs %q (want none), firewallrules %q (want kept)", a, b)
 	}
 }

@@ -50,7 +50,11 @@ func TestPublishedBy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := PublishedBy(tt.configs); !maps.Equal(got, tt.want) {
+			got := map[schema.GroupResource]string{}
+			for gr, pub := range PublishedBy(tt.configs) {
+				got[gr] = pub.Current
+			}
+			if !maps.Equal(got, tt.want) {
 				t.Errorf("PublishedBy = %v, want %v", got, tt.want)
 			}
 		})

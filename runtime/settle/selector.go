@@ -1,32 +1,42 @@
 package settle
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Selector selects every object except those settled under stamp: objects
-// without the label, and with any other value, are selected. An empty stamp
-// selects everything.
-func Selector(stamp string) *metav1.LabelSelector {
-	if stamp == "" {
+// Selector selects every object except those settled under one of stamps:
+// objects without the label, and with any other value, are selected. No
+// stamp ("" counts as none) selects everything.
+func Selector(stamps ...string) *metav1.LabelSelector {
+	values := accepted(stamps)
+	if len(values) == 0 {
 		return &metav1.LabelSelector{}
 	}
 	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: SettledLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{stamp},
+		Key: SettledLabel, Operator: metav1.LabelSelectorOpNotIn, Values: values,
 	}}}
 }
 
-// StampOf is the stamp whose settled objects s leaves out, "" when s
-// selects every object.
-func StampOf(s *metav1.LabelSelector) string {
+// StampsOf are the stamps whose settled objects s leaves out, sorted; none
+// when s selects every object or is not a selector Selector makes.
+func StampsOf(s *metav1.LabelSelector) []string {
 	if s == nil || len(s.MatchLabels) != 0 || len(s.MatchExpressions) != 1 {
-		return ""
+		return nil
 	}
 	r := s.MatchExpressions[0]
-	if r.Key != SettledLabel || r.Operator != metav1.LabelSelectorOpNotIn || len(r.Values) != 1 {
-		return ""
+	if r.Key != SettledLabel || r.Operator != metav1.LabelSelectorOpNotIn {
+		return nil
 	}
-	return r.Values[0]
+	return accepted(r.Values)
+}
+
+// accepted is stamps sorted, without "" and duplicates.
+func accepted(stamps []string) []string {
+	out := slices.DeleteFunc(slices.Clone(stamps), func(s string) bool { return s == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // GuardCondition is the match condition of the entry that sends the webhook

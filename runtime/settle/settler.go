@@ -106,7 +106,7 @@ type stampSince struct {
 type Settler struct {
 	Stamps    Stamps
 	Published interface {
-		Published(gr schema.GroupResource) string
+		Accepts(gr schema.GroupResource, stamp string) bool
 	}
 	Objects SettleObjects
 	Prover  Prover
@@ -279,7 +279,7 @@ func (s *Settler) watchStamps() {
 // usable is the stamp objects of gr may be settled under now, "" for none.
 func (s *Settler) usable(gr schema.GroupResource) string {
 	stamp, ok := s.Stamps.Stamp(gr)
-	if !ok || s.Published.Published(gr) != stamp {
+	if !ok || !s.Published.Accepts(gr, stamp) {
 		return ""
 	}
 	return stamp

@@ -22,7 +22,9 @@ type fakeStamps struct {
 }
 
 func (f *fakeStamps) Stamp(schema.GroupResource) (string, bool) { return f.stamp, f.settleable }
-func (f *fakeStamps) Published(schema.GroupResource) string     { return f.published }
+func (f *fakeStamps) Accepts(_ schema.GroupResource, stamp string) bool {
+	return stamp != "" && stamp == f.published
+}
 
 // fakeObjects holds objects by name and records what was settled.
 type fakeObjects struct {

@@ -19,15 +19,15 @@ const SettledLabel = v1alpha1.Group + "/settled"
 // index stamp (registry.NewSchema).
 type RuleRef struct {
 	// Key is "<cluster>/<name>".
-	Key string
+	Key string `json:"key"`
 	// UID changes when the rule is recreated under the same key.
-	UID string
+	UID string `json:"uid"`
 	// Generation changes with every edit of the rule's spec.
-	Generation int64
+	Generation int64 `json:"generation"`
 	// IndexEpoch is the rule's status.indexEpoch: the UID of the
 	// reference index configuration that records the intents of its
 	// dependents. A new configuration may have let writes go by unseen.
-	IndexEpoch string
+	IndexEpoch string `json:"indexEpoch"`
 }
 
 // stampLength is how many hex digits of the digest a stamp keeps: 80 bits,
@@ -95,19 +95,26 @@ type Protecting struct {
 // type unseen. A rule listed more than once (it names the type in two
 // versions, say) counts once in the stamp, and each listing in the rest.
 func StampFor(ps []Protecting) (stamp string, settleable bool) {
-	seen := map[string]bool{}
-	var refs []RuleRef
 	settleable = true
 	for _, p := range ps {
 		if p.Unseen || !p.Live {
 			settleable = false
 		}
+	}
+	stamp = Stamp(RulesOf(ps))
+	return stamp, settleable && stamp != ""
+}
+
+// RulesOf are the rules of ps that StampFor counts: each once.
+func RulesOf(ps []Protecting) []RuleRef {
+	seen := map[string]bool{}
+	var refs []RuleRef
+	for _, p := range ps {
 		if seen[p.Rule.Key] {
 			continue
 		}
 		seen[p.Rule.Key] = true
 		refs = append(refs, p.Rule)
 	}
-	stamp = Stamp(refs)
-	return stamp, settleable && stamp != ""
+	return refs
 }

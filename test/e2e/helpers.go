@@ -346,21 +346,21 @@ func (top *Topology) publishedStamp(ctx context.Context, t *testing.T, a fixture
 	return stamp
 }
 
-// stampIn is the stamp whose settled objects of type a the deletion webhook
-// configuration u leaves out, "" for none.
+// stampIn is the current stamp whose settled objects of type a the
+// deletion webhook configuration u leaves out, "" for none.
 func stampIn(u *unstructured.Unstructured, a fixtures.APIType) (string, error) {
+	pub, err := publicationIn(u, a)
+	return pub.Current, err
+}
+
+// publicationIn is what the deletion webhook configuration u publishes for
+// objects of type a.
+func publicationIn(u *unstructured.Unstructured, a fixtures.APIType) (settle.Publication, error) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cfg); err != nil {
-		return "", err
+		return settle.Publication{}, err
 	}
-	for _, w := range cfg.Webhooks {
-		for _, r := range w.Rules {
-			if slices.Contains(r.Resources, a.Resource) && slices.Contains(r.Operations, admissionregistrationv1.Delete) {
-				return settle.StampOf(w.ObjectSelector), nil
-			}
-		}
-	}
-	return "", nil
+	return settle.PublishedIn(cfg)[schema.GroupResource{Group: a.Group, Resource: a.Resource}], nil
 }
 
 // waitIndexWebhookActive waits until kcp calls the reference index webhook

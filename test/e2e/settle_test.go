@@ -89,6 +89,36 @@ func TestSettled(t *testing.T) {
 		rt.StartController(t)
 		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
 	})
+
+	// Rules only removed: a proof under more rules holds under fewer, so the
+	// old stamp stays accepted beside the new one (settle.Keeps) and a
+	// settled object's deletion keeps skipping the webhook right after the
+	// removal, rather than waiting --settle-after and a sweep.
+	t.Run("a rule removed keeps objects settled", func(t *testing.T) {
+		c := top.Consumers[1]
+		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
+		s.create(ctx, t, "before-rule-removal")
+		old := s.waitSettled(ctx, t, "before-rule-removal")
+		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc-too")
+		check.Eventually(ctx, t, time.Minute, "the new stamp published beside the old one", func() error {
+			u := top.webhookConfiguration(ctx, t, top.Network)
+			if u == nil {
+				return fmt.Errorf("no protection configuration")
+			}
+			pub, err := publicationIn(u, fixtures.VPCs)
+			check.Must(t, err)
+			if pub.Current == "" || pub.Current == old || !pub.Accepts(old) {
+				return fmt.Errorf("published %v, current %q", pub.Stamps(), pub.Current)
+			}
+			return nil
+		})
+		s.expectDeletedWithoutWebhook(ctx, t, "before-rule-removal")
+		// New objects are settled under the new stamp.
+		s.create(ctx, t, "after-rule-removal")
+		if stamp := s.waitSettled(ctx, t, "after-rule-removal"); stamp == old {
+			t.Fatalf("settled under the old stamp %q", stamp)
+		}
+	})
 }
 
 // settling holds one consumer's clients.

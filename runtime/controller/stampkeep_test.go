@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
+)
+
+// TestPublish: a stamp already published stays accepted beside the planned
+// one while its rules keep the planned ones (rules only removed), at most
+// one of them; a rule added, edited or re-indexed, or a published stamp
+// whose rules were never recorded, keeps nothing.
+func TestPublish(t *testing.T) {
+	gr := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
+	rules := func(names ...string) []settle.RuleRef {
+		out := make([]settle.RuleRef, len(names))
+		for i, n := range names {
+			out[i] = settle.RuleRef{Key: "c/" + n, UID: "uid-" + n, Generation: 1, IndexEpoch: "e-" + n}
+		}
+		return out
+	}
+	abc, ab, a := rules("a", "b", "c"), rules("a", "b"), rules("a")
+	edited := rules("a")
+	edited[0].Generation = 2
+	pub := func(current []settle.RuleRef, kept ...[]settle.RuleRef) settle.Publication {
+		p := settle.Publication{Rules: map[string][]settle.RuleRef{}}
+		if current != nil {
+			p.Current = settle.Stamp(current)
+			p.Rules[p.Current] = current
+		}
+		for _, k := range kept {
+			p.Rules[settle.Stamp(k)] = k
+		}
+		return p
+	}
+	tests := []struct {
+		name      string
+		planned   []settle.RuleRef
+		held      bool
+		published settle.Publication
+		want      settle.Publication
+	}{
+		{name: "a rule removed, the new stamp held: the old one stays", planned: a, held: true, published: pub(ab),
+			want: settle.Publication{Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab}}},
+		{name: "a rule removed, the new stamp published: both", planned: a, published: pub(ab), want: pub(a, ab)},
+		{name: "a rule added: the new stamp alone", planned: abc, published: pub(ab), want: pub(abc)},
+		{name: "a rule added, the new stamp held: nothing", planned: abc, held: true, published: pub(ab), want: settle.Publication{Rules: map[string][]settle.RuleRef{}}},
+		{name: "a rule edited: the new stamp alone", planned: edited, published: pub(ab), want: pub(edited)},
+		{name: "the published stamp's rules not recorded: the new stamp alone", planned: a,
+			published: settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): nil}}, want: pub(a)},
+		{name: "two removals: the newer old stamp is kept", planned: a, published: pub(ab, abc), want: pub(a, ab)},
+		{name: "unchanged rules keep the stamp kept before", planned: a, published: pub(a, ab), want: pub(a, ab)},
+		{name: "nothing published: the new stamp alone", planned: a, want: pub(a)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			planned := Stamps{gr: settle.Stamp(tt.planned)}
+			stamps := Stamps{}
+			if !tt.held {
+				stamps[gr] = planned[gr]
+			}
+			published := map[schema.GroupResource]settle.Publication{}
+			if tt.published.Rules != nil {
+				published[gr] = tt.published
+			}
+			got := publish(stamps, planned, map[schema.GroupResource][]settle.RuleRef{gr: tt.planned}, published)[gr]
+			if got.Rules == nil {
+				got.Rules = map[string][]settle.RuleRef{}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("publish = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPublishedKeptStamp: a configuration rendered with a kept stamp reads
+// back, as the webhook reads it, with both stamps, the current one, and
+// the rules of each.
+func TestPublishedKeptStamp(t *testing.T) {
+	settling := testSettings
+	settling.Settle = true
+	ab := []settle.RuleRef{{Key: "c/a", UID: "u-a", Generation: 1, IndexEpoch: "e-a"}, {Key: "c/b", UID: "u-b", Generation: 3, IndexEpoch: "e-b"}}
+	a := ab[:1]
+	want := settle.Publication{Current: settle.Stamp(a), Rules: map[string][]settle.RuleRef{settle.Stamp(a): a, settle.Stamp(ab): ab}}
+	c := DesiredScopedWebhookConfiguration(settling, Protected{testVPCs: admission.Of("comp")}, map[schema.GroupResource]settle.Publication{testVPCs.GroupResource(): want})
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := publishedStamps([]process.ShardObject{{Cluster: "net", Obj: &unstructured.Unstructured{Object: m}}}, testSettings.ConfigurationName)
+	if !reflect.DeepEqual(got[testVPCs.GroupResource()], want) {
+		t.Errorf("published %+v, want %+v", got[testVPCs.GroupResource()], want)
+	}
+}

@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/depctrl/terraform-provider-depctrl/test/check"
+	"github.com/depctrl/terraform-provider-depctrl/test/env"
+	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
+)
+
+// churnBatch is how many objects each rule churn scenario deletes back to
+// back.
+const churnBatch = 50
+
+// churnSettleAfter is the webhook's --settle-after in TestBenchmarkChurn:
+// the deletes it measures do not depend on it, and waiting the default
+// 90 s for every batch to be settled would only make the run longer.
+const churnSettleAfter = 5 * time.Second
+
+// targetChurnVsFloor is issue "Protection under load"'s target for deletes
+// of settled objects within 10 s of a rule change over their type.
+const targetChurnVsFloor = 1.10
+
+// churnResult is what TestBenchmarkChurn measured: deletes back to back of
+// unprotected objects (floor), of settled VPCs with the rules standing
+// (quiet), right after a rule over VPCs was deleted (removed), and right
+// after one was created and reported Ready (added).
+type churnResult struct {
+	floor, quiet, removed, added latencies
+	// removedWithin and addedWithin are how long after the rule change
+	// the last delete of each batch returned.
+	removedWithin, addedWithin time.Duration
+}
+
+// TestBenchmarkChurn measures what a rule change over a type costs the
+// deletes of its settled objects: two rules protect VPCs (from VMs and from
+// ManagedDBs); batches of settled VPCs are deleted back to back while the
+// rules stand, right after one of the rules is deleted, and right after it
+// is created again. It writes its section to the test log. Run it with
+// make bench-churn.
+func TestBenchmarkChurn(t *testing.T) {
+	benchOnly(t, "DEPCTRL_BENCH_CHURN", "run it with make bench-churn")
+	ctx := testContext(t, 40*time.Minute)
+	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	rt.EnableSettling(ctx, t, "--settle-after", churnSettleAfter.String())
+	bd, _ := unthrottledDeletes(t, top, rt)
+	top.protectVPCs(ctx, t)
+	other := func() {
+		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
+		top.waitReady(ctx, t, top.Compute, "db-needs-vpc")
+	}
+	other()
+	var res churnResult
+
+	res.floor, res.quiet, _ = bd.churnBatch(ctx, t, "quiet", nil)
+	_, res.removed, res.removedWithin = bd.churnBatch(ctx, t, "removed", func() { top.deleteRule(ctx, t, top.Compute, "db-needs-vpc") })
+	_, res.added, res.addedWithin = bd.churnBatch(ctx, t, "added", other)
+	t.Log("\n" + res.section())
+}
+
+// churnBatch creates churnBatch VPCs and as many FirewallRules, waits until
+// the VPCs are settled, runs change (nil: none), and deletes both back to
+// back, the FirewallRules first. within is how long after the change the
+// last VPC's delete returned.
+func (d deletes) churnBatch(ctx context.Context, t *testing.T, prefix string, change func()) (floor, settled latencies, within time.Duration) {
+	t.Helper()
+	names := make([]string, churnBatch)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	check.Must(t, inParallel(0, churnBatch, func(i int) error { return createNamed(ctx, d.vpcs, fixtures.VPCs, names[i], nil) }))
+	check.Must(t, inParallel(0, churnBatch, func(i int) error { return createNamed(ctx, d.fws, fixtures.FirewallRules, names[i], nil) }))
+	d.waitSettled(ctx, t, d.vpcs, names)
+	time.Sleep(pause)
+	backToBack := func(api dynamic.ResourceInterface) latencies {
+		var out latencies
+		for _, n := range names {
+			took, err := timed(func() error { return api.Delete(ctx, n, metav1.DeleteOptions{}) })
+			check.Must(t, err)
+			out = append(out, took)
+		}
+		return out
+	}
+	floor = backToBack(d.fws)
+	changed := time.Now()
+	if change != nil {
+		change()
+		changed = time.Now()
+	}
+	settled = backToBack(d.vpcs)
+	within = time.Since(changed)
+	t.Logf("%s: floor %s, settled VPCs %s (p50), the last %s after the change", prefix, floor.pct(.5), settled.pct(.5), within.Round(time.Millisecond))
+	return floor, settled, within
+}
+
+// section renders the result as the benchmarks guide's section.
+func (r churnResult) section() string {
+	var b strings.Builder
+	row := func(what string, l latencies, within time.Duration, target bool) {
+		v := fmt.Sprintf("%.2f", ratio(l.pct(.5), r.floor.pct(.5)))
+		if target {
+			v = verdict(ratio(l.pct(.5), r.floor.pct(.5)), targetChurnVsFloor, true)
+		}
+		w := ""
+		if within > 0 {
+			w = fmt.Sprintf(", the last %.1f s after the change", within.Seconds())
+		}
+		fmt.Fprintf(&b, "| %s%s | %s / %s | %s |\n", what, w, ms(l.pct(.5)), ms(l.pct(.99)), v)
+	}
+	fmt.Fprintf(&b, "%d deletes back to back each, p50 / p99 ms, and the p50 against the floor:\n\n", churnBatch)
+	b.WriteString("| deletes | p50 / p99 | against the floor |\n| --- | --- | --- |\n")
+	row("unprotected FirewallRules (the floor)", r.floor, 0, false)
+	row("settled VPCs, the rules standing", r.quiet, 0, false)
+	row("settled VPCs right after one of the two rules over them was deleted", r.removed, r.removedWithin, true)
+	row("settled VPCs right after a rule over them was created and reported Ready", r.added, r.addedWithin, true)
+	return b.String()
+}
