@@ -48,8 +48,19 @@ type churnResult struct {
 func TestBenchmarkChurn(t *testing.T) {
 	benchOnly(t, "DEPCTRL_BENCH_CHURN", "run it with make bench-churn")
 	ctx := testContext(t, 40*time.Minute)
-	top, rt := install(ctx, t, env.ForTest(t, env.TwoShards))
+	t.Log("\n" + measureChurn(ctx, t, env.ForTest(t, env.TwoShards)).section())
+}
+
+// measureChurn measures rule churn on a topology and runtime of its own in
+// e.
+func measureChurn(ctx context.Context, t *testing.T, e *env.Env) churnResult {
+	t.Helper()
+	top, rt := install(ctx, t, e)
 	rt.EnableSettling(ctx, t, "--settle-after", churnSettleAfter.String())
+	defer func() {
+		rt.StopController(t)
+		rt.StopWebhook(t)
+	}()
 	bd, _ := unthrottledDeletes(t, top, rt)
 	top.protectVPCs(ctx, t)
 	other := func() {
@@ -58,11 +69,10 @@ func TestBenchmarkChurn(t *testing.T) {
 	}
 	other()
 	var res churnResult
-
 	res.floor, res.quiet, _ = bd.churnBatch(ctx, t, "quiet", nil)
 	_, res.removed, res.removedWithin = bd.churnBatch(ctx, t, "removed", func() { top.deleteRule(ctx, t, top.Compute, "db-needs-vpc") })
 	_, res.added, res.addedWithin = bd.churnBatch(ctx, t, "added", other)
-	t.Log("\n" + res.section())
+	return res
 }
 
 // churnBatch creates churnBatch VPCs and as many FirewallRules, waits until
@@ -100,25 +110,43 @@ func (d deletes) churnBatch(ctx context.Context, t *testing.T, prefix string, ch
 	return floor, settled, within
 }
 
+// ruleChurnRow is one row of the section.
+type ruleChurnRow struct {
+	What, P50, P99, VsFloor, VsQuiet string
+}
+
+// ruleChurnView is what churn.md.gotmpl renders.
+type ruleChurnView struct {
+	Batch       int
+	SettleAfter time.Duration
+	Rows        []ruleChurnRow
+}
+
+func (r churnResult) view() ruleChurnView {
+	row := func(what string, l latencies, within time.Duration, target bool) ruleChurnRow {
+		vs := ratio(l.pct(.5), r.floor.pct(.5))
+		v := fmt.Sprintf("%.2f", vs)
+		if target {
+			v = verdict(vs, targetChurnVsFloor, true)
+		}
+		if within > 0 {
+			what += fmt.Sprintf(", the last %.1f s after the change", within.Seconds())
+		}
+		return ruleChurnRow{What: what, P50: ms(l.pct(.5)), P99: ms(l.pct(.99)), VsFloor: v, VsQuiet: fmt.Sprintf("%.2f", ratio(l.pct(.5), r.quiet.pct(.5)))}
+	}
+	return ruleChurnView{Batch: churnBatch, SettleAfter: churnSettleAfter, Rows: []ruleChurnRow{
+		row("unprotected FirewallRules (the floor)", r.floor, 0, false),
+		row("settled VPCs, the rules standing", r.quiet, 0, false),
+		row("settled VPCs right after one of the two rules over them was deleted", r.removed, r.removedWithin, true),
+		row("settled VPCs right after a rule over them was created and reported Ready", r.added, r.addedWithin, true),
+	}}
+}
+
 // section renders the result as the benchmarks guide's section.
 func (r churnResult) section() string {
 	var b strings.Builder
-	row := func(what string, l latencies, within time.Duration, target bool) {
-		v := fmt.Sprintf("%.2f", ratio(l.pct(.5), r.floor.pct(.5)))
-		if target {
-			v = verdict(ratio(l.pct(.5), r.floor.pct(.5)), targetChurnVsFloor, true)
-		}
-		w := ""
-		if within > 0 {
-			w = fmt.Sprintf(", the last %.1f s after the change", within.Seconds())
-		}
-		fmt.Fprintf(&b, "| %s%s | %s / %s | %s |\n", what, w, ms(l.pct(.5)), ms(l.pct(.99)), v)
+	if err := benchmarkPageTemplate.ExecuteTemplate(&b, "churn", r.view()); err != nil {
+		return err.Error()
 	}
-	fmt.Fprintf(&b, "%d deletes back to back each, p50 / p99 ms, and the p50 against the floor:\n\n", churnBatch)
-	b.WriteString("| deletes | p50 / p99 | against the floor |\n| --- | --- | --- |\n")
-	row("unprotected FirewallRules (the floor)", r.floor, 0, false)
-	row("settled VPCs, the rules standing", r.quiet, 0, false)
-	row("settled VPCs right after one of the two rules over them was deleted", r.removed, r.removedWithin, true)
-	row("settled VPCs right after a rule over them was created and reported Ready", r.added, r.addedWithin, true)
 	return b.String()
 }

@@ -65,7 +65,9 @@ type benchResults struct {
 	// concurrency is many writers at once (measureConcurrency).
 	concurrency concurrencyResults
 	// sweep is settling what exists (measureSweep).
-	sweep  sweepResult
+	sweep sweepResult
+	// churn is rule churn (measureChurn).
+	churn  churnResult
 	fresh  freshnessResult
 	paging pagingResult
 	idx    indexingResult
@@ -104,11 +106,11 @@ func benchmarkPage(res benchResults) string { return renderBenchmarkPage(res, th
 // section's (the "settled" template); Go only computes the figures they
 // show (benchmarkView, settleResults.view).
 //
-//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl sweep.md.gotmpl
+//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl sweep.md.gotmpl churn.md.gotmpl
 var benchmarkTemplates embed.FS
 
-// benchmarkPageTemplate is the page; it holds "settled", "sweep" and "concurrency" too.
-var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl", "sweep.md.gotmpl"))
+// benchmarkPageTemplate is the page; it holds "settled", "sweep", "churn" and "concurrency" too.
+var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl", "sweep.md.gotmpl", "churn.md.gotmpl"))
 
 // renderBenchmarkPage renders the page; run is a parameter so that a test
 // can fix it. The template is checked by TestBenchmarkPage, so an error
@@ -144,7 +146,9 @@ type pageView struct {
 	Concurrency concurrencyView
 	// Sweep is the settling-what-exists section's (make bench-sweep
 	// logs it alone).
-	Sweep        sweepView
+	Sweep sweepView
+	// Churn is the rule churn section's (make bench-churn logs it alone).
+	Churn        ruleChurnView
 	Convergence  []convergenceView
 	ReadyMs      string
 	ReadyVerdict string
@@ -264,6 +268,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		Settled:     res.settled.view(),
 		Concurrency: res.concurrency.view(),
 		Sweep:       res.sweep.view(),
+		Churn:       res.churn.view(),
 	}
 	for _, r := range res.rows {
 		v.Admission = append(v.Admission, admissionView{

@@ -134,14 +134,7 @@ func terraformAtScale(ctx context.Context, t *testing.T, e *env.Env) terraformSc
 			t.Fatalf("the Terraform benchmark needs terraform on PATH or TF_ACC_TERRAFORM_PATH: %v", err)
 		}
 	}
-	root, err := env.RepoRoot()
-	check.Must(t, err)
-	dir := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./cmd/terraform-provider-depctrl")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
-	}
+	dir := filepath.Dir(buildCommand(ctx, t, "terraform-provider-depctrl"))
 	rc := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    \"depctrl/depctrl\" = %q\n  }\n  direct {}\n}\n", dir)
 	check.Must(t, os.WriteFile(filepath.Join(dir, "dev.tfrc"), []byte(rc), 0o644))
 	work := filepath.Join(dir, "topology")

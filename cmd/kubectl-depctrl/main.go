@@ -1,0 +1,13 @@
+// Command kubectl-depctrl is the kubectl plugin of deletion protection:
+// installed on the PATH, it runs as "kubectl depctrl".
+package main
+
+import (
+	"os"
+
+	"github.com/depctrl/terraform-provider-depctrl/internal/kubectlplugin"
+)
+
+func main() {
+	os.Exit(kubectlplugin.Main(os.Args[1:], os.Stdout, os.Stderr))
+}
