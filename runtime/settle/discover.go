@@ -65,7 +65,7 @@ func (s *Settler) discover(ctx context.Context) {
 				}
 				if serves {
 					places++
-					s.queue.Add(place{Cluster: cluster, GVR: gvr, Walked: true})
+					s.walked.Add(place{Cluster: cluster, GVR: gvr, Walked: true})
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,6 +113,7 @@ func TestSettlerDiscovers(t *testing.T) {
 					own: map[string]bool{"own": true}, unknown: map[string]bool{"unknown": true}}, Types: fakeTypes{vpcGVR}}
 			s.init()
 			defer s.queue.ShutDown()
+			defer s.walked.ShutDown()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go s.discover(ctx)
@@ -119,11 +121,11 @@ func TestSettlerDiscovers(t *testing.T) {
 			s.watchStamps()
 			var places []place
 			for len(places) < 2 {
-				p, _ := s.queue.Get()
+				p, _ := s.walked.Get()
 				places = append(places, p)
-				s.queue.Done(p)
+				s.walked.Done(p)
 			}
-			if n := s.queue.Len(); n != 0 {
+			if n := s.walked.Len() + s.queue.Len(); n != 0 {
 				t.Fatalf("%d more places found, want only the workspaces that serve the type from the rules' exports", n)
 			}
 			sort.Slice(places, func(i, j int) bool { return places[i].Cluster < places[j].Cluster })
@@ -204,4 +206,73 @@ func TestSettlerWalkedPlaceServedNoMore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockingObjects lists the objects of placesObjects, but holds every list
+// in a cluster of slow until release is closed.
+type blockingObjects struct {
+	*placesObjects
+	slow    map[string]bool
+	release chan struct{}
+	// held counts the lists being held.
+	held *atomic.Int32
+}
+
+func (f blockingObjects) ListMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace string, visit func(*metav1.ObjectMeta)) error {
+	if f.slow[cluster] {
+		f.held.Add(1)
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return f.placesObjects.ListMeta(ctx, cluster, gvr, namespace, visit)
+}
+
+// TestSettlerWalkDoesNotHoldUpRequests: while the sweeps of places a walk
+// found are slow (many workspaces, each listed page by page), the place
+// of a deletion is swept at once all the same: walked places wait in a
+// queue of their own.
+func TestSettlerWalkDoesNotHoldUpRequests(t *testing.T) {
+	stamps := &fakeStamps{"s1", true, "s1"}
+	walkedClusters := []string{"w1", "w2", "w3", "w4"}
+	objs := &placesObjects{objs: map[string][]metav1.ObjectMeta{"asked": {{Namespace: "a", Name: "vpc", ResourceVersion: "1"}}}}
+	for _, c := range walkedClusters {
+		objs.objs[c] = []metav1.ObjectMeta{{Namespace: "a", Name: "vpc", ResourceVersion: "1"}}
+	}
+	release := make(chan struct{})
+	defer close(release)
+	slow := map[string]bool{}
+	for _, c := range walkedClusters {
+		slow[c] = true
+	}
+	held := &atomic.Int32{}
+	s := &Settler{Stamps: stamps, Published: stamps, Objects: blockingObjects{placesObjects: objs, slow: slow, release: release, held: held},
+		Prover: &namespacedProver{}, Pending: fakePending{}, Intents: fakeIntents{}, After: 10 * time.Millisecond, Log: logr.Discard(),
+		Workspaces: fakeWorkspaces{clusters: walkedClusters}, Types: fakeTypes{vpcGVR}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Start(ctx) }()
+	// Start has asked for a walk; wait until it has found its places and
+	// a sweep of one is held, then ask for a deletion's sweep.
+	deadline := time.Now().Add(10 * time.Second)
+	for held.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if held.Load() == 0 {
+		t.Fatal("no walked place was swept")
+	}
+	s.Deleted("asked", vpcGVR, "a")
+	for time.Now().Before(deadline) {
+		objs.mu.Lock()
+		settled := slices.Contains(objs.settled, "asked/a/vpc=s1")
+		objs.mu.Unlock()
+		if settled {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the deletion's place was not swept while the walked places' sweeps were held")
 }

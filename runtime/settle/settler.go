@@ -131,7 +131,11 @@ type Settler struct {
 	// referenced holds, by place and object, until when an object found
 	// referenced is not proven again.
 	referenced map[place]map[objectName]time.Time
-	queue      workqueue.TypedDelayingInterface[place]
+	// queue holds the places requests showed; walked those walks found
+	// (queueFor), each with workers of its own, so that a walk over many
+	// workspaces never holds up the sweep that a deletion asks for at once.
+	queue  workqueue.TypedDelayingInterface[place]
+	walked workqueue.TypedDelayingInterface[place]
 	// discovering is the types whose places the next walk finds; wake
 	// starts it.
 	discovering map[schema.GroupResource]schema.GroupVersionResource
@@ -172,8 +176,17 @@ func (s *Settler) init() {
 	s.stable = map[schema.GroupResource]stampSince{}
 	s.referenced = map[place]map[objectName]time.Time{}
 	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle"})
+	s.walked = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle-walked"})
 	s.discovering = map[schema.GroupResource]schema.GroupVersionResource{}
 	s.wake = make(chan struct{}, 1)
+}
+
+// queueFor is the queue p waits in.
+func (s *Settler) queueFor(p place) workqueue.TypedDelayingInterface[place] {
+	if p.Walked {
+		return s.walked
+	}
+	return s.queue
 }
 
 // Created implements Candidates: a create's place is swept a second
@@ -210,19 +223,23 @@ func (s *Settler) Start(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		s.queue.ShutDown()
+		s.walked.ShutDown()
 	}()
-	for range s.Workers {
-		go func() {
-			for {
-				p, shutdown := s.queue.Get()
-				if shutdown {
-					return
-				}
-				s.sweep(ctx, p)
-				s.queue.Done(p)
+	work := func(q workqueue.TypedDelayingInterface[place]) {
+		for {
+			p, shutdown := q.Get()
+			if shutdown {
+				return
 			}
-		}()
+			s.sweep(ctx, p)
+			q.Done(p)
+		}
 	}
+	for range s.Workers {
+		go work(s.queue)
+	}
+	// Walked places are many and none waits on a client: one worker.
+	go work(s.walked)
 	if s.Workspaces != nil && s.Types != nil {
 		go s.discover(ctx)
 	}
@@ -340,7 +357,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	now := s.now()
 	if wait := st.since.Add(s.After).Sub(now); wait > 0 {
-		s.queue.AddAfter(p, wait)
+		s.queueFor(p).AddAfter(p, wait)
 		return
 	}
 	log := s.Log.WithValues("cluster", p.Cluster, "resource", gr.String(), "namespace", p.Namespace)
@@ -397,7 +414,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	}
 	if err != nil {
 		log.Info("listing objects to settle failed", "error", err.Error())
-		s.queue.AddAfter(p, s.After)
+		s.queueFor(p).AddAfter(p, s.After)
 		return
 	}
 	// The objects were read before this: a write that referenced one while
@@ -406,11 +423,11 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	since, err := s.Pending.PendingSince(ctx, p.Cluster, gr)
 	if err != nil {
 		log.Info("reading the pending references failed", "error", err.Error())
-		s.queue.AddAfter(p, s.After)
+		s.queueFor(p).AddAfter(p, s.After)
 		return
 	}
 	if until := since.Add(s.IntentLifetime); until.After(s.now()) {
-		s.queue.AddAfter(p, until.Sub(s.now())+time.Second)
+		s.queueFor(p).AddAfter(p, until.Sub(s.now())+time.Second)
 		return
 	}
 	unreferenced := s.prove(ctx, p, candidates, log, later)
@@ -443,7 +460,7 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 		log.V(1).Info("objects settled", "count", settled, "stamp", stamp)
 	}
 	if again > 0 {
-		s.queue.AddAfter(p, again)
+		s.queueFor(p).AddAfter(p, again)
 	}
 }
 
