@@ -297,7 +297,7 @@ func TestConcurrencySection(t *testing.T) {
 		t.Errorf("%d rows with no reference, want one per number of writers:\n%s", n, got)
 	}
 	page := renderBenchmarkPage(syntheticBenchResults(), benchRun{})
-	if !strings.Contains(page, "\n"+got+"\n## Convergence\n") {
+	if !strings.Contains(page, "\n"+got+"\n## Rule churn\n") {
 		t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", got)
 	}
 }
