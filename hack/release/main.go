@@ -1,7 +1,9 @@
 // Command release builds the provider package: for every platform (or those
 // given) the archive the Terraform Registry and `terraform providers
 // mirror` use, the manifest and SHA256SUMS, into -out; with -mirror, also a
-// filesystem mirror to install from with `terraform init`.
+// filesystem mirror to install from with `terraform init`. Beside it, in
+// -out/kubectl-depctrl, the kubectl plugin: an archive per platform and
+// SHA256SUMS.
 //
 //	go run ./hack/release [-version 1.2.3] [-platforms all|linux_amd64,…] [-out dist] [-mirror dist/mirror] [-sign KEY]
 package main
@@ -53,6 +55,7 @@ func run(ctx context.Context, v, platforms, out, mirror, sign string) error {
 	}
 	defer func() { _ = os.RemoveAll(build) }()
 	var pkgs []release.Package
+	var plugins []string
 	for _, p := range targets {
 		bin, err := release.Build(ctx, root, v, p, build)
 		if err != nil {
@@ -64,8 +67,21 @@ func run(ctx context.Context, v, platforms, out, mirror, sign string) error {
 		}
 		fmt.Printf("%s %s  %s\n", v, pkg.H1, filepath.Base(pkg.Zip))
 		pkgs = append(pkgs, pkg)
+		plugin, err := release.BuildPlugin(ctx, root, v, p, build)
+		if err != nil {
+			return err
+		}
+		archive, err := release.PackPlugin(v, p, plugin, out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s\n", v, filepath.Join(release.PluginDir, filepath.Base(archive)))
+		plugins = append(plugins, archive)
 	}
 	if err := release.Finish(v, out, pkgs); err != nil {
+		return err
+	}
+	if err := release.FinishPlugin(v, out, plugins); err != nil {
 		return err
 	}
 	if sign != "" {

@@ -23,6 +23,9 @@ const (
 	ExitError = 2
 )
 
+// Version is what --version prints.
+var Version = "dev"
+
 // exitError carries a command's exit code to Main.
 type exitError struct {
 	code int
@@ -37,6 +40,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-depctrl",
 		Short:         "Ask deletion protection what it decides",
+		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

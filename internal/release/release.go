@@ -2,7 +2,8 @@
 // `terraform providers mirror` lay it out: one zip per platform holding
 // terraform-provider-depctrl_v<version>, a manifest naming the plugin
 // protocol, and SHA256SUMS over both; and, for installing without a
-// registry, the same zips in a filesystem mirror's packed layout.
+// registry, the same zips in a filesystem mirror's packed layout. Beside
+// it, the kubectl plugin (plugin.go).
 package release
 
 import (
@@ -86,13 +87,17 @@ type Package struct {
 // module at root) for p into dir, statically and without local paths, and
 // returns the binary's path.
 func Build(ctx context.Context, root, v string, p Platform, dir string) (string, error) {
-	bin := filepath.Join(dir, p.String(), binaryName(v, p))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+v, "-o", bin, "./cmd/"+Name)
+	return build(ctx, root, v, p, Name, filepath.Join(dir, p.String(), binaryName(v, p)))
+}
+
+// build compiles ./cmd/<command> for p into bin.
+func build(ctx context.Context, root, v string, p Platform, command, bin string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+v, "-o", bin, "./cmd/"+command)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("building %s for %s: %w", Name, p, err)
+		return "", fmt.Errorf("building %s for %s: %w", command, p, err)
 	}
 	return bin, nil
 }
@@ -171,6 +176,12 @@ func Finish(v, out string, pkgs []Package) error {
 	for _, p := range pkgs {
 		files = append(files, p.Zip)
 	}
+	return writeSums(filepath.Join(out, fmt.Sprintf("%s_%s_SHA256SUMS", Name, v)), files)
+}
+
+// writeSums writes the SHA-256 of each of files, as sha256sum prints them,
+// sorted by file name, into path.
+func writeSums(path string, files []string) error {
 	var sums []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -181,7 +192,7 @@ func Finish(v, out string, pkgs []Package) error {
 		sums = append(sums, hex.EncodeToString(sum[:])+"  "+filepath.Base(f))
 	}
 	slices.SortFunc(sums, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
-	return os.WriteFile(filepath.Join(out, fmt.Sprintf("%s_%s_SHA256SUMS", Name, v)), []byte(strings.Join(sums, "\n")+"\n"), 0o644)
+	return os.WriteFile(path, []byte(strings.Join(sums, "\n")+"\n"), 0o644)
 }
 
 // Mirror copies pkgs into dir in a filesystem mirror's packed layout
