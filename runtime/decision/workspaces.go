@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -85,28 +86,54 @@ type resolvedPath struct {
 // webhook must not label. An export whose workspace path cannot be
 // resolved is left out; none resolved is an error.
 func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schema.GroupVersionResource) (bool, error) {
+	served, err := w.Served(ctx, cluster, []schema.GroupVersionResource{target})
+	return served[target], err
+}
+
+// Served implements settle.Workspaces: which of targets cluster serves, as
+// Serves tells it, read with one LIST of its APIBindings for all of them.
+// The error says that some target's exports could not be resolved; the
+// others are answered all the same.
+func (w *WorkspaceWalk) Served(ctx context.Context, cluster string, targets []schema.GroupVersionResource) (map[schema.GroupVersionResource]bool, error) {
+	served := map[schema.GroupVersionResource]bool{}
+	exportsOf := map[string][]schema.GroupVersionResource{}
 	var values []string
 	var unresolved error
-	for _, ref := range w.Exports(target.GroupResource()) {
-		lc, err := w.clusterOf(ctx, ref.Path)
-		if err != nil {
-			unresolved = err
-			continue
+	for _, target := range targets {
+		resolved := false
+		var err error
+		for _, ref := range w.Exports(target.GroupResource()) {
+			lc, rerr := w.clusterOf(ctx, ref.Path)
+			if rerr != nil {
+				err = rerr
+				continue
+			}
+			v := exportLabel(registry.Export{Cluster: lc, Name: ref.Name})
+			if _, seen := exportsOf[v]; !seen {
+				values = append(values, v)
+			}
+			exportsOf[v] = append(exportsOf[v], target)
+			resolved = true
 		}
-		values = append(values, exportLabel(registry.Export{Cluster: lc, Name: ref.Name}))
+		if !resolved && err != nil {
+			unresolved = err
+		}
 	}
 	if len(values) == 0 {
-		return false, unresolved
+		return served, unresolved
 	}
 	path, err := admission.Path(cluster, apiBindings, "", "")
 	if err != nil {
-		return false, err
+		return served, err
 	}
-	selector, err := exportSelector(values, target.GroupResource().String())
+	selector, err := exportSelector(values, "the protected types")
 	if err != nil {
-		return false, err
+		return served, err
 	}
 	type binding struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
 		Status struct {
 			BoundResources []struct {
 				Group    string `json:"group"`
@@ -114,19 +141,22 @@ func (w *WorkspaceWalk) Serves(ctx context.Context, cluster string, target schem
 			} `json:"boundResources"`
 		} `json:"status"`
 	}
-	serves := false
 	err = listPages(ctx, w, path, selector, func(items []binding) bool {
 		for _, b := range items {
-			for _, r := range b.Status.BoundResources {
-				serves = serves || (r.Group == target.Group && r.Resource == target.Resource)
+			for _, target := range exportsOf[b.Metadata.Labels[apisv1alpha1.InternalAPIBindingExportLabelKey]] {
+				for _, r := range b.Status.BoundResources {
+					if r.Group == target.Group && r.Resource == target.Resource {
+						served[target] = true
+					}
+				}
 			}
 		}
-		return !serves
+		return len(served) < len(targets)
 	})
 	if err != nil {
-		return false, fmt.Errorf("listing the APIBindings of the exports serving %s: %w", target.GroupResource(), err)
+		return served, fmt.Errorf("listing the APIBindings of the exports serving the protected types: %w", err)
 	}
-	return serves, nil
+	return served, unresolved
 }
 
 // clusterOf resolves a workspace path to its logical cluster, through the

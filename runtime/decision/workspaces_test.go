@@ -3,6 +3,7 @@ package decision
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -95,8 +96,12 @@ func TestWorkspaceWalk(t *testing.T) {
 // resolutions.
 type exportServer struct {
 	bound, failed map[string]bool
-	mu            sync.Mutex
-	resolved      int
+	// resources are what a binding binds; vpcs when empty.
+	resources []string
+	mu        sync.Mutex
+	resolved  int
+	// lists counts the reads of APIBindings.
+	lists int
 }
 
 func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,13 +112,22 @@ func (s *exportServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, map[string]interface{}{"metadata": map[string]interface{}{"name": "cluster", "annotations": map[string]interface{}{"kcp.io/cluster": "netlc"}}})
 	case strings.HasSuffix(r.URL.Path, "/apis/apis.kcp.io/v1alpha2/apibindings"):
+		s.mu.Lock()
+		s.lists++
+		s.mu.Unlock()
 		cluster := strings.Split(r.URL.Path, "/")[2]
 		want := exportLabel(registry.Export{Cluster: "netlc", Name: "network.test.io"})
 		var items []interface{}
 		if s.bound[cluster] && strings.Contains(r.URL.Query().Get("labelSelector"), want) {
 			var bound []interface{}
-			if !s.failed[cluster] {
-				bound = append(bound, map[string]interface{}{"group": "network.test.io", "resource": "vpcs"})
+			resources := s.resources
+			if len(resources) == 0 {
+				resources = []string{"vpcs"}
+			}
+			for _, res := range resources {
+				if !s.failed[cluster] {
+					bound = append(bound, map[string]interface{}{"group": "network.test.io", "resource": res})
+				}
 			}
 			items = append(items, map[string]interface{}{"metadata": map[string]interface{}{"labels": map[string]interface{}{"internal.apis.kcp.io/export": want}},
 				"status": map[string]interface{}{"boundResources": bound}})
@@ -163,5 +177,33 @@ func TestWorkspaceWalkServes(t *testing.T) {
 	if srv.resolved != 1 {
 		// root:gone fails each time; root:network is read once.
 		t.Errorf("root:network resolved %d times, want once", srv.resolved)
+	}
+}
+
+// TestWorkspaceWalkServedAtOnce: whether a workspace serves each of
+// several protected types is told with one read of its APIBindings; a type
+// its binding does not bind, or no rule names, is not served.
+func TestWorkspaceWalkServedAtOnce(t *testing.T) {
+	gvr := func(resource string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: resource}
+	}
+	vpcs, subnets, fws, regions := gvr("vpcs"), gvr("subnets"), gvr("firewallrules"), gvr("regions")
+	srv := &exportServer{bound: map[string]bool{"c1": true}, resources: []string{"vpcs", "subnets"}}
+	walk := &WorkspaceWalk{Finder: serveFinder(t, srv), Root: "root", Exports: func(gr schema.GroupResource) []v1alpha1.APIExportRef {
+		if gr == regions.GroupResource() {
+			return nil
+		}
+		return []v1alpha1.APIExportRef{{Path: "root:network", Name: "network.test.io"}}
+	}}
+	served, err := walk.Served(context.Background(), "c1", []schema.GroupVersionResource{vpcs, subnets, fws, regions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[schema.GroupVersionResource]bool{vpcs: true, subnets: true}
+	if !maps.Equal(served, want) {
+		t.Errorf("served %v, want %v", served, want)
+	}
+	if srv.lists != 1 {
+		t.Errorf("%d reads of the APIBindings, want one for every type", srv.lists)
 	}
 }

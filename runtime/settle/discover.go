@@ -26,6 +26,10 @@ type Workspaces interface {
 	// (elsewhere they are the workspace's own, or another export's, and
 	// are not the settler's to label).
 	Serves(ctx context.Context, cluster string, target schema.GroupVersionResource) (bool, error)
+	// Served is Serves for several targets at once, with one read of the
+	// workspace's bindings; an error says some could not be told, and
+	// the others are answered.
+	Served(ctx context.Context, cluster string, targets []schema.GroupVersionResource) (map[schema.GroupVersionResource]bool, error)
 }
 
 // Types lists the protected resources (registry.Registry.Targets).
@@ -57,13 +61,13 @@ func (s *Settler) discover(ctx context.Context) {
 		workspaces, places, unknown := 0, 0, 0
 		err := s.Workspaces.Walk(ctx, func(cluster string) {
 			workspaces++
+			served, err := s.Workspaces.Served(ctx, cluster, types)
+			if err != nil {
+				unknown++
+				s.Log.V(1).Info("cannot tell whether a workspace serves the protected types", "cluster", cluster, "error", err.Error())
+			}
 			for _, gvr := range types {
-				serves, err := s.Workspaces.Serves(ctx, cluster, gvr)
-				if err != nil {
-					unknown++
-					s.Log.V(1).Info("cannot tell whether a workspace serves a protected type", "cluster", cluster, "resource", gvr.GroupResource().String(), "error", err.Error())
-				}
-				if serves {
+				if served[gvr] {
 					places++
 					s.walked.Add(place{Cluster: cluster, GVR: gvr, Walked: true})
 				}

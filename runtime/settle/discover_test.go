@@ -31,6 +31,18 @@ func (f fakeWorkspaces) Serves(_ context.Context, cluster string, _ schema.Group
 	return !f.own[cluster], nil
 }
 
+func (f fakeWorkspaces) Served(ctx context.Context, cluster string, targets []schema.GroupVersionResource) (map[schema.GroupVersionResource]bool, error) {
+	out := map[schema.GroupVersionResource]bool{}
+	for _, t := range targets {
+		serves, err := f.Serves(ctx, cluster, t)
+		if err != nil {
+			return out, err
+		}
+		out[t] = serves
+	}
+	return out, nil
+}
+
 func (f fakeWorkspaces) Walk(_ context.Context, visit func(string)) error {
 	for _, c := range f.clusters {
 		visit(c)
