@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/deploy"
+	"github.com/depctrl/terraform-provider-depctrl/internal/kubectlplugin"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/podrunner"
@@ -343,6 +344,12 @@ func (q *quickstart) demo(ctx context.Context) error {
 			return fmt.Errorf("the delete failed for another reason: %w", err)
 		}
 		fmt.Printf("    denied: %v\n", err)
+
+		q.say("Ask what blocks it: kubectl depctrl why vpc/vpc-1 -n apps (go install ./cmd/kubectl-depctrl)")
+		why := []string{"why", "vpc/vpc-1", "-n", "apps", "--kubeconfig", q.e.AdminKubeconfig, "--server", q.e.FrontProxyURL + "/clusters/" + consumer}
+		if code := kubectlplugin.Main(why, indent(os.Stdout), indent(os.Stderr)); code != kubectlplugin.ExitBlocked {
+			return fmt.Errorf("kubectl depctrl why vpc/vpc-1 exited %d, want %d: vm-1 blocks the deletion", code, kubectlplugin.ExitBlocked)
+		}
 
 		q.say("Delete vm-1, then vpc-1: both go")
 		if err := vms.Delete(ctx, "vm-1", metav1.DeleteOptions{}); err != nil {
