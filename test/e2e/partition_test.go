@@ -21,8 +21,9 @@ import (
 // them and refuses new ones. While the partition lasts, a rule over VPCs
 // is created, then edited, then deleted (ruleChanges), each once the one
 // before has converged: the webhook withdraws the stamp of the rules
-// before the change, and the controller, which still holds the rules as
-// they were before the partition, never publishes it again; a VPC settled
+// before a creation or an edit (a deletion may keep it: settle.Keeps), and
+// the controller, which still holds the rules as they were before the
+// partition, never publishes it again; a VPC settled
 // under the rules before, which the change makes referenced, is refused in
 // the consumer on shard-1 and in the one on root, by the webhook's
 // decision, for as long as the partition is watched. Once it heals,
