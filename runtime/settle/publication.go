@@ -32,6 +32,12 @@ func (p Publication) Stamps() []string {
 	return slices.Sorted(maps.Keys(p.Rules))
 }
 
+// sameAs reports whether p and q accept the same stamps and call the same
+// one current: two entries or configurations that agree.
+func (p Publication) sameAs(q Publication) bool {
+	return p.Current == q.Current && slices.Equal(p.Stamps(), q.Stamps())
+}
+
 // Accepts reports whether objects settled under stamp skip the webhook.
 func (p Publication) Accepts(stamp string) bool {
 	_, ok := p.Rules[stamp]

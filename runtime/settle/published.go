@@ -41,16 +41,8 @@ type PublishedStamps struct {
 func (p *PublishedStamps) Accepts(gr schema.GroupResource, stamp string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := agreed(maps.Values(p.byCluster), gr)
-	if !ok {
-		return false
-	}
-	for _, pubs := range p.byCluster {
-		if pub, covers := pubs[gr]; covers && !pub.Accepts(stamp) {
-			return false
-		}
-	}
-	return true
+	pub, ok := agreed(maps.Values(p.byCluster), gr)
+	return ok && pub.Accepts(stamp)
 }
 
 // agreed is what every one of configs (each mapping the resources it
@@ -69,7 +61,7 @@ func agreed(configs iter.Seq[map[schema.GroupResource]Publication], gr schema.Gr
 			return Publication{}, false
 		case !found:
 			first, found = pub, true
-		case pub.Current != first.Current || !slices.Equal(pub.Stamps(), first.Stamps()):
+		case !pub.sameAs(first):
 			return Publication{}, false
 		}
 	}
@@ -173,7 +165,7 @@ func PublishedIn(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) ma
 				for _, res := range r.Resources {
 					gr := schema.GroupResource{Group: g, Resource: res}
 					pub := publication(stamps, rec, gr)
-					if seen, ok := out[gr]; ok && (seen.Current != pub.Current || !slices.Equal(seen.Stamps(), pub.Stamps())) {
+					if seen, ok := out[gr]; ok && !seen.sameAs(pub) {
 						disagree[gr] = true
 					}
 					out[gr] = pub
