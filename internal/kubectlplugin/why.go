@@ -1,41 +1,28 @@
 package kubectlplugin
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/internal/blockers"
 )
 
-// Verdict is what deletion protection decides of one deletion now.
+// Verdict is what deletion protection decides of one deletion now, and of
+// which object.
 type Verdict struct {
 	// Object is "resource/name", as asked.
 	Object    string `json:"object"`
 	Namespace string `json:"namespace,omitempty"`
-	Deletable bool   `json:"deletable"`
-	// Message is the denial's, for people.
-	Message  string    `json:"message,omitempty"`
-	Blockers []Blocker `json:"blockers,omitempty"`
-}
-
-// Blocker is a dependent that blocks the deletion.
-type Blocker struct {
-	v1alpha1.DependentRef
-	// Pending: its write is admitted and not stored yet.
-	Pending bool `json:"pending"`
+	blockers.Verdict
 }
 
 func newWhy(flags *genericclioptions.ConfigFlags) *cobra.Command {
@@ -60,11 +47,11 @@ func newWhy(flags *genericclioptions.ConfigFlags) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitError, err: err}
 			}
-			v, err := ask(cmd.Context(), api, name)
+			answer, err := blockers.Ask(cmd.Context(), api, name)
 			if err != nil {
 				return &exitError{code: ExitError, err: err}
 			}
-			v.Object, v.Namespace = resource+"/"+name, namespace
+			v := Verdict{Object: resource + "/" + name, Namespace: namespace, Verdict: answer}
 			if err := v.write(cmd.OutOrStdout(), output); err != nil {
 				return &exitError{code: ExitError, err: err}
 			}
@@ -134,36 +121,6 @@ func resourceClient(flags *genericclioptions.ConfigFlags, resource string) (dyna
 		return nil, "", fmt.Errorf("reading the namespace: %w", err)
 	}
 	return dyn.Resource(mapping.Resource).Namespace(namespace), namespace, nil
-}
-
-// ask deletes the object called name as a dry run, which the deletion
-// webhook decides as it would the deletion, without side effects, and reads
-// its answer: deletable, refused for the dependents its causes name, or an
-// error when the answer is something else (the object is missing, the user
-// may not delete it, protection cannot decide now).
-func ask(ctx context.Context, api dynamic.ResourceInterface, name string) (Verdict, error) {
-	err := api.Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	if err == nil {
-		return Verdict{Deletable: true}, nil
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || status.Status().Details == nil {
-		return Verdict{}, err
-	}
-	v := Verdict{Message: status.Status().Message}
-	for _, c := range status.Status().Details.Causes {
-		ref, pending, ok, cerr := v1alpha1.DependentOf(c)
-		if cerr != nil {
-			return Verdict{}, cerr
-		}
-		if ok {
-			v.Blockers = append(v.Blockers, Blocker{DependentRef: ref, Pending: pending})
-		}
-	}
-	if len(v.Blockers) == 0 {
-		return Verdict{}, err
-	}
-	return v, nil
 }
 
 // write prints v as a table, or as JSON with output "json".

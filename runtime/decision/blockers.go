@@ -87,3 +87,23 @@ func denialMessage(target string, blockers []Blocker, more int, withNamespaces b
 	}
 	return msg
 }
+
+// union merges the blockers a and b, in order and each once, keeping at
+// most limit of them; more counts those beyond b (< 0: an unknown number)
+// and, returned, those beyond the union.
+func union(a, b []Blocker, more, limit int) ([]Blocker, int) {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	sortBlockers(out)
+	if len(out) > limit {
+		if more >= 0 {
+			more += len(out) - limit
+		}
+		out = out[:limit]
+	}
+	return out, more
+}

@@ -2,6 +2,8 @@ package decision
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -91,6 +93,62 @@ func TestDenialCauses(t *testing.T) {
 				if got[i] != tt.want[i] {
 					t.Errorf("cause %d = %+v, want %+v", i, got[i], tt.want[i])
 				}
+			}
+		})
+	}
+}
+
+// TestDryRunListsEveryBlocker: a deletion's denial names the first
+// MaxBlockersReported dependents and stops reading once it has a blocker,
+// while a dry run, which asks what blocks, lists them all as causes (up to
+// MaxBlockersListed) under the same message; both refuse alike.
+func TestDryRunListsEveryBlocker(t *testing.T) {
+	now := time.Now()
+	var stored []Blocker
+	for i := range 25 {
+		stored = append(stored, Blocker{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: fmt.Sprintf("vm-%02d", i)})
+	}
+	recorded, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-07", At: metav1.NewTime(now.Add(-time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const message = "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-00, VirtualMachine/vm-01, VirtualMachine/vm-02, VirtualMachine/vm-03, VirtualMachine/vm-04, VirtualMachine/vm-05, VirtualMachine/vm-06, VirtualMachine/vm-07, VirtualMachine/vm-08, VirtualMachine/vm-09 and "
+	tests := []struct {
+		name       string
+		dryRun     bool
+		intents    map[string]string
+		listed     int
+		wantCauses int
+		// wantMessage counts the dependents it does not name as far as
+		// the lookup read: "and more" when it stopped.
+		wantMessage string
+	}{
+		{name: "a deletion names the first ten", wantCauses: 10, wantMessage: message + "more"},
+		{name: "a dry run lists them all", dryRun: true, wantCauses: 25, wantMessage: message + "15 more"},
+		{name: "a dry run reads past a recorded blocker", dryRun: true, intents: map[string]string{index.Key("t1"): recorded}, wantCauses: 25, wantMessage: message + "15 more"},
+		{name: "a deletion stops at a recorded blocker", intents: map[string]string{index.Key("t1"): recorded}, wantCauses: 1, wantMessage: "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-07"},
+		{name: "a dry run lists at most MaxBlockersListed", dryRun: true, listed: 20, wantCauses: 20, wantMessage: message + "more"},
+	}
+	ready := make(chan struct{})
+	close(ready)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			annotations := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
+			maps.Copy(annotations, tt.intents)
+			finder := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: stored}, dependents: map[string]string{"default/vm-07": "vpc"}}
+			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-2 * time.Hour)}}}
+			v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{MaxBlockersListed: tt.listed}, logr.Discard())
+			req := deleteRequest(vpcGVR, "vpc", annotations)
+			req.DryRun = &tt.dryRun
+			resp, _ := v.Decide(context.Background(), req)
+			if resp.Allowed || resp.Result.Details == nil {
+				t.Fatalf("got allowed=%v %+v, want a denial with details", resp.Allowed, resp.Result)
+			}
+			if got := len(resp.Result.Details.Causes); got != tt.wantCauses {
+				t.Errorf("%d causes, want %d", got, tt.wantCauses)
+			}
+			if resp.Result.Message != tt.wantMessage {
+				t.Errorf("message %q, want %q", resp.Result.Message, tt.wantMessage)
 			}
 		})
 	}

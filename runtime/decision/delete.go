@@ -62,15 +62,23 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	}
 	// The dependents the object's intents name come first: one of them
 	// still referencing it decides a denial without reading the others.
+	// A dry run lists what blocks: it reads them all (up to
+	// MaxBlockersListed) whatever the intents show.
+	limit := v.opts.MaxBlockersReported
+	if d.DryRun {
+		limit = v.opts.MaxBlockersListed
+	}
 	var more int
 	blockers := v.recordedBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations)
-	if len(blockers) == 0 {
-		blockers, more, err = v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections)
+	if len(blockers) == 0 || d.DryRun {
+		var found []Blocker
+		found, more, err = v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections, limit)
+		blockers, more = union(blockers, found, more, limit)
 	}
 	if err == nil && len(blockers) == 0 {
 		// None stored: a write admitted but not stored yet shows only as
 		// the intent it recorded on this very revision of the object.
-		blockers, err = v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations)
+		blockers, err = v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations, limit)
 		if err == nil && len(blockers) == 0 {
 			return admission.Allow(""), outcomeAllowed
 		}
@@ -92,7 +100,14 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	log.Info("deletion denied", "blockers", len(blockers)+more)
 	// A cluster-scoped object may be referenced from several namespaces:
 	// then the denial says which namespace each dependent is in.
-	msg := denialMessage(d.String(), blockers, more, d.Namespace == "")
+	named, unnamed := blockers, more
+	if n := v.opts.MaxBlockersReported; len(named) > n {
+		named = named[:n]
+		if unnamed >= 0 {
+			unnamed += len(blockers) - n
+		}
+	}
+	msg := denialMessage(d.String(), named, unnamed, d.Namespace == "")
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}

@@ -27,7 +27,7 @@ import (
 
 // findBlockers looks up the dependents of each protected type concurrently
 // and merges what they find in a stable order.
-func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, protections []registry.Protection) ([]Blocker, int, error) {
+func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string, target schema.GroupResource, name string, protections []registry.Protection, limit int) ([]Blocker, int, error) {
 	protections = byDependent(protections)
 	type result struct {
 		blockers []Blocker
@@ -40,7 +40,7 @@ func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, target, name, p, v.opts.MaxBlockersReported)
+			b, more, err := v.finder.FindBlockers(ctx, cluster, namespace, target, name, p, limit)
 			if err != nil {
 				err = fmt.Errorf("listing %s for rule %s: %w", p.Dependent.GroupResource(), p.Rule, err)
 			}
@@ -74,11 +74,11 @@ func (v *Validator) findBlockers(ctx context.Context, cluster, namespace string,
 		return nil, 0, errors.Join(errs...)
 	}
 	sortBlockers(all)
-	if len(all) > v.opts.MaxBlockersReported {
+	if len(all) > limit {
 		if more >= 0 {
-			more += len(all) - v.opts.MaxBlockersReported
+			more += len(all) - limit
 		}
-		all = all[:v.opts.MaxBlockersReported]
+		all = all[:limit]
 	}
 	return all, more, nil
 }

@@ -22,7 +22,7 @@ import (
 // whatever that copy references, until the intent is withdrawn or expires.
 // Only a write that is stored and left the dependent not referencing the
 // object lets it go.
-func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string) ([]Blocker, error) {
+func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name string, protections []registry.Protection, annotations map[string]string, limit int) ([]Blocker, error) {
 	fresh, _ := index.On(annotations, v.now(), v.opts.IntentLifetime)
 	if len(fresh) == 0 {
 		return nil, nil
@@ -57,7 +57,7 @@ func (v *Validator) pendingBlockers(ctx context.Context, cluster string, name st
 			seen[b] = true
 			blockers = append(blockers, b)
 		}
-		if len(blockers) >= v.opts.MaxBlockersReported {
+		if len(blockers) >= limit {
 			break
 		}
 	}

@@ -44,7 +44,7 @@ func (v *Validator) Unreferenced(ctx context.Context, cluster, namespace string,
 			g.Go(func() error {
 				ctx, cancel := context.WithTimeout(ctx, v.opts.RequestTimeout)
 				defer cancel()
-				blockers, more, err := v.findBlockers(ctx, cluster, namespace, gvr.GroupResource(), name, protections)
+				blockers, more, err := v.findBlockers(ctx, cluster, namespace, gvr.GroupResource(), name, protections, v.opts.MaxBlockersReported)
 				if err == nil && len(blockers)+more == 0 {
 					mu.Lock()
 					unreferenced[name] = true

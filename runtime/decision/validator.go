@@ -55,8 +55,13 @@ type ValidatorOptions struct {
 	// webhook configuration's timeoutSeconds so a slow lookup ends in a
 	// clear denial rather than an admission timeout.
 	RequestTimeout time.Duration
-	// MaxBlockersReported caps the dependents named in a denial.
+	// MaxBlockersReported caps the dependents named in a denial's message.
 	MaxBlockersReported int
+	// MaxBlockersListed caps the dependents a dry run's denial lists as
+	// its causes. A dry run asks what blocks a deletion (kubectl depctrl,
+	// the depctrl_references data source), so it reads past the first
+	// blocker the deletion needs; its message stays as a deletion's.
+	MaxBlockersListed int
 	// Auditor, when set, records every deletion the skip-protection
 	// annotation let through.
 	Auditor SkipAuditor
@@ -75,6 +80,11 @@ type ValidatorOptions struct {
 	// of the places where protected objects are deleted, to settle them.
 	Candidates Candidates
 }
+
+// DefaultBlockersListed is how many dependents a dry run's denial lists
+// at most: enough for a tool to draw what references an object, small
+// enough that the response stays well below a megabyte.
+const DefaultBlockersListed = 1000
 
 // Validator decides admission requests.
 type Validator struct {
@@ -98,6 +108,10 @@ func NewValidator(protections Protections, finder DependentFinder, rules admissi
 	if opts.MaxBlockersReported == 0 {
 		opts.MaxBlockersReported = 10
 	}
+	if opts.MaxBlockersListed == 0 {
+		opts.MaxBlockersListed = DefaultBlockersListed
+	}
+	opts.MaxBlockersListed = max(opts.MaxBlockersListed, opts.MaxBlockersReported)
 	if opts.IntentLifetime == 0 {
 		opts.IntentLifetime = index.DefaultLifetime
 	}
