@@ -165,6 +165,28 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
   workspace_path = "root:network"
   export_path    = "root:Depctrl"
 }`, `(?s)export_path`},
+		{"references: resource", provider + `data "depctrl_references" "x" {
+  workspace_path = "root:team-a"
+  group          = "network.example.io"
+  version        = "v1"
+  resource       = "VPCs"
+  namespace      = "default"
+  name           = "vpc-1"
+}`, `(?s)resource.*plural resource name`},
+		{"references: namespace", provider + `data "depctrl_references" "x" {
+  workspace_path = "root:team-a"
+  group          = "network.example.io"
+  version        = "v1"
+  resource       = "vpcs"
+  namespace      = "team/a"
+  name           = "vpc-1"
+}`, `(?s)namespace.*namespace name`},
+		{"references: no name", provider + `data "depctrl_references" "x" {
+  workspace_path = "root:team-a"
+  group          = "network.example.io"
+  version        = "v1"
+  resource       = "vpcs"
+}`, `(?s)"name" is required`},
 		{"root rbac: nobody to grant", provider + `resource "depctrl_root_rbac" "x" {
 }`, `(?s)controller_users.*controller_groups|controller_groups.*controller_users`},
 		{"root rbac: parent path", provider + `resource "depctrl_root_rbac" "x" {

@@ -212,7 +212,7 @@ func (p *depctrlProvider) ListResources(context.Context) []func() list.ListResou
 }
 
 func (p *depctrlProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewWorkspaceDataSource, NewShardsDataSource, NewDependencyRulesDataSource, NewRuntimeManifestsDataSource}
+	return []func() datasource.DataSource{NewWorkspaceDataSource, NewShardsDataSource, NewDependencyRulesDataSource, NewRuntimeManifestsDataSource, NewReferencesDataSource}
 }
 
 type unknowable interface{ IsUnknown() bool }

@@ -284,6 +284,13 @@ func TestAccTopology_basic(t *testing.T) {
 			withConfig(importByIdentityPlansNothing(rule), tp.withRules(".spec.vpcRef.name", "")),
 		), []resource.TestStep{
 			{
+				// depctrl_references names, in every tenant, the VM that
+				// references vpc-1 (the protected check made both), and
+				// nothing for the VM, which nothing references.
+				Config:            tp.withRules(".spec.vpcRef.name", "") + referencesHCL(tenants),
+				ConfigStateChecks: referencesChecks(tenants),
+			},
+			{
 				// Drift: the field path is changed by hand; apply restores it.
 				PreConfig: func() { setRuleFieldPath(ctx, t, compute, "vm-needs-vpc", ".spec.somewhereElse") },
 				Config:    tp.withRules(".spec.vpcRef.name", ""),
@@ -626,4 +633,51 @@ func adminConfig(t *testing.T, e *env.Env, path string) *rest.Config {
 	cfg, err := e.AdminConfig(path)
 	check.Must(t, err)
 	return cfg
+}
+
+// referencesHCL reads, with depctrl_references, what references vpc-1
+// (data.depctrl_references.vpc_<i>) and vm-1 (vm_<i>) in the namespace apps
+// of each workspace.
+func referencesHCL(workspaces []string) string {
+	var b strings.Builder
+	for i, ws := range workspaces {
+		for _, o := range []struct{ label, group, resource, name string }{
+			{"vpc", fixtures.VPCs.Group, fixtures.VPCs.Resource, "vpc-1"},
+			{"vm", fixtures.VirtualMachines.Group, fixtures.VirtualMachines.Resource, "vm-1"},
+		} {
+			fmt.Fprintf(&b, `
+data "depctrl_references" "%s_%d" {
+  workspace_path = %q
+  group          = %q
+  version        = "v1"
+  resource       = %q
+  namespace      = "apps"
+  name           = %q
+}
+`, o.label, i, ws, o.group, o.resource, o.name)
+		}
+	}
+	return b.String()
+}
+
+// referencesChecks expects what referencesHCL reads: vm-1, stored,
+// references vpc-1, and nothing references vm-1.
+func referencesChecks(workspaces []string) []statecheck.StateCheck {
+	var checks []statecheck.StateCheck
+	for i, ws := range workspaces {
+		vpc, vm := fmt.Sprintf("data.depctrl_references.vpc_%d", i), fmt.Sprintf("data.depctrl_references.vm_%d", i)
+		checks = append(checks,
+			statecheck.ExpectKnownValue(vpc, tfjsonpath.New("id"), knownvalue.StringExact(ws+"/vpcs.network.test.io/apps/vpc-1")),
+			statecheck.ExpectKnownValue(vpc, tfjsonpath.New("referenced"), knownvalue.Bool(true)),
+			statecheck.ExpectKnownValue(vpc, tfjsonpath.New("message"), knownvalue.StringRegexp(regexp.MustCompile(`still referenced by VirtualMachine/vm-1`))),
+			statecheck.ExpectKnownValue(vpc, tfjsonpath.New("dependents"), knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectPartial(map[string]knownvalue.Check{
+				"group": knownvalue.StringExact(fixtures.VirtualMachines.Group), "resource": knownvalue.StringExact(fixtures.VirtualMachines.Resource),
+				"kind": knownvalue.StringExact(fixtures.VirtualMachines.Kind), "namespace": knownvalue.StringExact("apps"), "name": knownvalue.StringExact("vm-1"),
+				"pending": knownvalue.Bool(false), "workspace": knownvalue.NotNull(),
+			})})),
+			statecheck.ExpectKnownValue(vm, tfjsonpath.New("referenced"), knownvalue.Bool(false)),
+			statecheck.ExpectKnownValue(vm, tfjsonpath.New("dependents"), knownvalue.ListSizeExact(0)),
+		)
+	}
+	return checks
 }

@@ -1,6 +1,7 @@
 // Package kubectlplugin is kubectl-depctrl, the kubectl plugin that
 // answers what deletion protection decides: which dependents block a
-// deletion right now (why). It follows kubectl's and kcp's plugins in how
+// deletion right now (why), what references what in a workspace (refs), and
+// in which order its objects can be deleted (order). It follows kubectl's and kcp's plugins in how
 // it finds its server: the kubeconfig's current context, whose server URL
 // names the workspace (kubectl ws switches it), or the usual --kubeconfig,
 // --context, --server and --namespace flags.
@@ -47,7 +48,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	flags.AddFlags(root.PersistentFlags())
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newWhy(flags))
+	root.AddCommand(newWhy(flags), newRefs(flags), newOrder(flags))
 	return root
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,58 +24,58 @@ import (
 // once they are gone it says nothing blocks the deletion and exits 0,
 // having deleted nothing; a type the workspace does not serve exits 2.
 func TestKubectlDepctrlWhy(t *testing.T) {
+	onEveryShardWithPlugin(t, func(t *testing.T, ctx context.Context, top *Topology, consumer env.Workspace, run pluginRun) {
+		top.object(ctx, t, consumer, fixtures.VPCs, "vpc-why", map[string]interface{}{}, nil)
+		top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-why", ref("vpc-why"), nil)
+		why := func(args ...string) (string, int) { return run(append([]string{"why"}, args...)...) }
+
+		out, code := why("vpcs/vpc-why")
+		if code != kubectlplugin.ExitBlocked || !strings.Contains(out, "vm-why") || !strings.Contains(out, consumer.Cluster) || !strings.Contains(out, "stored") {
+			t.Fatalf("why vpcs/vpc-why: exit %d, want %d naming vm-why, stored, in %s:\n%s", code, kubectlplugin.ExitBlocked, consumer.Cluster, out)
+		}
+		t.Logf("kubectl depctrl why vpcs/vpc-why:\n%s", out)
+		out, code = why("vpc", "vpc-why", "-o", "json")
+		var v kubectlplugin.Verdict
+		if code != kubectlplugin.ExitBlocked || json.Unmarshal([]byte(out), &v) != nil || v.Deletable || len(v.Blockers) != 1 ||
+			v.Blockers[0].Name != "vm-why" || v.Blockers[0].Workspace != consumer.Cluster || v.Blockers[0].Pending {
+			t.Fatalf("why -o json: exit %d, %+v:\n%s", code, v, out)
+		}
+
+		top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-why")
+		check.Eventually(ctx, t, time.Minute, "nothing to block the deletion", func() error {
+			if out, code := why("vpcs/vpc-why"); code != kubectlplugin.ExitOK || !strings.Contains(out, "nothing blocks the deletion of vpcs/vpc-why") {
+				return errors.New(out)
+			}
+			return nil
+		})
+		if !top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-why") {
+			t.Fatal("why deleted the VPC")
+		}
+		if out, code := why("nosuchthings/x"); code != kubectlplugin.ExitError {
+			t.Fatalf("why of a type the workspace does not serve: exit %d, want %d:\n%s", code, kubectlplugin.ExitError, out)
+		}
+	})
+}
+
+// pluginRun runs kubectl-depctrl, pointed at one consumer workspace and
+// its namespace apps as the admin, with args; it returns the output (stdout,
+// then stderr when it fails) and the exit code.
+type pluginRun func(args ...string) (string, int)
+
+// onEveryShardWithPlugin installs the two-shard topology with VPCs
+// protected, builds kubectl-depctrl, and runs test in the consumer on each
+// shard with a pluginRun pointed at it.
+func onEveryShardWithPlugin(t *testing.T, test func(t *testing.T, ctx context.Context, top *Topology, consumer env.Workspace, run pluginRun)) {
+	t.Helper()
 	ctx, e := integration(t, 10*time.Minute, env.TwoShards)
 	top, _ := install(ctx, t, e)
 	top.protectVPCs(ctx, t)
 	bin := pluginBinary(ctx, t)
-
 	for _, consumer := range top.Consumers {
 		t.Run("shard "+consumer.Shard, func(t *testing.T) {
-			top.object(ctx, t, consumer, fixtures.VPCs, "vpc-why", map[string]interface{}{}, nil)
-			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-why", ref("vpc-why"), nil)
-			why := func(args ...string) (string, int) {
-				args = append([]string{"why", "--kubeconfig", e.AdminKubeconfig, "--server", e.FrontProxyURL + "/clusters/" + consumer.Path, "-n", "apps"}, args...)
-				cmd := exec.CommandContext(ctx, bin, args...)
-				var out, errOut bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &errOut
-				err := cmd.Run()
-				var exit *exec.ExitError
-				switch {
-				case err == nil:
-					return out.String(), 0
-				case errors.As(err, &exit):
-					return out.String() + errOut.String(), exit.ExitCode()
-				default:
-					t.Fatalf("running %s: %v", bin, err)
-					return "", -1
-				}
-			}
-
-			out, code := why("vpcs/vpc-why")
-			if code != kubectlplugin.ExitBlocked || !strings.Contains(out, "vm-why") || !strings.Contains(out, consumer.Cluster) || !strings.Contains(out, "stored") {
-				t.Fatalf("why vpcs/vpc-why: exit %d, want %d naming vm-why, stored, in %s:\n%s", code, kubectlplugin.ExitBlocked, consumer.Cluster, out)
-			}
-			t.Logf("kubectl depctrl why vpcs/vpc-why:\n%s", out)
-			out, code = why("vpc", "vpc-why", "-o", "json")
-			var v kubectlplugin.Verdict
-			if code != kubectlplugin.ExitBlocked || json.Unmarshal([]byte(out), &v) != nil || v.Deletable || len(v.Blockers) != 1 ||
-				v.Blockers[0].Name != "vm-why" || v.Blockers[0].Workspace != consumer.Cluster || v.Blockers[0].Pending {
-				t.Fatalf("why -o json: exit %d, %+v:\n%s", code, v, out)
-			}
-
-			top.expectDeleted(ctx, t, consumer, fixtures.VirtualMachines, "vm-why")
-			check.Eventually(ctx, t, time.Minute, "nothing to block the deletion", func() error {
-				if out, code := why("vpcs/vpc-why"); code != kubectlplugin.ExitOK || !strings.Contains(out, "nothing blocks the deletion of vpcs/vpc-why") {
-					return errors.New(out)
-				}
-				return nil
+			test(t, ctx, top, consumer, func(args ...string) (string, int) {
+				return runPlugin(ctx, t, bin, append(args, "--kubeconfig", e.AdminKubeconfig, "--server", e.FrontProxyURL+"/clusters/"+consumer.Path, "-n", "apps")...)
 			})
-			if !top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-why") {
-				t.Fatal("why deleted the VPC")
-			}
-			if out, code := why("nosuchthings/x"); code != kubectlplugin.ExitError {
-				t.Fatalf("why of a type the workspace does not serve: exit %d, want %d:\n%s", code, kubectlplugin.ExitError, out)
-			}
 		})
 	}
 }
