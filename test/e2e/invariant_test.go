@@ -659,37 +659,64 @@ func (w *worker) expectDeletable(ctx context.Context, vpc string, tl *tally) {
 	}
 }
 
+// seenIntent is an intent recorded on a VPC, with its dependent as read
+// now.
+type seenIntent struct {
+	key, value string
+	intent     v1alpha1.Intent
+	// dependent is nil when it is not found, or could not be read (err).
+	dependent *unstructured.Unstructured
+	err       error
+}
+
+// intentsOn reads vpc and the dependent of each intent recorded on it.
+func (w *worker) intentsOn(ctx context.Context, vpc string) (*unstructured.Unstructured, []seenIntent, error) {
+	obj, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []seenIntent
+	for k, v := range obj.GetAnnotations() {
+		if !strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
+			continue
+		}
+		in := seenIntent{key: k, value: v}
+		if in.err = json.Unmarshal([]byte(v), &in.intent); in.err == nil {
+			api := w.vmAPI
+			if strings.HasPrefix(in.intent.Resource, fixtures.Regions.Resource+".") {
+				api = w.regionAPI
+			}
+			in.dependent, in.err = api.Get(ctx, in.intent.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(in.err) {
+				in.dependent, in.err = nil, nil
+			}
+		}
+		out = append(out, in)
+	}
+	return obj, out, nil
+}
+
 // unstoredIntentsUntil is when the last of the intents on vpc whose write
 // is not the one its dependent is stored with expires: the dependent is
 // gone, or carries another write's token in its IntentLabel. The zero time
 // when there is none.
 func (w *worker) unstoredIntentsUntil(ctx context.Context, vpc string) time.Time {
-	obj, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{})
+	_, intents, err := w.intentsOn(ctx, vpc)
 	if err != nil {
 		return time.Time{}
 	}
 	var until time.Time
-	for k, v := range obj.GetAnnotations() {
-		token, ok := strings.CutPrefix(k, v1alpha1.IntentAnnotationPrefix)
-		if !ok {
+	for _, in := range intents {
+		if in.err != nil {
 			continue
 		}
-		var in v1alpha1.Intent
-		if json.Unmarshal([]byte(v), &in) != nil {
-			continue
-		}
-		api := w.vmAPI
-		if strings.HasPrefix(in.Resource, fixtures.Regions.Resource+".") {
-			api = w.regionAPI
-		}
-		if got, err := api.Get(ctx, in.Name, metav1.GetOptions{}); err == nil {
-			if stored, _, ok := index.ParseLabel(got.GetLabels()[v1alpha1.IntentLabel]); ok && stored == token {
+		if in.dependent != nil {
+			token := strings.TrimPrefix(in.key, v1alpha1.IntentAnnotationPrefix)
+			if stored, _, ok := index.ParseLabel(in.dependent.GetLabels()[v1alpha1.IntentLabel]); ok && stored == token {
 				continue
 			}
-		} else if !apierrors.IsNotFound(err) {
-			continue
 		}
-		if expires := in.At.Add(index.DefaultLifetime); expires.After(until) {
+		if expires := in.intent.At.Add(index.DefaultLifetime); expires.After(until) {
 			until = expires
 		}
 	}
@@ -697,27 +724,23 @@ func (w *worker) unstoredIntentsUntil(ctx context.Context, vpc string) time.Time
 }
 
 // describeIntents reports the intents recorded on vpc and, for each, what
-// the VM it names is now: what a stuck delete needs explained.
+// its dependent is now: what a stuck delete needs explained.
 func (w *worker) describeIntents(ctx context.Context, vpc string) string {
-	obj, err := w.vpcAPI.Get(ctx, vpc, metav1.GetOptions{})
+	obj, intents, err := w.intentsOn(ctx, vpc)
 	if err != nil {
 		return fmt.Sprintf("reading it: %v", err)
 	}
-	var parts []string
-	for k, v := range obj.GetAnnotations() {
-		if !strings.HasPrefix(k, v1alpha1.IntentAnnotationPrefix) {
-			continue
+	parts := make([]string, len(intents))
+	for i, in := range intents {
+		now := "not found"
+		switch {
+		case in.err != nil:
+			now = in.err.Error()
+		case in.dependent != nil:
+			spec, _, _ := unstructured.NestedMap(in.dependent.Object, "spec")
+			now = fmt.Sprintf("stored at %s, spec %v, labels %v", in.dependent.GetResourceVersion(), spec, in.dependent.GetLabels())
 		}
-		var in v1alpha1.Intent
-		_ = json.Unmarshal([]byte(v), &in)
-		vm := "not found"
-		if got, err := w.vmAPI.Get(ctx, in.Name, metav1.GetOptions{}); err == nil {
-			spec, _, _ := unstructured.NestedMap(got.Object, "spec")
-			vm = fmt.Sprintf("stored at %s, spec %v, labels %v", got.GetResourceVersion(), spec, got.GetLabels())
-		} else if !apierrors.IsNotFound(err) {
-			vm = err.Error()
-		}
-		parts = append(parts, fmt.Sprintf("intent %s %s (VM %s)", k, v, vm))
+		parts[i] = fmt.Sprintf("intent %s %s (dependent %s)", in.key, in.value, now)
 	}
 	return fmt.Sprintf("VPC at %s, labels %v, %d intents: %s", obj.GetResourceVersion(), obj.GetLabels(), len(parts), strings.Join(parts, "; "))
 }
