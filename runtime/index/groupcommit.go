@@ -30,11 +30,53 @@ type GroupCommit struct {
 
 	mu      sync.Mutex
 	objects map[objectKey]*batch
+	// riders are annotations that wait for the next patch of their object
+	// (Piggyback).
+	riders map[objectKey]map[string]*string
 }
+
+// maxRiders bounds the objects whose riders wait: past it Piggyback
+// refuses, and its caller patches on its own.
+const maxRiders = 4096
 
 // NewGroupCommit wraps targets; timeout bounds each patch.
 func NewGroupCommit(targets Targets, timeout time.Duration) *GroupCommit {
-	return &GroupCommit{Targets: targets, Timeout: timeout, objects: map[objectKey]*batch{}}
+	return &GroupCommit{Targets: targets, Timeout: timeout, objects: map[objectKey]*batch{}, riders: map[objectKey]map[string]*string{}}
+}
+
+// Piggyback hands set to the next patch of the object that Annotate
+// writes, instead of a patch of its own: for changes that may wait, such as
+// removing intents whose writes are stored, which on a popular object would
+// otherwise queue a patch between two writes' recordings. If no write
+// references the object again, set is never written. It reports false,
+// writing nothing, when too many objects have riders waiting.
+func (g *GroupCommit) Piggyback(cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) bool {
+	key := objectKey{cluster: cluster, namespace: namespace, target: target, name: name}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r, ok := g.riders[key]
+	if !ok {
+		if len(g.riders) >= maxRiders {
+			return false
+		}
+		r = map[string]*string{}
+		g.riders[key] = r
+	}
+	for k, v := range set {
+		r[k] = v
+	}
+	return true
+}
+
+// board moves the riders of key into b's set, under g.mu. A key b sets
+// itself keeps b's value.
+func (g *GroupCommit) board(key objectKey, b *batch) {
+	for k, v := range g.riders[key] {
+		if _, own := b.set[k]; !own {
+			b.set[k] = v
+		}
+	}
+	delete(g.riders, key)
 }
 
 // objectKey names one referenced object as a write addresses it.
@@ -67,10 +109,12 @@ func (g *GroupCommit) Annotate(ctx context.Context, cluster, namespace string, t
 	switch {
 	case !ok:
 		b = newBatch(set)
+		g.board(key, b)
 		g.objects[key] = b
 		go g.write(key, b)
 	case writing.next == nil:
 		b = newBatch(set)
+		g.board(key, b)
 		writing.next = b
 	default:
 		b = writing.next

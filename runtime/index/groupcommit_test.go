@@ -178,3 +178,47 @@ func TestGroupCommitFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestPiggyback: what Piggyback hands over is written by no patch of its
+// own but by the next patch of its object, where a key the writer sets
+// itself keeps the writer's value; riders of another object stay behind;
+// past maxRiders objects Piggyback refuses, writing nothing.
+func TestPiggyback(t *testing.T) {
+	inner := newSlowTargets(0)
+	g := NewGroupCommit(inner, time.Second)
+	ctx := context.Background()
+	if _, err := g.Annotate(ctx, "c", "apps", groupVPCs, "hot", map[string]*string{"old-1": value("x"), "old-2": value("x"), "mine": value("x")}); err != nil {
+		t.Fatal(err)
+	}
+	patches := inner.patches.Load()
+	if !g.Piggyback("c", "apps", groupVPCs, "hot", map[string]*string{"old-1": nil, "old-2": nil, "mine": nil}) ||
+		!g.Piggyback("c", "apps", groupVPCs, "other", map[string]*string{"gone": nil}) {
+		t.Fatal("Piggyback refused with room left")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if got := inner.patches.Load(); got != patches {
+		t.Fatalf("%d patches after Piggyback, want none of its own", got-patches)
+	}
+	state, err := g.Annotate(ctx, "c", "apps", groupVPCs, "hot", map[string]*string{"new": value("y"), "mine": value("y")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inner.patches.Load() - patches; got != 1 {
+		t.Fatalf("%d patches for one write with riders, want 1", got)
+	}
+	want := map[string]string{"new": "y", "mine": "y"}
+	if !maps.Equal(state.Annotations, want) {
+		t.Fatalf("annotations %v after the write the riders joined, want %v", state.Annotations, want)
+	}
+	if _, waiting := g.riders[objectKey{cluster: "c", namespace: "apps", target: groupVPCs, name: "other"}]; !waiting {
+		t.Fatal("the riders of another object left with this one's patch")
+	}
+	for i := len(g.riders); i < maxRiders; i++ {
+		if !g.Piggyback("c", "apps", groupVPCs, fmt.Sprintf("vpc-%d", i), map[string]*string{"k": nil}) {
+			t.Fatalf("Piggyback refused at %d objects, below maxRiders", i)
+		}
+	}
+	if g.Piggyback("c", "apps", groupVPCs, "one-too-many", map[string]*string{"k": nil}) {
+		t.Fatal("Piggyback took riders past maxRiders")
+	}
+}

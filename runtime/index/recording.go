@@ -249,6 +249,12 @@ func stale(md, old map[string]interface{}) bool {
 	return rv != "" && rv != admission.MetaOf(old).ResourceVersion
 }
 
+// piggybacker is Targets that can hand annotations to the next patch of an
+// object (GroupCommit.Piggyback).
+type piggybacker interface {
+	Piggyback(cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) bool
+}
+
 // pruneIntents removes, in the background and one prune per object at a
 // time, the intents on a referenced object that have expired (their writes were stored or failed long ago, and
 // what references the object is then read from the dependents themselves),
@@ -278,6 +284,11 @@ func (ix *Indexer) pruneIntents(cluster, namespace string, ref reference, annota
 		set := make(map[string]*string, len(keys))
 		for _, k := range keys {
 			set[k] = nil
+		}
+		// What no longer counts may wait for the next write that
+		// references the object: it rides on that write's patch.
+		if rider, ok := ix.Targets.(piggybacker); ok && rider.Piggyback(cluster, namespace, ref.target, ref.name, set) {
+			return
 		}
 		if _, err := ix.Targets.Annotate(ctx, cluster, namespace, ref.target, ref.name, set); err != nil {
 			ix.log.Info("removing intents that no longer count failed; the next write that references the object tries again",

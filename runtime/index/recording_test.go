@@ -458,7 +458,9 @@ func TestStoredIntentsPruned(t *testing.T) {
 			stored["apps/"+name] = Dependent{Found: true, Token: "other", References: true}
 		}
 	}
-	add("vm-young", now)
+	// An intent's time has a second's precision: one a second ahead is
+	// younger than pruneMinAge however it is rounded.
+	add("vm-young", now.Add(time.Second))
 	stored["apps/vm-young"] = Dependent{Found: true, Token: "vm-young", References: true}
 	// Another dependent carrying the label of the write that recorded
 	// vm-copied's intent: not the dependent the intent names.
@@ -543,4 +545,42 @@ func TestOnePrunePerObject(t *testing.T) {
 		t.Fatalf("%d dependents read while the first read of the first prune is held, want 1: one prune per object at a time", got)
 	}
 	close(dependents.release)
+}
+
+// TestPrunedIntentsRideTheNextWrite: behind a GroupCommit, what a prune
+// removes waits for the next write that references the object and leaves
+// with its patch, instead of a patch of its own between two writes.
+func TestPrunedIntentsRideTheNextWrite(t *testing.T) {
+	now := time.Now()
+	old, _ := Encode(v1alpha1.Intent{Resource: "virtualmachines.compute.test.io", Version: "v1", Namespace: "apps", Name: "vm-old", At: metav1.NewTime(now.Add(-2 * DefaultLifetime))})
+	targets := targetsFixture()
+	targets.pruned = make(chan []string, 1)
+	targets.objects["apps/vpc-a"].Annotations = map[string]string{Key("old"): old}
+	ready := make(chan struct{})
+	close(ready)
+	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
+	ix.Targets = NewGroupCommit(targets, time.Second)
+	write := func() {
+		t.Helper()
+		resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
+			Object: runtime.RawExtension{Raw: []byte(vmReferencing("", "vpc-a"))}})
+		if !resp.Allowed {
+			t.Fatalf("refused: %+v", resp.Result)
+		}
+	}
+	write()
+	select {
+	case got := <-targets.pruned:
+		t.Fatalf("a patch of its own removed %v", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	write()
+	select {
+	case got := <-targets.pruned:
+		if want := []string{Key("old")}; !slices.Equal(got, want) {
+			t.Fatalf("the next write's patch removed %v, want %v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next write's patch removed nothing")
+	}
 }

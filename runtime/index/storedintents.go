@@ -12,15 +12,18 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
-// An object's annotations hold 256 KiB in all, some 1 400 intents. So once
-// an object carries more than pruneThreshold fresh intents, recording one
-// more also removes those that Judge finds held: their writes are
-// over and left their dependents stored and referencing the object, and a
-// deletion finds such a dependent by reading the dependents. Intents younger than pruneMinAge are left alone;
-// their writes are most likely still on their way.
+// An object's annotations hold 256 KiB in all, some 1 400 intents, and every
+// write that references the object rewrites them: a popular object's writes
+// slow down as they grow. So once an object carries more than
+// pruneThreshold fresh intents, recording one more also removes those that
+// Judge finds held: their writes are over and left their dependents stored
+// and referencing the object, and a deletion finds such a dependent by
+// reading the dependents. Intents younger than pruneMinAge (an intent's
+// time has a second's precision) are left alone: their writes are most
+// likely still on their way, and reading for them would find nothing.
 const (
-	pruneThreshold = 64
-	pruneMinAge    = 2 * time.Second
+	pruneThreshold = 8
+	pruneMinAge    = time.Second
 )
 
 // DependentReader reads dependents (decision.FrontProxyFinder does).
