@@ -350,6 +350,11 @@ func (q *quickstart) demo(ctx context.Context) error {
 		if code := kubectlplugin.Main(why, indent(os.Stdout), indent(os.Stderr)); code != kubectlplugin.ExitBlocked {
 			return fmt.Errorf("kubectl depctrl why vpc/vpc-1 exited %d, want %d: vm-1 blocks the deletion", code, kubectlplugin.ExitBlocked)
 		}
+		q.say("Ask in which order the namespace can be emptied: kubectl depctrl order -n apps")
+		order := []string{"order", "-n", "apps", "--kubeconfig", q.e.AdminKubeconfig, "--server", q.e.FrontProxyURL + "/clusters/" + consumer}
+		if code := kubectlplugin.Main(order, indent(os.Stdout), indent(os.Stderr)); code != kubectlplugin.ExitOK {
+			return fmt.Errorf("kubectl depctrl order -n apps exited %d, want %d: vm-1, then vpc-1", code, kubectlplugin.ExitOK)
+		}
 
 		q.say("Delete vm-1, then vpc-1: both go")
 		if err := vms.Delete(ctx, "vm-1", metav1.DeleteOptions{}); err != nil {
