@@ -47,6 +47,7 @@ type referencesModel struct {
 	Referenced    types.Bool   `tfsdk:"referenced"`
 	Message       types.String `tfsdk:"message"`
 	Dependents    types.List   `tfsdk:"dependents"`
+	More          types.Int64  `tfsdk:"more"`
 }
 
 func (d *referencesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
@@ -61,7 +62,7 @@ func (d *referencesDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 		Attributes: map[string]schema.Attribute{
 			"id":             computed("`<workspace_path>/<resource>.<group>/<namespace>/<name>`, without the namespace for a cluster-scoped object."),
 			"workspace_path": schema.StringAttribute{Required: true, MarkdownDescription: "The workspace the object is in, such as `root:team-a`.", Validators: []validator.String{workspacePathValidator()}},
-			"group":          schema.StringAttribute{Required: true, MarkdownDescription: "The object's API group, such as `network.example.io`.", Validators: []validator.String{objectNameValidator("must be an API group (a DNS subdomain)")}},
+			"group":          schema.StringAttribute{Required: true, MarkdownDescription: "The object's API group, such as `network.example.io` (protected types are served by APIExports, so never the core group).", Validators: []validator.String{objectNameValidator("must be an API group (a DNS subdomain)")}},
 			"version":        schema.StringAttribute{Required: true, MarkdownDescription: "The API version, such as `v1`.", Validators: []validator.String{dnsLabelValidator("must be an API version (a DNS label)")}},
 			"resource":       schema.StringAttribute{Required: true, MarkdownDescription: "The plural resource, such as `vpcs`.", Validators: []validator.String{dnsLabelValidator("must be a plural resource name (a DNS label)")}},
 			"namespace": schema.StringAttribute{Optional: true, MarkdownDescription: "The object's namespace; leave it out for a cluster-scoped object.",
@@ -69,6 +70,8 @@ func (d *referencesDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 			"name":       schema.StringAttribute{Required: true, MarkdownDescription: "The object's name.", Validators: []validator.String{objectNameValidator("must be an object name (a DNS subdomain)")}},
 			"referenced": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether dependents reference the object, so that its deletion would be refused now."},
 			"message":    computed("The denial's message, for people; empty when nothing references the object."),
+			"more": schema.Int64Attribute{Computed: true, MarkdownDescription: "How many more dependents reference the object than `dependents` lists " +
+				"(past 1 000), -1 for an unknown number; 0 when it lists them all."},
 			"dependents": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "The dependents, sorted by kind, namespace and name.",
@@ -132,6 +135,7 @@ func (d *referencesDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	m.Referenced = types.BoolValue(!v.Deletable)
 	m.Message = types.StringValue(v.Message)
 	m.Dependents = list
+	m.More = types.Int64Value(int64(v.More))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 

@@ -675,6 +675,7 @@ func referencesChecks(workspaces []string) []statecheck.StateCheck {
 				"kind": knownvalue.StringExact(fixtures.VirtualMachines.Kind), "namespace": knownvalue.StringExact("apps"), "name": knownvalue.StringExact("vm-1"),
 				"pending": knownvalue.Bool(false), "workspace": knownvalue.NotNull(),
 			})})),
+			statecheck.ExpectKnownValue(vpc, tfjsonpath.New("more"), knownvalue.Int64Exact(0)),
 			statecheck.ExpectKnownValue(vm, tfjsonpath.New("referenced"), knownvalue.Bool(false)),
 			statecheck.ExpectKnownValue(vm, tfjsonpath.New("dependents"), knownvalue.ListSizeExact(0)),
 		)

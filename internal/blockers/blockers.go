@@ -23,6 +23,9 @@ type Verdict struct {
 	// Message is the denial's, for people.
 	Message  string    `json:"message,omitempty"`
 	Blockers []Blocker `json:"blockers,omitempty"`
+	// More is how many more dependents block the deletion than Blockers
+	// lists (-1: an unknown number); 0 when it lists them all.
+	More int `json:"more,omitempty"`
 }
 
 // Blocker is a dependent that blocks the deletion.
@@ -53,6 +56,9 @@ func Ask(ctx context.Context, api dynamic.ResourceInterface, name string) (Verdi
 		}
 		if ok {
 			v.Blockers = append(v.Blockers, Blocker{DependentRef: ref, Pending: pending})
+		}
+		if more, ok := v1alpha1.MoreOf(c); ok {
+			v.More = more
 		}
 	}
 	if len(v.Blockers) == 0 {

@@ -26,6 +26,8 @@ func TestAsk(t *testing.T) {
 	denial := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
 		Message: "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1, VirtualMachine/vm-slow (being written)",
 		Details: &metav1.StatusDetails{Name: "vpc-1", Causes: []metav1.StatusCause{v1alpha1.DependentCause(vm, false), v1alpha1.DependentCause(slow, true)}}}}
+	truncated := &apierrors.StatusError{ErrStatus: *denial.ErrStatus.DeepCopy()}
+	truncated.ErrStatus.Details.Causes = append(truncated.ErrStatus.Details.Causes, v1alpha1.MoreCause(-1))
 	otherCauses := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 422, Reason: metav1.StatusReasonInvalid,
 		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec"}}}}}
 	tests := []struct {
@@ -34,9 +36,11 @@ func TestAsk(t *testing.T) {
 		wantErr   bool
 		deletable bool
 		blockers  []Blocker
+		more      int
 	}{
 		{name: "deletable", deletable: true},
 		{name: "refused for dependents", err: denial, blockers: []Blocker{{DependentRef: vm}, {DependentRef: slow, Pending: true}}},
+		{name: "refused for more dependents than listed", err: truncated, blockers: []Blocker{{DependentRef: vm}, {DependentRef: slow, Pending: true}}, more: -1},
 		{name: "refused by RBAC", err: apierrors.NewForbidden(vpcs.GroupResource(), "vpc-1", errors.New("no")), wantErr: true},
 		{name: "refused by something else", err: otherCauses, wantErr: true},
 		{name: "protection cannot decide", err: apierrors.NewServiceUnavailable("checking for dependents failed"), wantErr: true},
@@ -57,7 +61,7 @@ func TestAsk(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Ask: %+v, %v; want an error %v", v, err, tt.wantErr)
 			}
-			if v.Deletable != tt.deletable || len(v.Blockers) != len(tt.blockers) {
+			if v.Deletable != tt.deletable || len(v.Blockers) != len(tt.blockers) || v.More != tt.more {
 				t.Fatalf("Ask = %+v", v)
 			}
 			for i := range v.Blockers {

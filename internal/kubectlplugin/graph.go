@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/blockers"
@@ -82,7 +84,8 @@ type Graph struct {
 	// References are sorted by To, then From.
 	References []Reference `json:"references"`
 	// Unanswered are the objects protection could not be asked about,
-	// with why: their dependents are missing from References.
+	// or that more dependents reference than it lists, with why: their
+	// dependents are missing from References, or some of them.
 	Unanswered []Unanswered `json:"unanswered,omitempty"`
 }
 
@@ -133,6 +136,7 @@ func buildGraph(ctx context.Context, ws workspace, namespace string) (*Graph, er
 		objects = append(objects, listed...)
 	}
 	g := &Graph{}
+	gone := map[objectKey]bool{}
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
@@ -146,17 +150,29 @@ func buildGraph(ctx context.Context, ws workspace, namespace string) (*Graph, er
 			v, err := ws.ask(ctx, o)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case apierrors.IsNotFound(err):
+				// Deleted since it was listed: nothing to draw.
+				gone[o.key()] = true
+				return
+			case err != nil:
 				g.Unanswered = append(g.Unanswered, Unanswered{Object: o, Error: err.Error()})
 				return
 			}
 			for _, b := range v.Blockers {
 				g.References = append(g.References, Reference{From: objectOf(b), To: o, Pending: b.Pending})
 			}
+			if v.More != 0 {
+				more := "an unknown number of"
+				if v.More > 0 {
+					more = strconv.Itoa(v.More)
+				}
+				g.Unanswered = append(g.Unanswered, Unanswered{Object: o, Error: more + " more dependents reference it than protection lists"})
+			}
 		}()
 	}
 	wg.Wait()
-	g.Objects = objects
+	g.Objects = slices.DeleteFunc(objects, func(o Object) bool { return gone[o.key()] })
 	g.normalize()
 	return g, nil
 }
@@ -220,5 +236,5 @@ func (g *Graph) unansweredError() error {
 	for i, u := range g.Unanswered {
 		lines[i] = "  " + u.Object.String() + ": " + u.Error
 	}
-	return fmt.Errorf("protection could not be asked about %d objects, whose dependents are missing:\n%s", len(g.Unanswered), strings.Join(lines, "\n"))
+	return fmt.Errorf("the references of %d objects are incomplete:\n%s", len(g.Unanswered), strings.Join(lines, "\n"))
 }

@@ -215,7 +215,11 @@ func (o Order) write(out io.Writer, output string) error {
 			if x.Group != "" {
 				kind += "." + x.Group
 			}
-			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s", i+1, kind, ns, x.Name))
+			name := x.Name
+			if name == "" {
+				name = x.GenerateName + "*"
+			}
+			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s", i+1, kind, ns, name))
 		}
 	}
 	var b strings.Builder

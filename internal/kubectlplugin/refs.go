@@ -90,7 +90,8 @@ func (g *Graph) writeRefs(out io.Writer, format string) error {
 // beneath, and theirs beneath them. It starts from the objects that are
 // referenced and reference nothing themselves, then draws what is left
 // (objects in a cycle); an object met again on its own branch is marked,
-// not followed.
+// not followed, and one whose dependents are drawn already is marked to
+// be seen above.
 func (g *Graph) tree() string {
 	deps := g.dependents()
 	references := map[objectKey]bool{}
@@ -113,8 +114,15 @@ func (g *Graph) tree() string {
 			line += " [being written]"
 		}
 		k := r.From.key()
-		if path[k] {
+		switch {
+		case path[k]:
 			fmt.Fprintf(&b, "%s%s%s [cycle]\n", prefix, branch, line)
+			return
+		case drawn[k] && len(deps[k]) > 0:
+			// Its dependents are drawn once: shared ones would
+			// otherwise be drawn again under every object they
+			// reference, as many times as there are paths to them.
+			fmt.Fprintf(&b, "%s%s%s [see above]\n", prefix, branch, line)
 			return
 		}
 		fmt.Fprintf(&b, "%s%s%s\n", prefix, branch, line)

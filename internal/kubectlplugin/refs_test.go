@@ -18,6 +18,7 @@ func TestRefsOutput(t *testing.T) {
 	vm2 := object(vmType, "a", "vm-2")
 	loopA := object(vpcType, "a", "loop-a")
 	loopB := object(vmType, "a", "loop-b")
+	backup := object(vmType, "a", "backup")
 	tests := []struct {
 		name   string
 		graph  Graph
@@ -39,6 +40,17 @@ func TestRefsOutput(t *testing.T) {
 			want: "VPC.network.test.io/loop-a (a)\n" +
 				"└── VirtualMachine.compute.test.io/loop-b (a)\n" +
 				"    └── VPC.network.test.io/loop-a (a) [cycle]\n",
+		},
+		{
+			// vm-1 references both VPCs, and backup references vm-1:
+			// backup is drawn once, under vm-1's first place.
+			name:  "a shared dependent",
+			graph: Graph{References: []Reference{{From: vm1, To: vpc}, {From: vm1, To: loopA}, {From: backup, To: vm1}}},
+			want: "VPC.network.test.io/loop-a (a)\n" +
+				"└── VirtualMachine.compute.test.io/vm-1 (a)\n" +
+				"    └── VirtualMachine.compute.test.io/backup (a)\n" +
+				"VPC.network.test.io/vpc-1 (a)\n" +
+				"└── VirtualMachine.compute.test.io/vm-1 (a) [see above]\n",
 		},
 		{
 			name:   "DOT",

@@ -50,11 +50,15 @@ func (b Blocker) cause(cluster string) metav1.StatusCause {
 }
 
 // denialDetails are the details of the denial of d's deletion: the object,
-// and a cause for each blocker named.
-func denialDetails(d admission.Deletion, blockers []Blocker) *metav1.StatusDetails {
+// a cause for each blocker, and one that says how many more there are
+// (more < 0: an unknown number) when there are.
+func denialDetails(d admission.Deletion, blockers []Blocker, more int) *metav1.StatusDetails {
 	out := &metav1.StatusDetails{Name: d.Name, Group: d.Resource.Group, Kind: d.Resource.Resource, UID: d.Meta.UID}
 	for _, b := range blockers {
 		out.Causes = append(out.Causes, b.cause(d.Cluster))
+	}
+	if more != 0 {
+		out.Causes = append(out.Causes, v1alpha1.MoreCause(more))
 	}
 	return out
 }

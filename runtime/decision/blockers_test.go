@@ -2,14 +2,17 @@ package decision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -101,33 +104,52 @@ func TestDenialCauses(t *testing.T) {
 // TestDryRunListsEveryBlocker: a deletion's denial names the first
 // MaxBlockersReported dependents and stops reading once it has a blocker,
 // while a dry run, which asks what blocks, lists them all as causes (up to
-// MaxBlockersListed) under the same message; both refuse alike.
+// MaxBlockersListed), stored ones and writes on their way, under the same
+// message; a MoreDependents cause says how many the causes leave out. Both
+// refuse alike: a lookup that fails after a blocker was found still refuses
+// the dry run for the blocker.
 func TestDryRunListsEveryBlocker(t *testing.T) {
 	now := time.Now()
 	var stored []Blocker
 	for i := range 25 {
 		stored = append(stored, Blocker{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: fmt.Sprintf("vm-%02d", i)})
 	}
-	recorded, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: "vm-07", At: metav1.NewTime(now.Add(-time.Hour))})
-	if err != nil {
-		t.Fatal(err)
+	intent := func(name string, at time.Time) string {
+		v, err := index.Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "default", Name: name, At: metav1.NewTime(at)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	const message = "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-00, VirtualMachine/vm-01, VirtualMachine/vm-02, VirtualMachine/vm-03, VirtualMachine/vm-04, VirtualMachine/vm-05, VirtualMachine/vm-06, VirtualMachine/vm-07, VirtualMachine/vm-08, VirtualMachine/vm-09 and "
+	recorded := map[string]string{index.Key("t1"): intent("vm-07", now.Add(-time.Hour))}
+	slow := map[string]string{index.Key("t2"): intent("vm-slow", now)}
+	const names = "VirtualMachine/vm-00, VirtualMachine/vm-01, VirtualMachine/vm-02, VirtualMachine/vm-03, VirtualMachine/vm-04, VirtualMachine/vm-05, VirtualMachine/vm-06, VirtualMachine/vm-07, VirtualMachine/vm-08, VirtualMachine/vm-09"
+	const message = "cannot delete vpcs/vpc: still referenced by " + names + " and "
 	tests := []struct {
-		name       string
-		dryRun     bool
-		intents    map[string]string
-		listed     int
+		name      string
+		dryRun    bool
+		intents   map[string]string
+		listed    int
+		finderErr error
+		// wantCauses counts the dependents named as causes; wantMore is
+		// the MoreDependents cause's count (-1: unknown), or nil for none.
 		wantCauses int
+		wantMore   *int
+		wantCode   int32
 		// wantMessage counts the dependents it does not name as far as
 		// the lookup read: "and more" when it stopped.
 		wantMessage string
 	}{
-		{name: "a deletion names the first ten", wantCauses: 10, wantMessage: message + "more"},
+		{name: "a deletion names the first ten", wantCauses: 10, wantMore: ptr.To(-1), wantMessage: message + "more"},
 		{name: "a dry run lists them all", dryRun: true, wantCauses: 25, wantMessage: message + "15 more"},
-		{name: "a dry run reads past a recorded blocker", dryRun: true, intents: map[string]string{index.Key("t1"): recorded}, wantCauses: 25, wantMessage: message + "15 more"},
-		{name: "a deletion stops at a recorded blocker", intents: map[string]string{index.Key("t1"): recorded}, wantCauses: 1, wantMessage: "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-07"},
-		{name: "a dry run lists at most MaxBlockersListed", dryRun: true, listed: 20, wantCauses: 20, wantMessage: message + "more"},
+		{name: "a dry run reads past a recorded blocker", dryRun: true, intents: recorded, wantCauses: 25, wantMessage: message + "15 more"},
+		{name: "a deletion stops at a recorded blocker", intents: recorded, wantCauses: 1, wantMessage: "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-07"},
+		{name: "a dry run lists at most MaxBlockersListed", dryRun: true, listed: 20, wantCauses: 20, wantMore: ptr.To(-1), wantMessage: message + "more"},
+		{name: "a dry run lists writes on their way beside stored dependents", dryRun: true, intents: slow, wantCauses: 26, wantMessage: message + "16 more"},
+		{
+			name: "a dry run whose lookup fails after a recorded blocker still refuses for it", dryRun: true, intents: recorded, finderErr: errors.New("list refused"),
+			wantCauses: 1, wantMore: ptr.To(-1), wantMessage: "cannot delete vpcs/vpc: still referenced by VirtualMachine/vm-07 and more",
+		},
 	}
 	ready := make(chan struct{})
 	close(ready)
@@ -136,20 +158,43 @@ func TestDryRunListsEveryBlocker(t *testing.T) {
 			annotations := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
 			maps.Copy(annotations, tt.intents)
 			finder := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: stored}, dependents: map[string]string{"default/vm-07": "vpc"}}
+			if tt.finderErr != nil {
+				finder.err = map[schema.GroupVersionResource]error{vmGVR: tt.finderErr}
+			}
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-2 * time.Hour)}}}
 			v := NewValidator(protections, finder, admission.When(ready), ValidatorOptions{MaxBlockersListed: tt.listed}, logr.Discard())
 			req := deleteRequest(vpcGVR, "vpc", annotations)
 			req.DryRun = &tt.dryRun
 			resp, _ := v.Decide(context.Background(), req)
-			if resp.Allowed || resp.Result.Details == nil {
-				t.Fatalf("got allowed=%v %+v, want a denial with details", resp.Allowed, resp.Result)
+			if resp.Allowed || resp.Result.Details == nil || resp.Result.Code != 403 {
+				t.Fatalf("got allowed=%v %+v, want a denial (403) with details", resp.Allowed, resp.Result)
 			}
-			if got := len(resp.Result.Details.Causes); got != tt.wantCauses {
-				t.Errorf("%d causes, want %d", got, tt.wantCauses)
+			dependents := 0
+			var more *int
+			for _, c := range resp.Result.Details.Causes {
+				if _, _, ok, _ := v1alpha1.DependentOf(c); ok {
+					dependents++
+				}
+				if n, ok := v1alpha1.MoreOf(c); ok {
+					more = &n
+				}
+			}
+			if dependents != tt.wantCauses {
+				t.Errorf("%d dependents named as causes, want %d", dependents, tt.wantCauses)
+			}
+			if (more == nil) != (tt.wantMore == nil) || (more != nil && *more != *tt.wantMore) {
+				t.Errorf("a MoreDependents cause of %v, want %v", deref(more), deref(tt.wantMore))
 			}
 			if resp.Result.Message != tt.wantMessage {
 				t.Errorf("message %q, want %q", resp.Result.Message, tt.wantMessage)
 			}
 		})
 	}
+}
+
+func deref(n *int) string {
+	if n == nil {
+		return "none"
+	}
+	return strconv.Itoa(*n)
 }

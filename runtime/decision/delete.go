@@ -2,6 +2,7 @@ package decision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // validateDelete decides the DELETE of a protected object. Its steps run in
@@ -62,23 +64,21 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	}
 	// The dependents the object's intents name come first: one of them
 	// still referencing it decides a denial without reading the others.
-	// A dry run lists what blocks: it reads them all (up to
-	// MaxBlockersListed) whatever the intents show.
-	limit := v.opts.MaxBlockersReported
-	if d.DryRun {
-		limit = v.opts.MaxBlockersListed
-	}
 	var more int
 	blockers := v.recordedBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations)
-	if len(blockers) == 0 || d.DryRun {
-		var found []Blocker
-		found, more, err = v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections, limit)
-		blockers, more = union(blockers, found, more, limit)
+	switch {
+	case d.DryRun:
+		blockers, more, err = v.listBlockers(ctx, d, protections, blockers)
+		if err == nil && len(blockers) == 0 {
+			return admission.Allow(""), outcomeAllowed
+		}
+	case len(blockers) == 0:
+		blockers, more, err = v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections, v.opts.MaxBlockersReported)
 	}
 	if err == nil && len(blockers) == 0 {
 		// None stored: a write admitted but not stored yet shows only as
 		// the intent it recorded on this very revision of the object.
-		blockers, err = v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations, limit)
+		blockers, err = v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations, v.opts.MaxBlockersReported)
 		if err == nil && len(blockers) == 0 {
 			return admission.Allow(""), outcomeAllowed
 		}
@@ -112,6 +112,24 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
 	denial := admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
-	denial.Result.Details = denialDetails(d, blockers)
+	denial.Result.Details = denialDetails(d, blockers, more)
 	return denial, outcomeDenied
+}
+
+// listBlockers is what a dry run reads instead of stopping at the first
+// blocker: it asks what blocks, not whether. It adds to recorded (what the
+// object's intents name) every stored dependent and every write on its way,
+// up to MaxBlockersListed, with more counting those beyond (< 0: unknown).
+// A lookup that fails leaves the list incomplete (more < 0) when something
+// was found, and fails the dry run as it would the deletion otherwise.
+func (v *Validator) listBlockers(ctx context.Context, d admission.Deletion, protections []registry.Protection, recorded []Blocker) ([]Blocker, int, error) {
+	limit := v.opts.MaxBlockersListed
+	found, more, err := v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections, limit)
+	blockers, more := union(recorded, found, more, limit)
+	pending, perr := v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations, limit)
+	blockers, more = union(blockers, pending, more, limit)
+	if err = errors.Join(err, perr); err != nil && len(blockers) > 0 {
+		return blockers, -1, nil
+	}
+	return blockers, more, err
 }

@@ -31,51 +31,93 @@ type GroupCommit struct {
 	mu      sync.Mutex
 	objects map[objectKey]*batch
 	// riders are annotations that wait for the next patch of their object
-	// (Piggyback).
-	riders map[objectKey]map[string]*string
+	// (Piggyback); riderKeys counts their keys.
+	riders    map[objectKey]*rider
+	riderKeys int
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
-// maxRiders bounds the objects whose riders wait: past it Piggyback
+// rider is what waits for an object's next patch, since when.
+type rider struct {
+	set   map[string]*string
+	since time.Time
+}
+
+// Riders are bounded, in objects and in keys, and forgotten after
+// riderLifetime: they wait for an object that may never be written again,
+// and a key's length is the object's to choose. Past the bounds Piggyback
 // refuses, and its caller patches on its own.
-const maxRiders = 4096
+const (
+	maxRiders     = 4096
+	maxRiderKeys  = 65536
+	riderLifetime = time.Minute
+)
 
 // NewGroupCommit wraps targets; timeout bounds each patch.
 func NewGroupCommit(targets Targets, timeout time.Duration) *GroupCommit {
-	return &GroupCommit{Targets: targets, Timeout: timeout, objects: map[objectKey]*batch{}, riders: map[objectKey]map[string]*string{}}
+	return &GroupCommit{Targets: targets, Timeout: timeout, objects: map[objectKey]*batch{}, riders: map[objectKey]*rider{}, now: time.Now}
 }
 
 // Piggyback hands set to the next patch of the object that Annotate
 // writes, instead of a patch of its own: for changes that may wait, such as
 // removing intents whose writes are stored, which on a popular object would
 // otherwise queue a patch between two writes' recordings. If no write
-// references the object again, set is never written. It reports false,
-// writing nothing, when too many objects have riders waiting.
+// references the object within riderLifetime, set is never written. It
+// reports false, writing nothing, when too many riders wait.
 func (g *GroupCommit) Piggyback(cluster, namespace string, target schema.GroupVersionResource, name string, set map[string]*string) bool {
 	key := objectKey{cluster: cluster, namespace: namespace, target: target, name: name}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, ok := g.riders[key]
-	if !ok {
-		if len(g.riders) >= maxRiders {
+	if !g.roomFor(ok, len(set)) {
+		g.forgetExpired()
+		if !g.roomFor(ok, len(set)) {
 			return false
 		}
-		r = map[string]*string{}
+	}
+	if !ok {
+		r = &rider{set: map[string]*string{}, since: g.now()}
 		g.riders[key] = r
 	}
 	for k, v := range set {
-		r[k] = v
+		if _, had := r.set[k]; !had {
+			g.riderKeys++
+		}
+		r.set[k] = v
 	}
 	return true
+}
+
+// roomFor reports whether keys more keys fit, on an object that has riders
+// waiting already or not, under g.mu.
+func (g *GroupCommit) roomFor(waiting bool, keys int) bool {
+	return (waiting || len(g.riders) < maxRiders) && g.riderKeys+keys <= maxRiderKeys
+}
+
+// forgetExpired drops the riders older than riderLifetime, under g.mu.
+func (g *GroupCommit) forgetExpired() {
+	for key, r := range g.riders {
+		if g.now().Sub(r.since) > riderLifetime {
+			g.riderKeys -= len(r.set)
+			delete(g.riders, key)
+		}
+	}
 }
 
 // board moves the riders of key into b's set, under g.mu. A key b sets
 // itself keeps b's value.
 func (g *GroupCommit) board(key objectKey, b *batch) {
-	for k, v := range g.riders[key] {
+	r, ok := g.riders[key]
+	if !ok {
+		return
+	}
+	for k, v := range r.set {
 		if _, own := b.set[k]; !own {
 			b.set[k] = v
 		}
 	}
+	g.riderKeys -= len(r.set)
 	delete(g.riders, key)
 }
 

@@ -182,7 +182,8 @@ func TestGroupCommitFailures(t *testing.T) {
 // TestPiggyback: what Piggyback hands over is written by no patch of its
 // own but by the next patch of its object, where a key the writer sets
 // itself keeps the writer's value; riders of another object stay behind;
-// past maxRiders objects Piggyback refuses, writing nothing.
+// past maxRiders objects or maxRiderKeys keys Piggyback refuses, writing
+// nothing, until riders older than riderLifetime are forgotten.
 func TestPiggyback(t *testing.T) {
 	inner := newSlowTargets(0)
 	g := NewGroupCommit(inner, time.Second)
@@ -220,5 +221,20 @@ func TestPiggyback(t *testing.T) {
 	}
 	if g.Piggyback("c", "apps", groupVPCs, "one-too-many", map[string]*string{"k": nil}) {
 		t.Fatal("Piggyback took riders past maxRiders")
+	}
+	// Riders that waited longer than riderLifetime are forgotten when room
+	// is needed.
+	later := time.Now().Add(riderLifetime + time.Second)
+	g.now = func() time.Time { return later }
+	if !g.Piggyback("c", "apps", groupVPCs, "one-too-many", map[string]*string{"k": nil}) || len(g.riders) != 1 || g.riderKeys != 1 {
+		t.Fatalf("after riderLifetime, Piggyback found no room: %d riders, %d keys", len(g.riders), g.riderKeys)
+	}
+	// So are keys: one object's riders cannot take more than maxRiderKeys.
+	many := map[string]*string{}
+	for i := range maxRiderKeys {
+		many[fmt.Sprintf("k-%d", i)] = nil
+	}
+	if g.Piggyback("c", "apps", groupVPCs, "keys", many) {
+		t.Fatal("Piggyback took riders past maxRiderKeys")
 	}
 }

@@ -559,7 +559,8 @@ func TestPrunedIntentsRideTheNextWrite(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
-	ix.Targets = NewGroupCommit(targets, time.Second)
+	g := NewGroupCommit(targets, time.Second)
+	ix.Targets = g
 	write := func() {
 		t.Helper()
 		resp, _ := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps",
@@ -569,10 +570,18 @@ func TestPrunedIntentsRideTheNextWrite(t *testing.T) {
 		}
 	}
 	write()
+	check.Eventually(context.Background(), t, 10*time.Second, "the prune to hand its removal over", func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.riderKeys == 0 {
+			return errors.New("no riders yet")
+		}
+		return nil
+	})
 	select {
 	case got := <-targets.pruned:
 		t.Fatalf("a patch of its own removed %v", got)
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	write()
 	select {

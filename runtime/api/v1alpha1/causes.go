@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,7 +20,33 @@ const (
 	// CausePendingDependent: a dependent's write that references the
 	// object was admitted and is not stored (yet).
 	CausePendingDependent metav1.CauseType = Group + "/PendingDependent"
+	// CauseMoreDependents: more dependents reference the object than the
+	// causes name; its message is how many more, or "unknown".
+	CauseMoreDependents metav1.CauseType = Group + "/MoreDependents"
 )
+
+// MoreCause is the cause that says more dependents than named reference
+// the object: more of them, or an unknown number when more < 0.
+func MoreCause(more int) metav1.StatusCause {
+	msg := "unknown"
+	if more >= 0 {
+		msg = strconv.Itoa(more)
+	}
+	return metav1.StatusCause{Type: CauseMoreDependents, Message: msg}
+}
+
+// MoreOf reads how many dependents a MoreDependents cause says were left
+// out (-1: an unknown number); ok is false for a cause of another type.
+func MoreOf(c metav1.StatusCause) (more int, ok bool) {
+	if c.Type != CauseMoreDependents {
+		return 0, false
+	}
+	n, err := strconv.Atoi(c.Message)
+	if err != nil || n < 0 {
+		return -1, true
+	}
+	return n, true
+}
 
 // DependentRef names a dependent that a denial names.
 type DependentRef struct {
