@@ -41,7 +41,7 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 		v.log.Info("cannot decide", "resource", d.Resource.String(), "error", err.Error())
 		return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error()), admission.OutcomeBadRequest
 	}
-	log := v.log.WithValues("resource", d.Resource.String(), "cluster", d.Cluster, "namespace", d.Namespace, "name", d.Name, "user", d.User)
+	log := v.log.WithValues("resource", d.Resource.String(), "cluster", d.Cluster, "namespace", d.Namespace, "name", d.Name, "user", d.User, "dryRun", d.DryRun)
 
 	allowed, skipIgnored := v.skipProtection(d, log)
 	if allowed != nil {
