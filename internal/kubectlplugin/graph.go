@@ -47,18 +47,27 @@ func (o Object) key() objectKey {
 
 // String is Kind.group/name, with the namespace in parentheses.
 func (o Object) String() string {
-	kind := o.Kind
-	if o.Group != "" {
-		kind += "." + o.Group
-	}
-	name := o.Name
-	if name == "" {
-		name = o.GenerateName + "*"
-	}
 	if o.Namespace == "" {
-		return kind + "/" + name
+		return o.qualifiedKind() + "/" + o.displayName()
 	}
-	return kind + "/" + name + " (" + o.Namespace + ")"
+	return o.qualifiedKind() + "/" + o.displayName() + " (" + o.Namespace + ")"
+}
+
+// qualifiedKind is Kind.group, or Kind for the core group.
+func (o Object) qualifiedKind() string {
+	if o.Group == "" {
+		return o.Kind
+	}
+	return o.Kind + "." + o.Group
+}
+
+// displayName is the name, or prefix* for an object being created with a
+// generated name.
+func (o Object) displayName() string {
+	if o.Name == "" {
+		return o.GenerateName + "*"
+	}
+	return o.Name
 }
 
 func compareObjects(a, b Object) int {

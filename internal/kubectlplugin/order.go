@@ -211,15 +211,7 @@ func (o Order) write(out io.Writer, output string) error {
 			if ns == "" {
 				ns = "-"
 			}
-			kind := x.Kind
-			if x.Group != "" {
-				kind += "." + x.Group
-			}
-			name := x.Name
-			if name == "" {
-				name = x.GenerateName + "*"
-			}
-			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s", i+1, kind, ns, name))
+			rows = append(rows, fmt.Sprintf("%d\t%s\t%s\t%s", i+1, x.qualifiedKind(), ns, x.displayName()))
 		}
 	}
 	var b strings.Builder
