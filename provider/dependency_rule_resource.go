@@ -37,7 +37,7 @@ var (
 )
 
 const (
-	defaultRuleTimeout       = 3 * time.Minute
+	defaultRuleTimeout       = 5 * time.Minute
 	defaultRuleDeleteTimeout = 2 * time.Minute
 )
 
@@ -127,6 +127,8 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
 				MarkdownDescription: "Wait after create and update until the webhook enforces the rule (`Ready=True` for its generation). Default `true`. " +
+					"A rule created over a type whose objects are settled (`settle_objects` on `depctrl_runtime`) is `Ready` once the objects settled " +
+					"before it have been proven under it: the webhook's `--settle-after` and 40 s, about 2 minutes by default (`Settling` meanwhile). " +
 					"With it, a rule in state that the controller reports not enforced (refresh reads `ready = false` and conditions, such as while " +
 					"the controller has lost a grant it needs) plans an update of `ready` to `true`: apply waits, within the update timeout, until the " +
 					"rule is enforced again. A rule without any condition (no controller has looked at it) plans no such update. " +

@@ -86,6 +86,11 @@ type RulePlan struct {
 	Installed Outcome
 	Acyclic   Outcome
 	Indexed   Outcome
+	// Bridged names a type the rule protects whose configurations still
+	// accept a stamp of the rules before it (settle.Bridges), "" when
+	// none does: objects settled under that stamp skip the webhook without
+	// a proof under this rule, so it is not Ready yet. Sync fills it in.
+	Bridged string
 	// Targets are the logical clusters whose webhook protects this rule.
 	Targets []string
 	// IndexTarget is the logical cluster whose reference index
@@ -312,8 +317,9 @@ func PlanStamps(rules []RuleInput, liveEpochs map[string]string) Stamps {
 	return stamps
 }
 
-// planStamps is PlanStamps, with the rules each stamp is computed from.
-func planStamps(rules []RuleInput, liveEpochs map[string]string) (Stamps, map[schema.GroupResource][]settle.RuleRef) {
+// planStamps is PlanStamps, with the rules over every protected type as a
+// stamp counts them, whether or not the type gets one.
+func planStamps(rules []RuleInput, liveEpochs map[string]string) (Stamps, map[schema.GroupResource][]settle.Protecting) {
 	byType := map[schema.GroupResource][]settle.Protecting{}
 	for _, r := range rules {
 		if r.Invalid != "" {
@@ -330,13 +336,13 @@ func planStamps(rules []RuleInput, liveEpochs map[string]string) (Stamps, map[sc
 			})
 		}
 	}
-	out, refs := Stamps{}, map[schema.GroupResource][]settle.RuleRef{}
+	out := Stamps{}
 	for gr, ps := range byType {
 		if stamp, ok := settle.StampFor(ps); ok {
-			out[gr], refs[gr] = stamp, settle.RulesOf(ps)
+			out[gr] = stamp
 		}
 	}
-	return out, refs
+	return out, byType
 }
 
 // planIndex decides whether rule r's dependent type gets the reference

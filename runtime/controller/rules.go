@@ -130,6 +130,10 @@ func (s *Syncer) writeStatus(ctx context.Context, o process.ShardObject, decoded
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionAcyclic, rp.Acyclic, gen)
 	setCondition(&rule.Status.Conditions, v1alpha1.ConditionIndexed, rp.Indexed, gen)
 	ready := readiness(rule)
+	if ready.OK && rp.Bridged != "" {
+		ready = Outcome{Reason: "Settling", Message: fmt.Sprintf("objects of %s settled before this rule skip the webhook until the webhook has proven them under it "+
+			"(its --settle-after and a sweep, then it stops accepting the stamp they were settled under): the rule protects them from then on", rp.Bridged)}
+	}
 	if ready.OK {
 		was := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady)
 		reported := was != nil && was.Status == metav1.ConditionTrue && was.ObservedGeneration == gen

@@ -14,8 +14,10 @@ import (
 )
 
 // TestPublish: a stamp already published stays accepted beside the planned
-// one while its rules keep the planned ones (rules only removed), at most
-// one of them; a rule added, edited or re-indexed, or a published stamp
+// one while its rules keep the planned ones (rules only removed) or bridge
+// to them (rules only added, also while an added rule's index is not in
+// place yet, so that no stamp is planned), at most one of them; a rule
+// edited or re-indexed, a rule whose index is gone, or a published stamp
 // whose rules were never recorded, keeps nothing.
 func TestPublish(t *testing.T) {
 	gr := schema.GroupResource{Group: "network.test.io", Resource: "vpcs"}
@@ -26,7 +28,7 @@ func TestPublish(t *testing.T) {
 		}
 		return out
 	}
-	abc, ab, a := rules("a", "b", "c"), rules("a", "b"), rules("a")
+	abc, ab, a, bc := rules("a", "b", "c"), rules("a", "b"), rules("a"), rules("b", "c")
 	edited := rules("a")
 	edited[0].Generation = 2
 	pub := func(current []settle.RuleRef, kept ...[]settle.RuleRef) settle.Publication {
@@ -40,18 +42,26 @@ func TestPublish(t *testing.T) {
 		}
 		return p
 	}
+	keptOnly := func(k []settle.RuleRef) settle.Publication {
+		return settle.Publication{Rules: map[string][]settle.RuleRef{settle.Stamp(k): k}}
+	}
 	tests := []struct {
 		name      string
 		planned   []settle.RuleRef
+		notLive   string // a rule whose index is not in place: no stamp is planned
 		held      bool
 		published settle.Publication
 		want      settle.Publication
 	}{
-		{name: "a rule removed, the new stamp held: the old one stays", planned: a, held: true, published: pub(ab),
-			want: settle.Publication{Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab}}},
+		{name: "a rule removed, the new stamp held: the old one stays", planned: a, held: true, published: pub(ab), want: keptOnly(ab)},
 		{name: "a rule removed, the new stamp published: both", planned: a, published: pub(ab), want: pub(a, ab)},
-		{name: "a rule added: the new stamp alone", planned: abc, published: pub(ab), want: pub(abc)},
-		{name: "a rule added, the new stamp held: nothing", planned: abc, held: true, published: pub(ab), want: settle.Publication{Rules: map[string][]settle.RuleRef{}}},
+		{name: "a rule added: both, the old one as a bridge", planned: abc, published: pub(ab), want: pub(abc, ab)},
+		{name: "a rule added, the new stamp held: the old one stays", planned: abc, held: true, published: pub(ab), want: keptOnly(ab)},
+		{name: "a rule added, its index not in place yet: the old one stays", planned: abc, notLive: "c/c", published: pub(ab), want: keptOnly(ab)},
+		{name: "a rule added, an old rule's index gone: nothing", planned: abc, notLive: "c/a", published: pub(ab), want: settle.Publication{Rules: map[string][]settle.RuleRef{}}},
+		{name: "one rule removed and one added: both", planned: bc, published: pub(ab), want: pub(bc, ab)},
+		{name: "a second rule added during a bridge: the newer old stamp bridges", planned: abc, published: pub(ab, a), want: pub(abc, ab)},
+		{name: "the bridge ended by the webhook: the new stamp alone", planned: abc, published: pub(abc), want: pub(abc)},
 		{name: "a rule edited: the new stamp alone", planned: edited, published: pub(ab), want: pub(edited)},
 		{name: "the published stamp's rules not recorded: the new stamp alone", planned: a,
 			published: settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): nil}}, want: pub(a)},
@@ -61,21 +71,63 @@ func TestPublish(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			planned := Stamps{gr: settle.Stamp(tt.planned)}
-			stamps := Stamps{}
-			if !tt.held {
-				stamps[gr] = planned[gr]
+			ps := make([]settle.Protecting, len(tt.planned))
+			for i, r := range tt.planned {
+				ps[i] = settle.Protecting{Rule: r, Live: r.Key != tt.notLive}
+			}
+			planned, stamps := Stamps{}, Stamps{}
+			if stamp, ok := settle.StampFor(ps); ok {
+				planned[gr] = stamp
+				if !tt.held {
+					stamps[gr] = stamp
+				}
 			}
 			published := map[schema.GroupResource]settle.Publication{}
 			if tt.published.Rules != nil {
 				published[gr] = tt.published
 			}
-			got := publish(stamps, planned, map[schema.GroupResource][]settle.RuleRef{gr: tt.planned}, published)[gr]
+			got := publish(stamps, planned, map[schema.GroupResource][]settle.Protecting{gr: ps}, published)[gr]
 			if got.Rules == nil {
 				got.Rules = map[string][]settle.RuleRef{}
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("publish = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBridged: a rule is held back from Ready while a type it protects has
+// a stamp accepted whose rules lack it as it is now (a bridge from the
+// rules before it); not when every accepted stamp counts it, nor when
+// nothing is published for the type.
+func TestBridged(t *testing.T) {
+	vpcs := schema.GroupVersionResource{Group: "network.test.io", Version: "v1", Resource: "vpcs"}
+	ref := func(n string) settle.RuleRef {
+		return settle.RuleRef{Key: "c/" + n, UID: "uid-" + n, Generation: 1, IndexEpoch: "e-" + n}
+	}
+	a, b := ref("a"), ref("b")
+	protecting := map[schema.GroupResource][]settle.Protecting{vpcs.GroupResource(): {{Rule: a, Live: true}, {Rule: b, Live: true}}}
+	ab, onlyA := []settle.RuleRef{a, b}, []settle.RuleRef{a}
+	rule := RuleInput{Key: "c/b", Dependencies: []DependencyInput{{GVR: vpcs}}}
+	tests := []struct {
+		name string
+		pub  *settle.Publication
+		want string
+	}{
+		{name: "a bridge from the rules before it", pub: &settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab, settle.Stamp(onlyA): onlyA}}, want: "vpcs.network.test.io"},
+		{name: "the bridge alone, the new stamp held", pub: &settle.Publication{Rules: map[string][]settle.RuleRef{settle.Stamp(onlyA): onlyA}}, want: "vpcs.network.test.io"},
+		{name: "the new stamp alone", pub: &settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab}}},
+		{name: "nothing published"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pubs := map[schema.GroupResource]settle.Publication{}
+			if tt.pub != nil {
+				pubs[vpcs.GroupResource()] = *tt.pub
+			}
+			if got := bridged(rule, pubs, protecting); got != tt.want {
+				t.Errorf("bridged = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -237,11 +237,11 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 	plan.KeepInstalled(installedProtection(configObjs, settings.ConfigurationName), bindings)
 	s.lastExports = exports.keys()
 	s.noteUnread(plan)
-	var stampRules map[schema.GroupResource][]settle.RuleRef
+	var protecting map[schema.GroupResource][]settle.Protecting
 	if indexListErr == nil {
 		// Without the index configurations nothing is known intact, and
 		// no resource gets a stamp.
-		plan.Stamps, stampRules = planStamps(rules, liveIndexEpochs(indexObjs))
+		plan.Stamps, protecting = planStamps(rules, liveIndexEpochs(indexObjs))
 	}
 	if settings.Settle {
 		if s.stampsSeen == nil {
@@ -254,7 +254,12 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 			time.AfterFunc(wait, s.Trigger)
 		}
 		s.confirmStamps(ctx, plan, published, urls, ruleObjs)
-		plan.Publications = publish(plan.Stamps, planned, stampRules, pubs)
+		plan.Publications = publish(plan.Stamps, planned, protecting, pubs)
+		for _, r := range rules {
+			if rp := plan.Rules[r.Key]; rp != nil {
+				rp.Bridged = bridged(r, plan.Publications, protecting)
+			}
+		}
 	}
 	phases.done(phasePlan)
 

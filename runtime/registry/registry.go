@@ -396,11 +396,11 @@ func (r *Registry) Stamp(target schema.GroupResource) (stamp string, settleable 
 	return stamp, settleable
 }
 
-// Rules are the rules Stamp counts for target (settle.RulesOf).
-func (r *Registry) Rules(target schema.GroupResource) []settle.RuleRef {
-	var rules []settle.RuleRef
-	r.read(func() { rules = settle.RulesOf(r.protecting(target)) })
-	return rules
+// Protecting describes the rules over target as Stamp counts them.
+func (r *Registry) Protecting(target schema.GroupResource) []settle.Protecting {
+	var ps []settle.Protecting
+	r.read(func() { ps = r.protecting(target) })
+	return ps
 }
 
 // protecting describes the rules over target as a stamp counts them; the

@@ -15,11 +15,14 @@ import (
 // the controller wrote it (deleted, or changed by someone else), since writes
 // that skip the index record no intent, so objects settled under the stamp
 // that they reference would stay settled; and when the rules it was computed
-// from changed (a rule created, edited or deleted), since an object settled
-// under the old rules was proven unreferenced under them only, while the
-// webhook already enforces the new ones. The controller does the same at its
-// next run (controller.PlanStamps); the webhook does not wait for it, since
-// it may be down.
+// from changed (a rule edited or re-indexed), since an object settled under
+// the old rules was proven unreferenced under them only, while the webhook
+// already enforces the new ones. A stamp of rules that only lost some since
+// stays (Keeps); one of rules that only gained some stays as a bridge
+// (Bridges) until it has stood for TransitionFor the settler's
+// --settle-after, and is then withdrawn alone. The controller does the same
+// at its next run (controller.PlanStamps); the webhook does not wait for
+// it, since it may be down.
 type PublishedGuard struct {
 	Stamps    RuleStamps
 	Published *PublishedStamps
@@ -29,14 +32,58 @@ type PublishedGuard struct {
 	// RulesRead reports whether every shard's rules have been read: before
 	// that, the stamp Stamps computes is of some of them only.
 	RulesRead func() bool
-	Log       logr.Logger
+	// SettleAfter is the settler's --settle-after (DefaultSettleAfter
+	// when 0). A stamp stays accepted as a bridge to rules added since
+	// (Bridges) for TransitionFor it from when this replica first sees it
+	// so, and not at all when it was published less than SettleAfter
+	// before: nothing can have been settled under it.
+	SettleAfter time.Duration
+	Log         logr.Logger
+	// Settled, when set, tells how many objects this replica settled
+	// under a stamp since it started (Settler.SettledUnder): a bridge
+	// from a stamp published since then under which it settled none ends
+	// at once. Other replicas may have settled some: they then go to the
+	// webhook until they are settled again, which is safe.
+	Settled interface {
+		SettledUnder(gr schema.GroupResource, stamp string) int
+	}
+	// Now is time.Now unless set.
+	Now func() time.Time
+
+	// accepted is when this replica first saw each stamp accepted, the
+	// zero time for those accepted when it first looked; bridged is when
+	// it first saw each bridge.
+	accepted, bridged map[published]time.Time
 }
 
-// RuleStamps are Stamps that also tell the rules each stamp is computed
-// from (RulesOf).
+// published is a stamp accepted for a resource.
+type published struct {
+	gr    schema.GroupResource
+	stamp string
+}
+
+// TransitionFor is how long a bridge lasts when the settler waits
+// settleAfter: the controller holds a new stamp back for 10 s before it
+// publishes it, the settler waits settleAfter from then, and BridgeSweep
+// is left for its sweeps to label what the bridge kept settled.
+func TransitionFor(settleAfter time.Duration) time.Duration {
+	if settleAfter == 0 {
+		settleAfter = DefaultSettleAfter
+	}
+	return settleAfter + BridgeSweep
+}
+
+// BridgeSweep is what a bridge lasts beyond the settler's --settle-after:
+// the controller's hold of the new stamp (10 s) and the sweeps that label
+// again, under the new stamp, what the bridge kept settled. Objects a sweep
+// has not reached by then go to the webhook until it does.
+const BridgeSweep = 40 * time.Second
+
+// RuleStamps are Stamps that also tell the rules over each type, as a stamp
+// counts them.
 type RuleStamps interface {
 	Stamps
-	Rules(target schema.GroupResource) []RuleRef
+	Protecting(target schema.GroupResource) []Protecting
 }
 
 // Start checks every second until ctx ends. It runs whether or not this
@@ -54,30 +101,79 @@ func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 // not all intact, or whose rules reference the type at a path no index
 // webhook sees written (WrittenUnseen), or that is neither the stamp of the
 // current rules nor one kept from rules that keep them (Keeps: rules were
-// only removed since). A resource
-// no rule protects any more keeps what is published: nothing protects its
-// objects, settled or not.
+// only removed since) or bridge to them (Bridges: rules were added), and a
+// bridge once it has stood for Transition. A resource no rule protects any
+// more keeps what is published: nothing protects its objects, settled or
+// not.
 func (g *PublishedGuard) Check(ctx context.Context) {
 	if !g.IndexRead() || (g.RulesRead != nil && !g.RulesRead()) {
 		return
 	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	settleAfter := g.SettleAfter
+	if settleAfter == 0 {
+		settleAfter = DefaultSettleAfter
+	}
+	first := g.accepted == nil
+	accepted, bridged := map[published]time.Time{}, map[published]time.Time{}
 	for _, gr := range g.Published.Stamped() {
-		stamp, settleable := g.Stamps.Stamp(gr)
+		for _, s := range g.Published.Accepted(gr) {
+			k := published{gr: gr, stamp: s}
+			since, ok := g.accepted[k]
+			if !ok && !first {
+				since = now()
+			}
+			accepted[k] = since
+		}
+	}
+	for _, gr := range g.Published.Stamped() {
+		// One read of the rules: the stamp and the rules it is computed
+		// from agree.
+		ps := g.Stamps.Protecting(gr)
+		stamp, settleable := StampFor(ps)
 		if stamp == "" {
 			continue
 		}
-		rules := g.Stamps.Rules(gr)
-		if Stamp(rules) != stamp {
-			// The rules changed between the two reads: the next check.
-			continue
+		var ended []string
+		for _, s := range g.Published.Bridged(gr, ps) {
+			k := published{gr: gr, stamp: s}
+			since, ok := g.bridged[k]
+			if !ok {
+				since = now()
+				appeared := accepted[k]
+				if since.Sub(appeared) < settleAfter ||
+					!appeared.IsZero() && g.Settled != nil && g.Settled.SettledUnder(gr, s) == 0 {
+					// Published too recently for anything to be
+					// settled under it, or nothing was: a bridge would
+					// only hold the new rules' Ready back.
+					since = since.Add(-TransitionFor(settleAfter))
+				}
+			}
+			bridged[k] = since
+			if now().Sub(since) >= TransitionFor(settleAfter) {
+				ended = append(ended, s)
+			}
 		}
-		stale := g.Published.Unjustified(gr, stamp, rules)
+		stale := g.Published.Unjustified(gr, stamp, ps)
 		switch {
 		case stale:
-			g.Log.Info("a published stamp is neither the current rules' nor kept from rules that only lost some since: sending every deletion to the webhook again until the controller publishes theirs",
+			g.Log.Info("a published stamp is neither the current rules' nor kept from rules that only lost or gained some since: sending every deletion to the webhook again until the controller publishes theirs",
 				"resource", gr.String(), "current", stamp)
-		case !settleable:
+		case !settleable && !g.Published.OnlyBridges(gr, ps):
+			// A new rule whose index is not in place yet leaves a bridge
+			// alone: the rule is not Ready, and the bridge ends all the
+			// same.
 			g.Log.Info("a reference index the published stamp relies on is not intact, or a rule references the type where no index webhook sees it written: sending every deletion to the webhook again", "resource", gr.String())
+		case len(ended) > 0:
+			g.Log.Info("a stamp kept as a bridge to rules added over the type is over (its objects have had the time to be settled under the new rules, or none had the time to be settled under it): sending the deletions of those settled under it to the webhook",
+				"resource", gr.String(), "stamps", ended, "current", stamp)
+			if err := g.Published.WithdrawOnly(ctx, gr, ended); err != nil {
+				g.Log.Error(err, "ending a bridge failed", "resource", gr.String())
+			}
+			continue
 		default:
 			continue
 		}
@@ -85,4 +181,5 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 			g.Log.Error(err, "withdrawing a published stamp failed", "resource", gr.String())
 		}
 	}
+	g.accepted, g.bridged = accepted, bridged
 }

@@ -45,15 +45,50 @@ func (p Publication) Accepts(stamp string) bool {
 }
 
 // Justified reports whether every stamp p accepts may be: it is stamp, the
-// stamp of the current rules refs, or its recorded rules hash to it and
-// keep refs (Keeps).
-func (p Publication) Justified(stamp string, refs []RuleRef) bool {
-	for s, rules := range p.Rules {
-		if s != stamp && (rules == nil || Stamp(rules) != s || !Keeps(rules, refs)) {
+// stamp of the current rules ps, or its recorded rules hash to it and keep
+// the current ones (Keeps) or bridge to them (Bridges).
+func (p Publication) Justified(stamp string, ps []Protecting) bool {
+	for s := range p.Rules {
+		if s != stamp && !p.Kept(s, ps) && !p.Bridges(s, ps) {
 			return false
 		}
 	}
 	return true
+}
+
+// recorded are the rules p records for stamp, nil unless they hash to it.
+func (p Publication) recorded(stamp string) []RuleRef {
+	rules := p.Rules[stamp]
+	if rules == nil || Stamp(rules) != stamp {
+		return nil
+	}
+	return rules
+}
+
+// Kept reports whether p accepts stamp as one kept from rules that were
+// only removed since: its recorded rules keep the current ones ps.
+func (p Publication) Kept(stamp string, ps []Protecting) bool {
+	rules := p.recorded(stamp)
+	return rules != nil && Keeps(rules, RulesOf(ps))
+}
+
+// Bridges reports whether p accepts stamp as a bridge to the current rules
+// ps: its recorded rules bridge to them (Bridges).
+func (p Publication) Bridges(stamp string, ps []Protecting) bool {
+	rules := p.recorded(stamp)
+	return rules != nil && Bridges(rules, ps)
+}
+
+// Bridged are the stamps p accepts as bridges to the current rules ps, and
+// not as kept ones.
+func (p Publication) Bridged(ps []Protecting) []string {
+	var out []string
+	for _, s := range p.Stamps() {
+		if p.Bridges(s, ps) && !p.Kept(s, ps) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Keeps reports whether objects proven unreferenced under the rules old
@@ -73,6 +108,58 @@ func Keeps(old, current []RuleRef) bool {
 		}
 	}
 	return true
+}
+
+// Bridges reports whether objects proven unreferenced under the rules old
+// may keep skipping the webhook for a while after rules were added over
+// their type, ps being the rules now: every rule of ps that old knows (by
+// UID) is in old as it was, with the same generation and index epoch, and
+// its index configuration is still live; at least one rule of ps is new;
+// and none references the type at a path no index webhook sees written.
+// Rules of old that ps lacks were removed, which Keeps allows too.
+//
+// Such a proof says nothing of the new rules: a dependent written before
+// one of them may reference any object. So objects settled under old keep
+// skipping the webhook only while the new rules are not reported Ready
+// (the controller holds their Ready back while any configuration accepts a
+// stamp that lacks them), and only until the settler has had the time to
+// prove them again under the new rules (PublishedGuard.Transition): the
+// new rules protect them from then on, which is what their Ready says. An
+// edit, a re-index or a path that writes can take unseen breaks it, as it
+// breaks Keeps: references made under the rules old counts may then have
+// gone by unseen.
+func Bridges(old []RuleRef, ps []Protecting) bool {
+	if len(old) == 0 {
+		return false
+	}
+	uids := make(map[string]bool, len(old))
+	for _, r := range old {
+		uids[r.UID] = true
+	}
+	added := false
+	for _, p := range ps {
+		switch {
+		case p.Unseen:
+			return false
+		case !uids[p.Rule.UID]:
+			added = true
+		case !p.Live || !slices.Contains(old, p.Rule):
+			return false
+		}
+	}
+	return added
+}
+
+// Lacks reports whether p accepts a stamp whose recorded rules lack rule:
+// objects settled under it skip the webhook without a proof under rule. A
+// stamp whose rules are not recorded counts as lacking it.
+func (p Publication) Lacks(rule RuleRef) bool {
+	for s := range p.Rules {
+		if !slices.Contains(p.recorded(s), rule) {
+			return true
+		}
+	}
+	return false
 }
 
 // StampsAnnotation on a protection configuration records, for the stamps

@@ -92,17 +92,56 @@ func PublishedBy(configs []*admissionregistrationv1.ValidatingWebhookConfigurati
 }
 
 // Unjustified reports whether some configuration accepts, for gr, a stamp
-// that is neither stamp, the stamp of the current rules refs, nor one kept
-// from rules that keep them (Publication.Justified).
-func (p *PublishedStamps) Unjustified(gr schema.GroupResource, stamp string, refs []RuleRef) bool {
+// that is neither stamp, the stamp of the current rules ps, nor one kept
+// from rules that keep them or bridge to them (Publication.Justified).
+func (p *PublishedStamps) Unjustified(gr schema.GroupResource, stamp string, ps []Protecting) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pubs := range p.byCluster {
-		if pub, ok := pubs[gr]; ok && !pub.Justified(stamp, refs) {
+		if pub, ok := pubs[gr]; ok && !pub.Justified(stamp, ps) {
 			return true
 		}
 	}
 	return false
+}
+
+// Accepted lists the stamps some configuration accepts for gr, sorted.
+func (p *PublishedStamps) Accepted(gr schema.GroupResource) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, pubs := range p.byCluster {
+		out = append(out, pubs[gr].Stamps()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Bridged lists the stamps some configuration accepts for gr as bridges to
+// the current rules ps (Publication.Bridged), sorted.
+func (p *PublishedStamps) Bridged(gr schema.GroupResource, ps []Protecting) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, pubs := range p.byCluster {
+		out = append(out, pubs[gr].Bridged(ps)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// OnlyBridges reports whether every stamp the configurations accept for gr
+// is a bridge to the current rules ps.
+func (p *PublishedStamps) OnlyBridges(gr schema.GroupResource, ps []Protecting) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pubs := range p.byCluster {
+		pub := pubs[gr]
+		if len(pub.Bridged(ps)) != len(pub.Rules) {
+			return false
+		}
+	}
+	return true
 }
 
 // Stamped lists the resources some configuration accepts a stamp for.
@@ -204,6 +243,14 @@ func publication(stamps []string, rec stampsRecord, gr schema.GroupResource) Pub
 // the index record no intent, and a settled object they reference must not
 // be deleted without a decision.
 func (p *PublishedStamps) Withdraw(ctx context.Context, gr schema.GroupResource) error {
+	return p.WithdrawOnly(ctx, gr, nil)
+}
+
+// WithdrawOnly makes every configuration that publishes a stamp for gr stop
+// accepting those of stamps, or every one when stamps is nil: gr's objects
+// settled under them go to the webhook again, those under the others do
+// not.
+func (p *PublishedStamps) WithdrawOnly(ctx context.Context, gr schema.GroupResource, stamps []string) error {
 	p.mu.Lock()
 	var clusters []string
 	for cluster, pubs := range p.byCluster {
@@ -223,7 +270,7 @@ func (p *PublishedStamps) Withdraw(ctx context.Context, gr schema.GroupResource)
 			if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.WebhookConfigurationName}, cfg); err != nil {
 				return client.IgnoreNotFound(err)
 			}
-			if !withdrawStamp(cfg, gr) {
+			if !withdrawStamps(cfg, gr, stamps) {
 				return nil
 			}
 			return cl.Update(ctx, cfg)
@@ -235,19 +282,27 @@ func (p *PublishedStamps) Withdraw(ctx context.Context, gr schema.GroupResource)
 	return errors.Join(errs...)
 }
 
-// withdrawStamp makes the entries of cfg that leave out gr's settled objects
-// select every object, and reports whether it changed any.
-func withdrawStamp(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, gr schema.GroupResource) bool {
+// withdrawStamps makes the entries of cfg that leave out gr's settled
+// objects stop leaving out those settled under stamps (under any, for nil),
+// and reports whether it changed any.
+func withdrawStamps(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, gr schema.GroupResource, stamps []string) bool {
 	changed := false
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]
-		if len(StampsOf(w.ObjectSelector)) == 0 {
+		accepted := StampsOf(w.ObjectSelector)
+		if len(accepted) == 0 {
 			continue
 		}
 		for _, r := range w.Rules {
 			if slices.Contains(r.APIGroups, gr.Group) && slices.Contains(r.Resources, gr.Resource) {
-				w.ObjectSelector = Selector()
-				changed = true
+				left := []string{}
+				if stamps != nil {
+					left = slices.DeleteFunc(accepted, func(s string) bool { return slices.Contains(stamps, s) })
+				}
+				if len(left) != len(StampsOf(w.ObjectSelector)) {
+					w.ObjectSelector = Selector(left...)
+					changed = true
+				}
 				break
 			}
 		}

@@ -22,13 +22,22 @@ import (
 type stampsByResource map[schema.GroupResource]struct {
 	rules      []RuleRef
 	settleable bool
+	// notLive is the key of a rule whose index is not in place.
+	notLive string
 }
 
 func (s stampsByResource) Stamp(gr schema.GroupResource) (string, bool) {
 	return Stamp(s[gr].rules), s[gr].settleable
 }
 
-func (s stampsByResource) Rules(gr schema.GroupResource) []RuleRef { return s[gr].rules }
+// Protecting lists the rules, each live when the type is settleable.
+func (s stampsByResource) Protecting(gr schema.GroupResource) []Protecting {
+	ps := make([]Protecting, len(s[gr].rules))
+	for i, r := range s[gr].rules {
+		ps[i] = Protecting{Rule: r, Live: s[gr].settleable && r.Key != s[gr].notLive}
+	}
+	return ps
+}
 
 // rulesOf are n made-up rules, the i-th called r<i>.
 func rulesOf(names ...string) []RuleRef {
@@ -74,7 +83,7 @@ func TestPublishedGuard(t *testing.T) {
 	}
 	read := false
 	g := &PublishedGuard{Published: p, IndexRead: func() bool { return read }, Log: logr.Discard(),
-		Stamps: stampsByResource{vpcs: {vpcRules, false}, fws: {fwRules, true}}}
+		Stamps: stampsByResource{vpcs: {vpcRules, false, ""}, fws: {fwRules, true, ""}}}
 	selectors := func() (string, string) {
 		got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := cl.Get(ctx, client.ObjectKey{Name: v1alpha1.WebhookConfigurationName}, got); err != nil {

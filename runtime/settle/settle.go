@@ -12,8 +12,10 @@
 //     before it is admitted, and the same patch removes the label;
 //   - a change of the rules changes the stamp, which unsettles every object
 //     of the type at once, so no label made under other rules is trusted,
-//     except that of rules that only lost some since (Keeps): a stamp of
-//     theirs may stay accepted beside the current one (Publication);
+//     except that of rules that only lost some since (Keeps), and, for a
+//     while, that of rules that only gained some (Bridges), whose new rules
+//     are not Ready meanwhile: a stamp of theirs may stay accepted beside
+//     the current one (Publication), and PublishedGuard ends a bridge;
 //   - only the webhook may set or change the label: the guard entry
 //     (GuardCondition) sends every other write that does to the webhook,
 //     which refuses it.

@@ -140,6 +140,9 @@ type Settler struct {
 	// starts it.
 	discovering map[schema.GroupResource]schema.GroupVersionResource
 	wake        chan struct{}
+	// settledUnder is how many objects this replica settled under each
+	// stamp.
+	settledUnder map[published]int
 }
 
 // objectName names an object within a place.
@@ -179,6 +182,16 @@ func (s *Settler) init() {
 	s.walked = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[place]{Name: "settle-walked"})
 	s.discovering = map[schema.GroupResource]schema.GroupVersionResource{}
 	s.wake = make(chan struct{}, 1)
+	s.settledUnder = map[published]int{}
+}
+
+// SettledUnder is how many objects of gr this replica has settled under
+// stamp since it started.
+func (s *Settler) SettledUnder(gr schema.GroupResource, stamp string) int {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settledUnder[published{gr: gr, stamp: stamp}]
 }
 
 // queueFor is the queue p waits in.
@@ -454,6 +467,9 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	_ = g.Wait()
 	s.mu.Lock()
 	s.referenced[p] = referenced
+	s.mu.Unlock()
+	s.mu.Lock()
+	s.settledUnder[published{gr: gr, stamp: stamp}] += settled
 	s.mu.Unlock()
 	objectsSettled.Add(float64(settled))
 	if settled > 0 {

@@ -169,6 +169,9 @@ func TestSettlerSweep(t *testing.T) {
 			if strings.Join(objs.settled, " ") != strings.Join(tt.want, " ") {
 				t.Errorf("settled %v, want %v", objs.settled, tt.want)
 			}
+			if n := s.SettledUnder(vpcGVR.GroupResource(), "s1"); n != len(tt.want) {
+				t.Errorf("SettledUnder = %d, want %d", n, len(tt.want))
+			}
 		})
 	}
 }

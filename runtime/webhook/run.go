@@ -127,7 +127,10 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		}
 	}
 	guard := &settle.PublishedGuard{Stamps: reg, Published: published, IndexRead: indexConfigs.Populated,
-		RulesRead: func() bool { return rules.Ready() == nil }, Log: log.WithName("published-stamps")}
+		RulesRead: func() bool { return rules.Ready() == nil }, SettleAfter: o.SettleAfter, Log: log.WithName("published-stamps")}
+	if settler != nil {
+		guard.Settled = settler
+	}
 	if err := mgr.Add(guard); err != nil {
 		return err
 	}

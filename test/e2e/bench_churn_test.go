@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/env"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
@@ -30,20 +32,24 @@ const targetChurnVsFloor = 1.10
 
 // churnResult is what TestBenchmarkChurn measured: deletes back to back of
 // unprotected objects (floor), of settled VPCs with the rules standing
-// (quiet), right after a rule over VPCs was deleted (removed), and right
-// after one was created and reported Ready (added).
+// (quiet), right after a rule over VPCs was deleted (removed), right after
+// one was created (added), and right after one created was reported Ready
+// (ready).
 type churnResult struct {
-	floor, quiet, removed, added latencies
-	// removedWithin and addedWithin are how long after the rule change
-	// the last delete of each batch returned.
-	removedWithin, addedWithin time.Duration
+	floor, quiet, removed, added, ready latencies
+	// removedWithin, addedWithin and readyWithin are how long after the
+	// rule change the last delete of each batch returned.
+	removedWithin, addedWithin, readyWithin time.Duration
+	// readyAfter is how long after its creation the rule of the added
+	// batch was reported Ready.
+	readyAfter time.Duration
 }
 
 // TestBenchmarkChurn measures what a rule change over a type costs the
 // deletes of its settled objects: two rules protect VPCs (from VMs and from
 // ManagedDBs); batches of settled VPCs are deleted back to back while the
-// rules stand, right after one of the rules is deleted, and right after it
-// is created again. It writes its section to the test log. Run it with
+// rules stand, right after one of the rules is deleted, right after it is
+// created again, and right after it is created and reported Ready. It writes its section to the test log. Run it with
 // make bench-churn.
 func TestBenchmarkChurn(t *testing.T) {
 	benchOnly(t, "DEPCTRL_BENCH_CHURN", "run it with make bench-churn")
@@ -63,22 +69,42 @@ func measureChurn(ctx context.Context, t *testing.T, e *env.Env) churnResult {
 	}()
 	bd, _ := unthrottledDeletes(t, top, rt)
 	top.protectVPCs(ctx, t)
-	other := func() {
+	var created time.Time
+	create := func() {
+		created = time.Now()
 		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-		top.waitReady(ctx, t, top.Compute, "db-needs-vpc")
 	}
-	other()
+	ready := func() time.Duration {
+		check.Eventually(ctx, t, 3*time.Minute, "rule db-needs-vpc Ready", func() error {
+			if status, reason, msg := condition(top.getRule(ctx, t, top.Compute, "db-needs-vpc"), v1alpha1.ConditionReady); status != "True" {
+				return fmt.Errorf("Ready=%q %s: %s", status, reason, msg)
+			}
+			return nil
+		})
+		return time.Since(created)
+	}
+	remove := func() { top.deleteRule(ctx, t, top.Compute, "db-needs-vpc") }
+	create()
+	ready()
 	var res churnResult
 	res.floor, res.quiet, _ = bd.churnBatch(ctx, t, "quiet", nil)
-	_, res.removed, res.removedWithin = bd.churnBatch(ctx, t, "removed", func() { top.deleteRule(ctx, t, top.Compute, "db-needs-vpc") })
-	_, res.added, res.addedWithin = bd.churnBatch(ctx, t, "added", other)
+	_, res.removed, res.removedWithin = bd.churnBatch(ctx, t, "removed", remove)
+	// Measured once the controller has acted on the new rule (it reports
+	// it Settling): before that nothing has changed for the VPCs yet.
+	_, res.added, res.addedWithin = bd.churnBatch(ctx, t, "added", func() {
+		create()
+		top.waitCondition(ctx, t, top.Compute, "db-needs-vpc", v1alpha1.ConditionReady, "False", "Settling")
+	})
+	res.readyAfter = ready()
+	remove()
+	_, res.ready, res.readyWithin = bd.churnBatch(ctx, t, "ready", func() { create(); ready() })
 	return res
 }
 
 // churnBatch creates churnBatch VPCs and as many FirewallRules, waits until
 // the VPCs are settled, runs change (nil: none), and deletes both back to
-// back, the FirewallRules first. within is how long after the change the
-// last VPC's delete returned.
+// back, the FirewallRules first. within is how long after the change began
+// the last VPC's delete returned.
 func (d deletes) churnBatch(ctx context.Context, t *testing.T, prefix string, change func()) (floor, settled latencies, within time.Duration) {
 	t.Helper()
 	names := make([]string, churnBatch)
@@ -102,7 +128,6 @@ func (d deletes) churnBatch(ctx context.Context, t *testing.T, prefix string, ch
 	changed := time.Now()
 	if change != nil {
 		change()
-		changed = time.Now()
 	}
 	settled = backToBack(d.vpcs)
 	within = time.Since(changed)
@@ -120,6 +145,9 @@ type ruleChurnView struct {
 	Batch       int
 	SettleAfter time.Duration
 	Rows        []ruleChurnRow
+	// ReadyAfter is how long after its creation the rule was Ready, in
+	// seconds; Transition how long the webhook keeps a bridge.
+	ReadyAfter, Transition string
 }
 
 func (r churnResult) view() ruleChurnView {
@@ -138,8 +166,9 @@ func (r churnResult) view() ruleChurnView {
 		row("unprotected FirewallRules (the floor)", r.floor, 0, false),
 		row("settled VPCs, the rules standing", r.quiet, 0, false),
 		row("settled VPCs right after one of the two rules over them was deleted", r.removed, r.removedWithin, true),
-		row("settled VPCs right after a rule over them was created and reported Ready", r.added, r.addedWithin, true),
-	}}
+		row("settled VPCs right after a rule over them was created and reported Settling", r.added, r.addedWithin, true),
+		row("settled VPCs right after a rule over them was created and reported Ready", r.ready, r.readyWithin, false),
+	}, ReadyAfter: fmt.Sprintf("%.0f s", r.readyAfter.Seconds()), Transition: settle.TransitionFor(churnSettleAfter).String()}
 }
 
 // section renders the result as the benchmarks guide's section.

@@ -105,7 +105,9 @@ func condition(rule *unstructured.Unstructured, condType string) (status, reason
 func (top *Topology) waitReady(ctx context.Context, t *testing.T, ws env.Workspace, name string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	check.Eventually(ctx, t, time.Minute, "rule "+name+" to become Ready", func() error {
+	// A rule added over a type whose objects are settled is Settling for
+	// the webhook's --settle-after and 40 s (settle.TransitionFor).
+	check.Eventually(ctx, t, 2*time.Minute, "rule "+name+" to become Ready", func() error {
 		status, reason, msg := condition(top.getRule(ctx, t, ws, name), v1alpha1.ConditionReady)
 		if status != "True" {
 			return fmt.Errorf("condition Ready=%q %s: %s", status, reason, msg)

@@ -32,7 +32,8 @@ const settleAfter = 3 * time.Second
 // down, where an unsettled VPC's fails closed); and nobody gets around
 // protection through the label: a client cannot set it or change it by any
 // write, a reference made to a settled VPC unsettles it before the reference
-// is admitted, and a rule change unsettles every VPC at once.
+// is admitted, and a rule added protects the VPCs settled before it once it
+// is Ready.
 func TestSettled(t *testing.T) {
 	ctx, e := integration(t, 15*time.Minute, env.TwoShards)
 	top, rt := install(ctx, t, e)
@@ -44,24 +45,54 @@ func TestSettled(t *testing.T) {
 		t.Run("shard "+c.Shard, func(t *testing.T) { s.run(ctx, t) })
 	}
 
-	t.Run("a rule change unsettles every object", func(t *testing.T) {
+	// Rules added: objects settled under the rules before keep skipping
+	// the webhook (settle.Bridges) until the webhook has had the time to
+	// prove them under the new rule, and the rule is Ready only then:
+	// from then on a reference made before the rule existed protects its
+	// object, and the objects nothing references are settled under the
+	// new stamp.
+	t.Run("a rule added protects objects settled before it once it is Ready", func(t *testing.T) {
 		c := top.Consumers[0]
 		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
-		s.create(ctx, t, "before-rule-change")
-		old := s.waitSettled(ctx, t, "before-rule-change")
-		top.createRule(ctx, t, top.Compute, ruleObject("vm-needs-vpc-too", fixtures.VirtualMachines, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc-too")
-		check.Eventually(ctx, t, time.Minute, "a new stamp published", func() error {
-			if p := s.published(ctx, t); p == old || p == "" {
-				return fmt.Errorf("still %q", p)
+		for _, name := range []string{"bridged-free", "bridged-later", "bridged-used"} {
+			s.create(ctx, t, name)
+		}
+		old := s.waitSettled(ctx, t, "bridged-free")
+		s.waitSettled(ctx, t, "bridged-later")
+		s.waitSettled(ctx, t, "bridged-used")
+		// No rule covers ManagedDBs yet: the reference records nothing,
+		// and the VPC stays settled.
+		s.top.object(ctx, t, s.ws, fixtures.ManagedDBs, "db-of-bridged-used", ref("bridged-used"), nil)
+		if l := s.label(ctx, t, "bridged-used"); l != old {
+			t.Fatalf("the VPC's label is %q, want %q", l, old)
+		}
+		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
+		top.waitCondition(ctx, t, top.Compute, "db-needs-vpc", v1alpha1.ConditionReady, "False", "Settling")
+		pub, err := publicationIn(top.webhookConfiguration(ctx, t, top.Network), fixtures.VPCs)
+		check.Must(t, err)
+		if !pub.Accepts(old) {
+			t.Fatalf("the stamp before the rule is no longer accepted while the rule is not Ready: published %v", pub.Stamps())
+		}
+		s.expectDeletedWithoutWebhook(ctx, t, "bridged-free")
+		check.Eventually(ctx, t, 2*time.Minute, "rule db-needs-vpc Ready", func() error {
+			status, reason, msg := condition(top.getRule(ctx, t, top.Compute, "db-needs-vpc"), v1alpha1.ConditionReady)
+			if status != "True" {
+				return fmt.Errorf("Ready=%q %s: %s", status, reason, msg)
 			}
 			return nil
 		})
-		s.failsClosedWithoutWebhook(ctx, t, "before-rule-change")
+		pub, err = publicationIn(top.webhookConfiguration(ctx, t, top.Network), fixtures.VPCs)
+		check.Must(t, err)
+		if pub.Accepts(old) {
+			t.Fatalf("the rule is Ready while the stamp before it is still accepted: published %v", pub.Stamps())
+		}
+		s.top.expectDenied(ctx, t, s.ws, fixtures.VPCs, "bridged-used", "still referenced by ManagedDB/db-of-bridged-used")
+		if l := s.label(ctx, t, "bridged-used"); l == pub.Current {
+			t.Fatalf("the referenced VPC is settled under the new stamp %q", l)
+		}
 		// Settled again under the new rules, and then deletable.
-		s.create(ctx, t, "after-rule-change")
-		s.waitSettled(ctx, t, "before-rule-change")
-		s.expectDeletedWithoutWebhook(ctx, t, "before-rule-change")
+		s.waitSettled(ctx, t, "bridged-later")
+		s.expectDeletedWithoutWebhook(ctx, t, "bridged-later")
 	})
 
 	t.Run("a reference index removed while the controller is down unsettles", func(t *testing.T) {
@@ -99,7 +130,7 @@ func TestSettled(t *testing.T) {
 		s := &settling{top: top, rt: rt, ws: c, vpcs: top.objects(t, c, fixtures.VPCs)}
 		s.create(ctx, t, "before-rule-removal")
 		old := s.waitSettled(ctx, t, "before-rule-removal")
-		top.deleteRule(ctx, t, top.Compute, "vm-needs-vpc-too")
+		top.deleteRule(ctx, t, top.Compute, "db-needs-vpc")
 		check.Eventually(ctx, t, time.Minute, "the new stamp published beside the old one", func() error {
 			u := top.webhookConfiguration(ctx, t, top.Network)
 			if u == nil {
