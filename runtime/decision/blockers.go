@@ -92,14 +92,21 @@ func denialMessage(target string, blockers []Blocker, more int, withNamespaces b
 	return msg
 }
 
-// union merges the blockers a and b, in order and each once, keeping at
-// most limit of them; more counts those beyond b (< 0: an unknown number)
-// and, returned, those beyond the union.
-func union(a, b []Blocker, more, limit int) ([]Blocker, int) {
-	out := slices.Clone(a)
-	for _, x := range b {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
+// union adds to named, the blockers a lookup named with more left out (< 0:
+// an unknown number), those of extra it does not name, each once, keeping
+// at most limit of them in order; it returns them and how many it leaves
+// out. With counted, extra holds stored dependents, which a lookup that
+// left some out counted among more when it did not name them: each one
+// named now is one fewer left out.
+func union(named []Blocker, more int, extra []Blocker, counted bool, limit int) ([]Blocker, int) {
+	out := slices.Clone(named)
+	for _, x := range extra {
+		if slices.Contains(out, x) {
+			continue
+		}
+		out = append(out, x)
+		if counted && more > 0 {
+			more--
 		}
 	}
 	sortBlockers(out)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -67,10 +68,7 @@ func TestDenialCauses(t *testing.T) {
 	close(ready)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			annotations := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
-			for k, v := range tt.intents {
-				annotations[k] = v
-			}
+			annotations := inConsumer(tt.intents)
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine", Since: now.Add(-time.Hour)}}}
 			v := NewValidator(protections, tt.finder, admission.When(ready), ValidatorOptions{}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), deleteRequest(vpcGVR, "vpc", annotations))
@@ -197,4 +195,43 @@ func deref(n *int) string {
 		return "none"
 	}
 	return strconv.Itoa(*n)
+}
+
+// TestUnion: the blockers of two lookups merge each once, up to the limit,
+// with the count of those left out: a stored dependent named by the intents
+// that the lookup of the stored ones left out was counted there, and is
+// not counted twice once named; a write on its way was not.
+func TestUnion(t *testing.T) {
+	vms := schema.GroupVersionResource{Group: "compute.test.io", Version: "v1", Resource: "virtualmachines"}
+	vm := func(name string, pending bool) Blocker {
+		return Blocker{Dependent: vms, Kind: "VirtualMachine", Namespace: "apps", Name: name, Pending: pending}
+	}
+	a, b, c, d := vm("a", false), vm("b", false), vm("c", false), vm("d", false)
+	w := vm("w", true)
+	tests := []struct {
+		name     string
+		named    []Blocker
+		more     int
+		extra    []Blocker
+		counted  bool
+		limit    int
+		want     []Blocker
+		wantMore int
+	}{
+		{name: "nothing left out, one more stored", named: []Blocker{a}, extra: []Blocker{b}, counted: true, limit: 10, want: []Blocker{a, b}},
+		{name: "already named", named: []Blocker{a, b}, extra: []Blocker{b}, counted: true, limit: 10, want: []Blocker{a, b}},
+		{name: "a stored one the lookup counted, named now", named: []Blocker{a, b}, more: 5, extra: []Blocker{c}, counted: true, limit: 10, want: []Blocker{a, b, c}, wantMore: 4},
+		{name: "a stored one the lookup counted, past the limit", named: []Blocker{a, b}, more: 5, extra: []Blocker{c}, counted: true, limit: 2, want: []Blocker{a, b}, wantMore: 5},
+		{name: "writes on their way were not counted", named: []Blocker{a, b}, more: 5, extra: []Blocker{w}, limit: 10, want: []Blocker{a, b, w}, wantMore: 5},
+		{name: "writes on their way past the limit", named: []Blocker{a, b}, more: 5, extra: []Blocker{w}, limit: 2, want: []Blocker{a, b}, wantMore: 6},
+		{name: "an unknown number left out stays unknown", named: []Blocker{a}, more: -1, extra: []Blocker{c, d}, counted: true, limit: 2, want: []Blocker{a, c}, wantMore: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, more := union(tt.named, tt.more, tt.extra, tt.counted, tt.limit)
+			if !reflect.DeepEqual(got, tt.want) || more != tt.wantMore {
+				t.Errorf("union = %v, %d more; want %v, %d more", got, more, tt.want, tt.wantMore)
+			}
+		})
+	}
 }

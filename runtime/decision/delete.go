@@ -125,9 +125,10 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 func (v *Validator) listBlockers(ctx context.Context, d admission.Deletion, protections []registry.Protection, recorded []Blocker) ([]Blocker, int, error) {
 	limit := v.opts.MaxBlockersListed
 	found, more, err := v.findBlockers(ctx, d.Cluster, d.Namespace, d.Resource.GroupResource(), d.Name, protections, limit)
-	blockers, more := union(recorded, found, more, limit)
+	// What the intents name is stored: among what the lookup counted.
+	blockers, more := union(found, more, recorded, true, limit)
 	pending, perr := v.pendingBlockers(ctx, d.Cluster, d.Name, protections, d.Meta.Annotations, limit)
-	blockers, more = union(blockers, pending, more, limit)
+	blockers, more = union(blockers, more, pending, false, limit)
 	if err = errors.Join(err, perr); err != nil && len(blockers) > 0 {
 		return blockers, -1, nil
 	}
