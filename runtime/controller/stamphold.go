@@ -3,8 +3,6 @@ package controller
 import (
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
@@ -72,18 +70,7 @@ func holdStamps(stamps Stamps, published Stamps, seen map[schema.GroupResource]s
 // deletion webhook and the rules recorded for its stamps, by the resources
 // it covers; none for a resource they cover without agreeing on it.
 func publishedStamps(configObjs []process.ShardObject, name string) map[schema.GroupResource]settle.Publication {
-	var configs []*admissionregistrationv1.ValidatingWebhookConfiguration
-	for _, u := range byCluster(configObjs, name) {
-		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
-			continue
-		}
-		if c.DeletionTimestamp != nil {
-			continue
-		}
-		configs = append(configs, c)
-	}
-	return settle.PublishedBy(configs)
+	return settle.PublishedBy(configsNamed(configObjs, name))
 }
 
 // currentStamps are the current stamps of pubs.

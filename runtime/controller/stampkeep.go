@@ -3,8 +3,13 @@ package controller
 import (
 	"maps"
 	"slices"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
@@ -59,19 +64,82 @@ func keep(pub settle.Publication, planned string, settleable bool, ps []settle.P
 	return "", nil, false
 }
 
-// bridged names a type r protects whose publication in pubs accepts a
-// stamp that lacks r as protecting lists it (settle.Publication.Lacks), ""
-// when there is none.
-func bridged(r RuleInput, pubs map[schema.GroupResource]settle.Publication, protecting map[schema.GroupResource][]settle.Protecting) string {
-	for _, d := range r.Dependencies {
-		gr := d.GVR.GroupResource()
-		pub, ok := pubs[gr]
+// holdBridged sets RulePlan.Bridged for each rule that a configuration
+// still accepts a stamp without: the publications this run writes, or one
+// of the configurations it read (configObjs, each read on its own: one that
+// this run does not write, or that the webhook has not ended the bridge in
+// yet), or one of them within Propagation before now, since kcp applies a
+// changed configuration on every shard a moment after it is stored. It
+// returns how long until a rule held for that last reason is no longer.
+func (s *Syncer) holdBridged(plan *Plan, rules []RuleInput, protecting map[schema.GroupResource][]settle.Protecting, configObjs []process.ShardObject, name string, now time.Time) time.Duration {
+	listed := []map[schema.GroupResource]settle.Publication{plan.Publications}
+	for _, cfg := range configsNamed(configObjs, name) {
+		listed = append(listed, settle.PublishedIn(cfg))
+	}
+	if s.bridgedAt == nil {
+		s.bridgedAt = map[string]time.Time{}
+	}
+	keep := map[string]bool{}
+	var next time.Duration
+	for _, r := range rules {
+		rp := plan.Rules[r.Key]
+		if rp == nil {
+			continue
+		}
+		keep[r.Key] = true
+		if rp.Bridged = bridged(r, listed, protecting); rp.Bridged != "" {
+			s.bridgedAt[r.Key] = now
+			continue
+		}
+		at, ok := s.bridgedAt[r.Key]
 		if !ok {
 			continue
 		}
+		if left := s.Propagation - now.Sub(at); left > 0 {
+			rp.Bridged = "the types it protects"
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		delete(s.bridgedAt, r.Key)
+	}
+	for k := range s.bridgedAt {
+		if !keep[k] {
+			delete(s.bridgedAt, k)
+		}
+	}
+	return next
+}
+
+// configsNamed are the configurations called name among objs that are not
+// being deleted, decoded.
+func configsNamed(objs []process.ShardObject, name string) []*admissionregistrationv1.ValidatingWebhookConfiguration {
+	var out []*admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, u := range byCluster(objs, name) {
+		c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil || c.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// bridged names a type r protects for which one of listed (publications
+// by resource) accepts a stamp that lacks r as protecting lists it
+// (settle.Publication.Lacks), "" when there is none.
+func bridged(r RuleInput, listed []map[schema.GroupResource]settle.Publication, protecting map[schema.GroupResource][]settle.Protecting) string {
+	for _, d := range r.Dependencies {
+		gr := d.GVR.GroupResource()
 		for _, p := range protecting[gr] {
-			if p.Rule.Key == r.Key && pub.Lacks(p.Rule) {
-				return groupResource(d.GVR)
+			if p.Rule.Key != r.Key {
+				continue
+			}
+			for _, pubs := range listed {
+				if pub, ok := pubs[gr]; ok && pub.Lacks(p.Rule) {
+					return groupResource(d.GVR)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,10 +127,63 @@ func TestBridged(t *testing.T) {
 			if tt.pub != nil {
 				pubs[vpcs.GroupResource()] = *tt.pub
 			}
-			if got := bridged(rule, pubs, protecting); got != tt.want {
+			if got := bridged(rule, []map[schema.GroupResource]settle.Publication{pubs}, protecting); got != tt.want {
 				t.Errorf("bridged = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHoldBridged: a rule is held back from Ready while the publications a
+// run writes, or any configuration it read (each on its own, also one the
+// run does not write), accept a stamp that lacks it; and for the
+// propagation delay after the last time one did, while every shard applies
+// the configuration that ends the bridge.
+func TestHoldBridged(t *testing.T) {
+	vpcs := testVPCs
+	a := settle.RuleRef{Key: "c/a", UID: "uid-a", Generation: 1, IndexEpoch: "e-a"}
+	b := settle.RuleRef{Key: "c/b", UID: "uid-b", Generation: 1, IndexEpoch: "e-b"}
+	ab, onlyA := []settle.RuleRef{a, b}, []settle.RuleRef{a}
+	protecting := map[schema.GroupResource][]settle.Protecting{vpcs.GroupResource(): {{Rule: a, Live: true}, {Rule: b, Live: true}}}
+	rules := []RuleInput{{Key: "c/a", Dependencies: []DependencyInput{{GVR: vpcs}}}, {Key: "c/b", Dependencies: []DependencyInput{{GVR: vpcs}}}}
+	current := settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab}}
+	bridging := settle.Publication{Current: settle.Stamp(ab), Rules: map[string][]settle.RuleRef{settle.Stamp(ab): ab, settle.Stamp(onlyA): onlyA}}
+	settling := testSettings
+	settling.Settle = true
+	config := func(cluster string, pub settle.Publication) process.ShardObject {
+		c := DesiredScopedWebhookConfiguration(settling, Protected{vpcs: admission.Of("comp")}, map[schema.GroupResource]settle.Publication{vpcs.GroupResource(): pub})
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return process.ShardObject{Cluster: cluster, Obj: &unstructured.Unstructured{Object: m}}
+	}
+	s := &Syncer{Propagation: 2 * time.Second}
+	start := time.Unix(1000, 0)
+	steps := []struct {
+		name    string
+		at      time.Duration
+		writes  settle.Publication
+		configs []process.ShardObject
+		want    string
+		wait    time.Duration
+	}{
+		{name: "the run writes a bridge", writes: bridging, configs: []process.ShardObject{config("net", bridging)}, want: "vpcs.network.io"},
+		{name: "the webhook ended it in one configuration, not in another", at: time.Second, writes: current,
+			configs: []process.ShardObject{config("net", current), config("net-2", bridging)}, want: "vpcs.network.io"},
+		{name: "ended everywhere, not yet applied everywhere", at: 2 * time.Second, writes: current,
+			configs: []process.ShardObject{config("net", current), config("net-2", current)}, want: "the types it protects", wait: time.Second},
+		{name: "applied everywhere", at: 4 * time.Second, writes: current, configs: []process.ShardObject{config("net", current), config("net-2", current)}},
+	}
+	for _, st := range steps {
+		plan := &Plan{Rules: map[string]*RulePlan{"c/a": {}, "c/b": {}}, Publications: map[schema.GroupResource]settle.Publication{vpcs.GroupResource(): st.writes}}
+		wait := s.holdBridged(plan, rules, protecting, st.configs, testSettings.ConfigurationName, start.Add(st.at))
+		if got := plan.Rules["c/b"].Bridged; got != st.want || wait != st.wait {
+			t.Errorf("%s: rule b held for %q (next check in %s), want %q (%s)", st.name, got, wait, st.want, st.wait)
+		}
+		if got := plan.Rules["c/a"].Bridged; got != "" {
+			t.Errorf("%s: rule a, which every stamp counts, held for %q", st.name, got)
+		}
 	}
 }
 

@@ -65,6 +65,10 @@ type Syncer struct {
 	// stampsSeen is when each type's current stamp was first computed:
 	// a new stamp is published once it has stood for stampHold.
 	stampsSeen map[schema.GroupResource]stampSeen
+	// bridgedAt is when each rule (by key) was last held back for a
+	// bridge (RulePlan.Bridged): it stays held for Propagation after,
+	// while every shard applies the configuration that ends it.
+	bridgedAt map[string]time.Time
 	// rules is every rule, from the APIExport provider's cache of each
 	// shard; decoded keeps them decoded.
 	rules   *process.Cached
@@ -255,10 +259,8 @@ func (s *Syncer) sync(ctx context.Context) (*phaseTimer, error) {
 		}
 		s.confirmStamps(ctx, plan, published, urls, ruleObjs)
 		plan.Publications = publish(plan.Stamps, planned, protecting, pubs)
-		for _, r := range rules {
-			if rp := plan.Rules[r.Key]; rp != nil {
-				rp.Bridged = bridged(r, plan.Publications, protecting)
-			}
+		if wait := s.holdBridged(plan, rules, protecting, configObjs, settings.ConfigurationName, time.Now()); wait > 0 {
+			time.AfterFunc(wait, s.Trigger)
 		}
 	}
 	phases.done(phasePlan)

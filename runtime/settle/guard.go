@@ -50,11 +50,29 @@ type PublishedGuard struct {
 	// Now is time.Now unless set.
 	Now func() time.Time
 
-	// accepted is when this replica first saw each stamp accepted, the
-	// zero time for those accepted when it first looked; bridged is when
-	// it first saw each bridge.
-	accepted, bridged map[published]time.Time
+	// started is when this replica first checked; accepted is when it
+	// first saw each stamp accepted, the zero time for those it saw within
+	// startGrace of starting (accepted before it started, for all it can
+	// tell); bridged is each bridge's clock.
+	started  time.Time
+	accepted map[published]time.Time
+	bridged  map[published]bridgeClock
 }
+
+// bridgeClock times a bridge: from when this replica first saw it, and
+// from when it first saw it beside the current rules' stamp published as
+// current, which the settler labels objects under.
+type bridgeClock struct {
+	first, beside time.Time
+	// ended: at once, since nothing this replica knows of was settled
+	// under it.
+	ended bool
+}
+
+// startGrace is how long after a replica starts it counts the stamps it
+// sees as accepted before it started: its view of the configurations fills
+// in meanwhile.
+const startGrace = 10 * time.Second
 
 // published is a stamp accepted for a resource.
 type published struct {
@@ -117,13 +135,16 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 	if settleAfter == 0 {
 		settleAfter = DefaultSettleAfter
 	}
-	first := g.accepted == nil
-	accepted, bridged := map[published]time.Time{}, map[published]time.Time{}
+	if g.started.IsZero() {
+		g.started = now()
+	}
+	transition := TransitionFor(settleAfter)
+	accepted, bridged := map[published]time.Time{}, map[published]bridgeClock{}
 	for _, gr := range g.Published.Stamped() {
 		for _, s := range g.Published.Accepted(gr) {
 			k := published{gr: gr, stamp: s}
 			since, ok := g.accepted[k]
-			if !ok && !first {
+			if !ok && now().Sub(g.started) >= startGrace {
 				since = now()
 			}
 			accepted[k] = since
@@ -140,20 +161,24 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 		var ended []string
 		for _, s := range g.Published.Bridged(gr, ps) {
 			k := published{gr: gr, stamp: s}
-			since, ok := g.bridged[k]
+			c, ok := g.bridged[k]
 			if !ok {
-				since = now()
+				c.first = now()
 				appeared := accepted[k]
-				if since.Sub(appeared) < settleAfter ||
-					!appeared.IsZero() && g.Settled != nil && g.Settled.SettledUnder(gr, s) == 0 {
-					// Published too recently for anything to be
-					// settled under it, or nothing was: a bridge would
-					// only hold the new rules' Ready back.
-					since = since.Add(-TransitionFor(settleAfter))
-				}
+				// Published too recently for anything to be settled
+				// under it, or nothing was: a bridge would only hold
+				// the new rules' Ready back.
+				c.ended = now().Sub(appeared) < settleAfter ||
+					!appeared.IsZero() && g.Settled != nil && g.Settled.SettledUnder(gr, s) == 0
 			}
-			bridged[k] = since
-			if now().Sub(since) >= TransitionFor(settleAfter) {
+			if c.beside.IsZero() && g.Published.Current(gr) == stamp {
+				c.beside = now()
+			}
+			bridged[k] = c
+			// The settler labels objects under the new stamp from
+			// --settle-after after it is published; a bridge whose new
+			// stamp is never published ends all the same.
+			if c.ended || !c.beside.IsZero() && now().Sub(c.beside) >= transition || now().Sub(c.first) >= 2*transition {
 				ended = append(ended, s)
 			}
 		}

@@ -125,13 +125,17 @@ func TestPublishedGuardEndsABridge(t *testing.T) {
 		write *Publication
 		want  []string
 	}
+	// Stamps seen in the first startGrace count as published before the
+	// replica started; later is after that.
+	const later = startGrace + time.Second
 	appearsThenBridges := func(want []string) []step {
 		return []step{
 			{at: 0, rules: rulesOf("a"), want: []string{Stamp(rulesOf("a"))}},
-			{at: time.Second, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
-			{at: time.Second + settleAfter, rules: current, write: &bridging, want: want},
+			{at: later, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
+			{at: later + settleAfter, rules: current, write: &bridging, want: want},
 		}
 	}
+	held := Publication{Rules: map[string][]RuleRef{Stamp(old): old}}
 	startA := Publication{Current: Stamp(rulesOf("a")), Rules: map[string][]RuleRef{Stamp(rulesOf("a")): rulesOf("a")}}
 	tests := []struct {
 		name  string
@@ -156,16 +160,29 @@ func TestPublishedGuardEndsABridge(t *testing.T) {
 		{name: "a bridge from a stamp published long enough before lasts its transition",
 			start: Publication{Current: Stamp(rulesOf("a")), Rules: map[string][]RuleRef{Stamp(rulesOf("a")): rulesOf("a")}}, steps: []step{
 				{at: 0, rules: rulesOf("a"), want: []string{Stamp(rulesOf("a"))}},
-				{at: time.Second, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
-				{at: time.Second + settleAfter, rules: current, write: &bridging, want: bridging.Stamps()},
-				{at: time.Second + settleAfter + transition - time.Second, rules: current, want: bridging.Stamps()},
-				{at: time.Second + settleAfter + transition, rules: current, want: []string{Stamp(current)}},
+				{at: later, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
+				{at: later + settleAfter, rules: current, write: &bridging, want: bridging.Stamps()},
+				{at: later + settleAfter + transition - time.Second, rules: current, want: bridging.Stamps()},
+				{at: later + settleAfter + transition, rules: current, want: []string{Stamp(current)}},
 			}},
+		{name: "a bridge's clock starts once the new stamp is published beside it, within a cap", start: held, steps: []step{
+			{at: 0, rules: current, want: held.Stamps()},
+			{at: transition, rules: current, want: held.Stamps()},
+			{at: transition + time.Second, rules: current, write: &bridging, want: bridging.Stamps()},
+			{at: 2*transition - time.Second, rules: current, want: bridging.Stamps()},
+			// Capped at twice the transition from when it was first seen.
+			{at: 2 * transition, rules: current, want: []string{Stamp(current)}},
+		}},
+		{name: "a bridge whose new stamp is never published ends at twice its transition", start: held, steps: []step{
+			{at: 0, rules: current, want: held.Stamps()},
+			{at: 2*transition - time.Second, rules: current, want: held.Stamps()},
+			{at: 2 * transition, rules: current, want: nil},
+		}},
 		{name: "a bridge from a stamp published too recently ends at once",
 			start: Publication{Current: Stamp(rulesOf("a")), Rules: map[string][]RuleRef{Stamp(rulesOf("a")): rulesOf("a")}}, steps: []step{
 				{at: 0, rules: rulesOf("a"), want: []string{Stamp(rulesOf("a"))}},
-				{at: time.Second, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
-				{at: settleAfter - 2*time.Second, rules: current, write: &bridging, want: []string{Stamp(current)}},
+				{at: later, rules: old, write: &Publication{Current: Stamp(old), Rules: map[string][]RuleRef{Stamp(old): old}}, want: []string{Stamp(old)}},
+				{at: later + settleAfter - 2*time.Second, rules: current, write: &bridging, want: []string{Stamp(current)}},
 			}},
 	}
 	for _, tt := range tests {

@@ -38,6 +38,17 @@ func (p Publication) sameAs(q Publication) bool {
 	return p.Current == q.Current && slices.Equal(p.Stamps(), q.Stamps())
 }
 
+// within is p accepting only the stamps q accepts too.
+func (p Publication) within(q Publication) Publication {
+	out := Publication{Current: p.Current, Rules: map[string][]RuleRef{}}
+	for s, rules := range p.Rules {
+		if q.Accepts(s) {
+			out.Rules[s] = rules
+		}
+	}
+	return out
+}
+
 // Accepts reports whether objects settled under stamp skip the webhook.
 func (p Publication) Accepts(stamp string) bool {
 	_, ok := p.Rules[stamp]

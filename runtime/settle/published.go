@@ -48,8 +48,10 @@ func (p *PublishedStamps) Accepts(gr schema.GroupResource, stamp string) bool {
 // agreed is what every one of configs (each mapping the resources it
 // covers to what it publishes, as PublishedIn does) that covers gr
 // publishes, and whether they agree on a stamp: false when none covers gr,
-// one covers it without a stamp, or two accept different stamps or call
-// another one current.
+// one covers it without a stamp, or two call different stamps current.
+// Configurations that call the same stamp current agree on the stamps they
+// all accept: so while the webhook ends a bridge in one configuration after
+// another, the current stamp stays agreed on.
 func agreed(configs iter.Seq[map[schema.GroupResource]Publication], gr schema.GroupResource) (Publication, bool) {
 	var first Publication
 	found := false
@@ -61,8 +63,11 @@ func agreed(configs iter.Seq[map[schema.GroupResource]Publication], gr schema.Gr
 			return Publication{}, false
 		case !found:
 			first, found = pub, true
-		case !pub.sameAs(first):
+		case pub.sameAs(first):
+		case pub.Current == "" || pub.Current != first.Current:
 			return Publication{}, false
+		default:
+			first = first.within(pub)
 		}
 	}
 	return first, found
@@ -103,6 +108,15 @@ func (p *PublishedStamps) Unjustified(gr schema.GroupResource, stamp string, ps 
 		}
 	}
 	return false
+}
+
+// Current is the stamp every configuration that covers gr calls current,
+// "" when they do not agree on one.
+func (p *PublishedStamps) Current(gr schema.GroupResource) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pub, _ := agreed(maps.Values(p.byCluster), gr)
+	return pub.Current
 }
 
 // Accepted lists the stamps some configuration accepts for gr, sorted.
@@ -230,7 +244,7 @@ func publication(stamps []string, rec stampsRecord, gr schema.GroupResource) Pub
 	switch current := rec.Current[gr.String()]; {
 	case pub.Accepts(current):
 		pub.Current = current
-	case len(stamps) == 1 && rec.Current == nil:
+	case len(stamps) == 1 && rec.Current == nil && rec.Rules == nil:
 		pub.Current = stamps[0]
 	}
 	return pub

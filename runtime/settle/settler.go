@@ -467,8 +467,6 @@ func (s *Settler) sweep(ctx context.Context, p place) {
 	_ = g.Wait()
 	s.mu.Lock()
 	s.referenced[p] = referenced
-	s.mu.Unlock()
-	s.mu.Lock()
 	s.settledUnder[published{gr: gr, stamp: stamp}] += settled
 	s.mu.Unlock()
 	objectsSettled.Add(float64(settled))
