@@ -36,17 +36,28 @@ func TestPublishedGuardOnRuleChange(t *testing.T) {
 	record := func(rules map[string][]RuleRef) map[string]string {
 		return map[string]string{StampsAnnotation: StampsRecord(map[string]Publication{vpcs.String(): {Current: Stamp(old), Rules: rules}})}
 	}
+	// bridged is the record of the controller keeping the old stamp as a
+	// bridge while it holds the new one back.
+	bridged := map[string]string{StampsAnnotation: StampsRecord(map[string]Publication{vpcs.String(): {Rules: map[string][]RuleRef{Stamp(old): old}}})}
 	tests := []struct {
 		name        string
 		current     []RuleRef
 		annotations map[string]string
 		notLive     string
-		rulesRead   bool
-		withdrawn   bool
+		// accepts are the stamps the configuration accepts, Stamp(old)
+		// when nil.
+		accepts   []string
+		rulesRead bool
+		withdrawn bool
 	}{
-		{name: "a rule added: kept, as a bridge", current: rulesOf("a", "b", "c"), annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true},
-		{name: "a rule added, its index not in place yet: kept, as a bridge", current: rulesOf("a", "b", "c"), notLive: "c/c", annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true},
-		{name: "a rule added, an old rule's index not in place: withdrawn", current: rulesOf("a", "b", "c"), notLive: "c/a", annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true, withdrawn: true},
+		{name: "a rule added, the controller not there to bridge: withdrawn", current: rulesOf("a", "b", "c"), annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true, withdrawn: true},
+		{name: "a rule added, the old stamp kept as a bridge: kept", current: rulesOf("a", "b", "c"), annotations: bridged, rulesRead: true},
+		{name: "a rule added, its index not in place yet, bridged: kept", current: rulesOf("a", "b", "c"), notLive: "c/c", annotations: bridged, rulesRead: true},
+		{name: "a rule added, an old rule's index not in place: withdrawn", current: rulesOf("a", "b", "c"), notLive: "c/a", annotations: bridged, rulesRead: true, withdrawn: true},
+		{name: "a rule removed, seen as added by a replica that missed the removal: withdrawn", current: old,
+			accepts: []string{Stamp(rulesOf("a")), Stamp(old)},
+			annotations: map[string]string{StampsAnnotation: StampsRecord(map[string]Publication{vpcs.String(): {Current: Stamp(rulesOf("a")),
+				Rules: map[string][]RuleRef{Stamp(rulesOf("a")): rulesOf("a"), Stamp(old): old}}})}, rulesRead: true, withdrawn: true},
 		{name: "a rule added, the stamp's rules not recorded: withdrawn", current: rulesOf("a", "b", "c"), rulesRead: true, withdrawn: true},
 		{name: "a rule added, not every shard's read yet: kept", current: rulesOf("a", "b", "c"), rulesRead: false},
 		{name: "a rule edited: withdrawn", current: edited, annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true, withdrawn: true},
@@ -55,15 +66,20 @@ func TestPublishedGuardOnRuleChange(t *testing.T) {
 		{name: "a rule removed, the stamp's rules not recorded: withdrawn", current: rulesOf("a"), rulesRead: true, withdrawn: true},
 		{name: "a rule removed, a record whose rules are not the stamp's: withdrawn", current: rulesOf("a"),
 			annotations: record(map[string][]RuleRef{Stamp(old): rulesOf("a", "c")}), rulesRead: true, withdrawn: true},
-		{name: "every rule removed but one that is new: kept, as a bridge", current: rulesOf("c"), annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true},
+		{name: "every rule removed but one that is new, bridged: kept", current: rulesOf("c"), annotations: bridged, rulesRead: true},
+		{name: "every rule removed but one that is new, the controller not there: withdrawn", current: rulesOf("c"), annotations: record(map[string][]RuleRef{Stamp(old): old}), rulesRead: true, withdrawn: true},
 		{name: "the rules are those of the stamp: kept", current: old, rulesRead: true},
 		{name: "no rule protects the resource any more: kept", current: nil, rulesRead: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			accepts := tt.accepts
+			if accepts == nil {
+				accepts = []string{Stamp(old)}
+			}
 			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
 				ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.WebhookConfigurationName, Annotations: tt.annotations},
-				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a", ObjectSelector: Selector(Stamp(old)), Rules: []admissionregistrationv1.RuleWithOperations{{
+				Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a", ObjectSelector: Selector(accepts...), Rules: []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{vpcs.Group}, APIVersions: []string{"v1"}, Resources: []string{vpcs.Resource}},
 				}}}},

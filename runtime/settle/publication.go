@@ -57,10 +57,14 @@ func (p Publication) Accepts(stamp string) bool {
 
 // Justified reports whether every stamp p accepts may be: it is stamp, the
 // stamp of the current rules ps, or its recorded rules hash to it and keep
-// the current ones (Keeps) or bridge to them (Bridges).
+// the current ones (Keeps), or, for one p does not call current, bridge to
+// them (Bridges). Only the controller makes a bridge, of a stamp it called
+// current before: one still called current beside rules that lack it is
+// the controller's view of rules that changed since (it may be down), or,
+// to a replica cut off from the rules, of rules it has not seen change.
 func (p Publication) Justified(stamp string, ps []Protecting) bool {
 	for s := range p.Rules {
-		if s != stamp && !p.Kept(s, ps) && !p.Bridges(s, ps) {
+		if s != stamp && !p.Kept(s, ps) && (s == p.Current || !p.Bridges(s, ps)) {
 			return false
 		}
 	}
@@ -90,12 +94,12 @@ func (p Publication) Bridges(stamp string, ps []Protecting) bool {
 	return rules != nil && Bridges(rules, ps)
 }
 
-// Bridged are the stamps p accepts as bridges to the current rules ps, and
-// not as kept ones.
+// Bridged are the stamps p accepts as bridges to the current rules ps: not
+// as kept ones, nor called current (Justified).
 func (p Publication) Bridged(ps []Protecting) []string {
 	var out []string
 	for _, s := range p.Stamps() {
-		if p.Bridges(s, ps) && !p.Kept(s, ps) {
+		if s != p.Current && p.Bridges(s, ps) && !p.Kept(s, ps) {
 			out = append(out, s)
 		}
 	}

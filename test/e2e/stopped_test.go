@@ -74,11 +74,10 @@ func TestComponentsStoppedAtTheWrongMoment(t *testing.T) {
 			top.deleteRule(ctx, t, top.Compute, "db-needs-vpc")
 		}()
 		top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
-		// The stamp of the rules before stays accepted as a bridge
-		// (settle.Bridges), which the webhook ends by itself after its
-		// --settle-after and 40 s: the controller, which would report the
-		// new rule Ready only then, is down.
-		check.Eventually(ctx, t, 2*time.Minute, "the webhook to end the bridge from the rules before", func() error {
+		// Only the controller keeps a stamp as a bridge to added rules
+		// (settle.Bridges): the stamp it published as current for the
+		// rules before is not one, and the webhook withdraws it.
+		check.Eventually(ctx, t, time.Minute, "the webhook to withdraw the stamp of the rules before", func() error {
 			if p := s.published(ctx, t); p != "" {
 				return fmt.Errorf("still %q", p)
 			}
