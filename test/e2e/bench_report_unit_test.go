@@ -98,7 +98,8 @@ func syntheticBenchResults() benchResults {
 		concurrency: syntheticConcurrency(),
 		sweep: sweepResult{objects: 100000, annotation: 2048, quiet: 10, created: 7*time.Minute + 12*time.Second,
 			quietSettled: 97 * time.Second, allSettled: 9*time.Minute + 40*time.Second, walked: 14, peak: "131 MiB"},
-		churn: churnResult{floor: spread(7400*us, 90*us, churnBatch), quiet: spread(6700*us, 40*us, churnBatch),
+		churn: churnResult{floor: map[string]latencies{"quiet": spread(7400*us, 90*us, churnBatch), "removed": spread(7000*us, 90*us, churnBatch),
+			"added": spread(7100*us, 80*us, churnBatch), "ready": spread(7200*us, 70*us, churnBatch)}, quiet: spread(6700*us, 40*us, churnBatch),
 			removed: spread(7400*us, 170*us, churnBatch), added: spread(7500*us, 60*us, churnBatch), ready: spread(7000*us, 50*us, churnBatch),
 			removedWithin: 400 * time.Millisecond, addedWithin: 600 * time.Millisecond, readyWithin: 47 * time.Second, readyAfter: 47 * time.Second},
 		fresh: freshnessResult{
