@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
-
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -79,14 +78,14 @@ func (s *Syncer) holdBridged(plan *Plan, rules []RuleInput, protecting map[schem
 	if s.bridgedAt == nil {
 		s.bridgedAt = map[string]time.Time{}
 	}
-	keep := map[string]bool{}
+	present := map[string]bool{}
 	var next time.Duration
 	for _, r := range rules {
 		rp := plan.Rules[r.Key]
 		if rp == nil {
 			continue
 		}
-		keep[r.Key] = true
+		present[r.Key] = true
 		if rp.Bridged = bridged(r, listed, protecting); rp.Bridged != "" {
 			s.bridgedAt[r.Key] = now
 			continue
@@ -105,7 +104,7 @@ func (s *Syncer) holdBridged(plan *Plan, rules []RuleInput, protecting map[schem
 		delete(s.bridgedAt, r.Key)
 	}
 	for k := range s.bridgedAt {
-		if !keep[k] {
+		if !present[k] {
 			delete(s.bridgedAt, k)
 		}
 	}

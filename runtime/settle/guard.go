@@ -34,9 +34,9 @@ type PublishedGuard struct {
 	RulesRead func() bool
 	// SettleAfter is the settler's --settle-after (DefaultSettleAfter
 	// when 0). A stamp stays accepted as a bridge to rules added since
-	// (Bridges) for TransitionFor it from when this replica first sees it
-	// so, and not at all when it was published less than SettleAfter
-	// before: nothing can have been settled under it.
+	// (Bridges) for TransitionFor it from when this replica sees the new
+	// stamp published beside it, and not at all when it was published
+	// less than SettleAfter before: nothing can have been settled under it.
 	SettleAfter time.Duration
 	Log         logr.Logger
 	// Settled, when set, tells how many objects this replica settled
@@ -80,21 +80,18 @@ type published struct {
 	stamp string
 }
 
-// TransitionFor is how long a bridge lasts when the settler waits
-// settleAfter: the controller holds a new stamp back for 10 s before it
-// publishes it, the settler waits settleAfter from then, and BridgeSweep
-// is left for its sweeps to label what the bridge kept settled.
+// TransitionFor is how long a bridge lasts, from when the new stamp is
+// published beside it, when the settler waits settleAfter: the settler
+// waits settleAfter from the publication, and BridgeSweep is left for its
+// sweeps to label what the bridge kept settled.
 func TransitionFor(settleAfter time.Duration) time.Duration {
-	if settleAfter == 0 {
-		settleAfter = DefaultSettleAfter
-	}
 	return settleAfter + BridgeSweep
 }
 
 // BridgeSweep is what a bridge lasts beyond the settler's --settle-after:
-// the controller's hold of the new stamp (10 s) and the sweeps that label
-// again, under the new stamp, what the bridge kept settled. Objects a sweep
-// has not reached by then go to the webhook until it does.
+// the sweeps that label again, under the new stamp, what the bridge kept
+// settled. Objects a sweep has not reached by then go to the webhook until
+// it does.
 const BridgeSweep = 40 * time.Second
 
 // RuleStamps are Stamps that also tell the rules over each type, as a stamp
@@ -120,7 +117,7 @@ func (g *PublishedGuard) NeedLeaderElection() bool { return false }
 // webhook sees written (WrittenUnseen), or that is neither the stamp of the
 // current rules nor one kept from rules that keep them (Keeps: rules were
 // only removed since) or bridge to them (Bridges: rules were added), and a
-// bridge once it has stood for Transition. A resource no rule protects any
+// bridge once its time is over (TransitionFor). A resource no rule protects any
 // more keeps what is published: nothing protects its objects, settled or
 // not.
 func (g *PublishedGuard) Check(ctx context.Context) {
@@ -149,8 +146,6 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 			}
 			accepted[k] = since
 		}
-	}
-	for _, gr := range g.Published.Stamped() {
 		// One read of the rules: the stamp and the rules it is computed
 		// from agree.
 		ps := g.Stamps.Protecting(gr)
@@ -158,6 +153,7 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 		if stamp == "" {
 			continue
 		}
+		beside := g.Published.Current(gr) == stamp
 		var ended []string
 		for _, s := range g.Published.Bridged(gr, ps) {
 			k := published{gr: gr, stamp: s}
@@ -171,7 +167,7 @@ func (g *PublishedGuard) Check(ctx context.Context) {
 				c.ended = now().Sub(appeared) < settleAfter ||
 					!appeared.IsZero() && g.Settled != nil && g.Settled.SettledUnder(gr, s) == 0
 			}
-			if c.beside.IsZero() && g.Published.Current(gr) == stamp {
+			if c.beside.IsZero() && beside {
 				c.beside = now()
 			}
 			bridged[k] = c

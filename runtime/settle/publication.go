@@ -138,7 +138,7 @@ func Keeps(old, current []RuleRef) bool {
 // skipping the webhook only while the new rules are not reported Ready
 // (the controller holds their Ready back while any configuration accepts a
 // stamp that lacks them), and only until the settler has had the time to
-// prove them again under the new rules (PublishedGuard.Transition): the
+// prove them again under the new rules (PublishedGuard, TransitionFor): the
 // new rules protect them from then on, which is what their Ready says. An
 // edit, a re-index or a path that writes can take unseen breaks it, as it
 // breaks Keeps: references made under the rules old counts may then have

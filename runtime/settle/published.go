@@ -313,7 +313,7 @@ func withdrawStamps(cfg *admissionregistrationv1.ValidatingWebhookConfiguration,
 				if stamps != nil {
 					left = slices.DeleteFunc(accepted, func(s string) bool { return slices.Contains(stamps, s) })
 				}
-				if len(left) != len(StampsOf(w.ObjectSelector)) {
+				if len(left) != len(accepted) {
 					w.ObjectSelector = Selector(left...)
 					changed = true
 				}
