@@ -87,6 +87,15 @@ type ShardAccess struct {
 	// current index stamp and have them indexed. It matters only with
 	// Dependents: the wildcard grant patches everything already.
 	Reindex bool
+	// DeferredDeletion lets the webhook carry out the deletions it
+	// deferred (its --deferred-deletion): delete on the Protected types
+	// (on everything without Dependents), create on SubjectAccessReviews,
+	// to check that whoever asked for a deletion may still delete the
+	// object when it is carried out, and, with Dependents, get on
+	// Namespaces, to read a namespace's opt-in annotation (the wildcard
+	// grant reads them already). Off, the webhook can delete nothing,
+	// which is what it needs without deferred deletion.
+	DeferredDeletion bool
 }
 
 // logicalClusterReader lets a narrowed webhook tell whether a workspace is
@@ -105,26 +114,52 @@ var bindingReader = rbacv1.PolicyRule{APIGroups: []string{"apis.kcp.io"}, Resour
 // (the webhook's --settle-walk-rate).
 var workspaceLister = rbacv1.PolicyRule{APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspaces"}, Verbs: []string{"list"}}
 
+// accessReviewer lets a webhook that carries out deferred deletions ask,
+// before each, whether the user who asked for it may still delete the
+// object: the deletion is made with the webhook's own identity, so it must
+// not do what that user no longer may. Only with
+// ShardAccess.DeferredDeletion.
+var accessReviewer = rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}
+
+// namespaceReader lets a narrowed webhook read whether a namespace opts
+// its objects into deferred deletion (its defer-deletion annotation). Only
+// with ShardAccess.DeferredDeletion; the wildcard grant reads namespaces
+// already.
+var namespaceReader = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}}
+
 // ShardReader lets the webhook read dependents in every workspace of one
 // shard, and record intents on the objects they reference. It belongs in
 // that shard's system:admin logical cluster, whose RBAC kcp consults for
 // every workspace on the shard (and only on that shard). Without
 // access.Dependents it grants read on everything, secrets included, and
 // patch on everything (the webhook patches only objects that rules protect,
-// and only their intent annotations); naming the types narrows it.
+// and only their intent annotations); naming the types narrows it. With
+// access.DeferredDeletion the webhook may also delete what it may patch as
+// protected (everything, without access.Dependents): the verb is added to
+// the rule that grants patch, so that no other type becomes deletable.
 func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
 	if len(access.Dependents) == 0 {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}})
+		verbs := []string{"get", "list", "watch", "patch"}
+		if access.DeferredDeletion {
+			verbs = append(verbs, "delete")
+			rules = append(rules, accessReviewer)
+		}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: verbs})
 		return grant(ShardReaderName, subjects, rules...)
 	}
 	verbs := []string{"get", "list", "watch"}
 	if access.Reindex {
 		verbs = append(verbs, "patch")
 	}
+	protectedVerbs := []string{"get", "list", "patch"}
 	rules = append(rules, logicalClusterReader, bindingReader, workspaceLister)
+	if access.DeferredDeletion {
+		protectedVerbs = append(protectedVerbs, "delete")
+		rules = append(rules, accessReviewer, namespaceReader)
+	}
 	rules = append(rules, byGroup(access.Dependents, verbs)...)
-	rules = append(rules, byGroup(access.Protected, []string{"get", "list", "patch"})...)
+	rules = append(rules, byGroup(access.Protected, protectedVerbs)...)
 	return grant(ShardReaderName, subjects, rules...)
 }
 

@@ -14,6 +14,7 @@ func TestShardReader(t *testing.T) {
 		resources []ReadResource
 		protected []ReadResource
 		reindex   bool
+		deferred  bool
 		want      []rbacv1.PolicyRule
 	}{
 		{
@@ -68,10 +69,43 @@ func TestShardReader(t *testing.T) {
 				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			},
 		},
+		{
+			name:     "deferred deletion on the wildcard: delete everything, and review whoever asked",
+			deferred: true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter, accessReviewer,
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
+			},
+		},
+		{
+			name:      "deferred deletion narrowed: delete the protected types only, read namespaces one at a time",
+			resources: []ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}},
+			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}, {Group: "", Resource: "configmaps"}},
+			deferred:  true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter, logicalClusterReader, bindingReader, workspaceLister, accessReviewer, namespaceReader,
+				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "patch", "delete"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"vpcs"}, Verbs: []string{"get", "list", "patch", "delete"}},
+			},
+		},
+		{
+			name:      "deferred deletion deletes no dependent type, re-indexed or not",
+			resources: []ReadResource{{Group: "compute.example.io", Resource: "virtualmachines"}, {Group: "network.example.io", Resource: "vpcs"}},
+			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}},
+			reindex:   true,
+			deferred:  true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter, logicalClusterReader, bindingReader, workspaceLister, accessReviewer, namespaceReader,
+				{APIGroups: []string{"compute.example.io"}, Resources: []string{"virtualmachines"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"vpcs"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"vpcs"}, Verbs: []string{"get", "list", "patch", "delete"}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := ShardReader(webhook, ShardAccess{Dependents: tt.resources, Protected: tt.protected, Reindex: tt.reindex})
+			g := ShardReader(webhook, ShardAccess{Dependents: tt.resources, Protected: tt.protected, Reindex: tt.reindex, DeferredDeletion: tt.deferred})
 			if !reflect.DeepEqual(g.Role.Rules, tt.want) {
 				t.Fatalf("rules = %+v\nwant %+v", g.Role.Rules, tt.want)
 			}

@@ -26,11 +26,16 @@ type Deletion struct {
 	Cluster string
 	// Meta is the stored object's metadata: its annotations, UID.
 	Meta metav1.ObjectMeta
-	// User and Groups are who asks.
+	// User, Groups and Extra are who asks.
 	User   string
 	Groups []string
+	Extra  map[string][]string
 	// DryRun: the request must have no side effects.
 	DryRun bool
+	// Options are the request's DeleteOptions; nil when it carries none,
+	// or none that decode (they then decide nothing but that the deletion
+	// cannot be deferred).
+	Options *metav1.DeleteOptions
 }
 
 // DeletionOf checks req, a DELETE, and returns what it deletes. A request
@@ -46,6 +51,7 @@ func DeletionOf(req *admissionv1.AdmissionRequest) (Deletion, error) {
 		Name:      req.Name,
 		User:      req.UserInfo.Username,
 		Groups:    req.UserInfo.Groups,
+		Extra:     extraOf(req),
 		DryRun:    DryRun(req),
 	}
 	if len(req.OldObject.Raw) == 0 {
@@ -64,7 +70,33 @@ func DeletionOf(req *admissionv1.AdmissionRequest) (Deletion, error) {
 		return d, fmt.Errorf("cannot check %s for dependents: %w", d, err)
 	}
 	d.Cluster = cluster
+	d.Options = deleteOptions(req)
 	return d, nil
+}
+
+// extraOf is the request's user info extra as plain lists.
+func extraOf(req *admissionv1.AdmissionRequest) map[string][]string {
+	if len(req.UserInfo.Extra) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(req.UserInfo.Extra))
+	for k, v := range req.UserInfo.Extra {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// deleteOptions decodes the request's DeleteOptions; nil when there are
+// none or they do not decode.
+func deleteOptions(req *admissionv1.AdmissionRequest) *metav1.DeleteOptions {
+	if len(req.Options.Raw) == 0 {
+		return nil
+	}
+	var o metav1.DeleteOptions
+	if err := json.Unmarshal(req.Options.Raw, &o); err != nil {
+		return nil
+	}
+	return &o
 }
 
 // identify names the deleted object after its metadata where the request

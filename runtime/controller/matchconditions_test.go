@@ -117,3 +117,45 @@ func TestGuardCondition(t *testing.T) {
 		})
 	}
 }
+
+// TestDeferGuardCondition: the deferral guard is called for every create or
+// update that writes a deferred deletion's annotation or label, or changes
+// either, and not for one that removes them or leaves them alone.
+func TestDeferGuardCondition(t *testing.T) {
+	ann := func(v string) map[string]interface{} {
+		if v == "" {
+			return map[string]interface{}{"note": "x"}
+		}
+		return map[string]interface{}{v1alpha1.DeletionDeferredAnnotation: v}
+	}
+	lbl := func(v string) map[string]interface{} {
+		if v == "" {
+			return map[string]interface{}{"app": "x"}
+		}
+		return map[string]interface{}{v1alpha1.DeletionDeferredLabel: v}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new map[string]interface{}
+		called   bool
+	}{
+		{"create with the record", nil, withMeta("annotations", ann(`{"user":"u"}`)), true},
+		{"create with the label", nil, withMeta("labels", lbl("true")), true},
+		{"create without either", nil, withMeta("annotations", ann("")), false},
+		{"create without metadata maps", nil, withMeta("labels", nil), false},
+		{"update writing the record", withMeta("annotations", ann("")), withMeta("annotations", ann(`{"user":"u"}`)), true},
+		{"update writing it on an object without annotations", withMeta("annotations", nil), withMeta("annotations", ann(`{"user":"u"}`)), true},
+		{"update changing the record", withMeta("annotations", ann(`{"user":"a"}`)), withMeta("annotations", ann(`{"user":"b"}`)), true},
+		{"update keeping the record", withMeta("annotations", ann(`{"user":"a"}`)), withMeta("annotations", ann(`{"user":"a"}`)), false},
+		{"update removing the record", withMeta("annotations", ann(`{"user":"a"}`)), withMeta("annotations", ann("")), false},
+		{"update adding the label", withMeta("labels", lbl("")), withMeta("labels", lbl("true")), true},
+		{"update changing the label", withMeta("labels", lbl("true")), withMeta("labels", lbl("yes")), true},
+		{"update removing the label", withMeta("labels", lbl("true")), withMeta("labels", lbl("")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := evaluate(t, v1alpha1.DeferGuardCondition, tc.new, tc.old); got != tc.called {
+				t.Errorf("webhook called = %v, want %v", got, tc.called)
+			}
+		})
+	}
+}

@@ -136,6 +136,12 @@ func DesiredScopedWebhookConfiguration(s WebhookSettings, protected Protected, p
 	guard := webhookEntry(s, settleGuardWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create, admissionregistrationv1.Update))
 	guard.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "settles", Expression: settle.GuardCondition}}
 	c.Webhooks = append(c.Webhooks, guard)
+	// Only the webhook may record a deferred deletion, whether or not
+	// deferral is on, so that no record written meanwhile counts when it
+	// is turned on. Writes that leave the record alone never reach it.
+	deferGuard := webhookEntry(s, deferGuardWebhookName, s.URL, resourceRules(all, admissionregistrationv1.Create, admissionregistrationv1.Update))
+	deferGuard.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "defers", Expression: v1alpha1.DeferGuardCondition}}
+	c.Webhooks = append(c.Webhooks, deferGuard)
 	if !s.Settle {
 		return c
 	}
@@ -183,6 +189,11 @@ const keepIntentsWebhookName = "keep-intents." + v1alpha1.Group
 // configuration, that refuses a create or update setting or changing the
 // settled label, unless the webhook itself makes it.
 const settleGuardWebhookName = "settle-guard." + v1alpha1.Group
+
+// deferGuardWebhookName is the webhook, in each protected workspace's
+// configuration, that refuses a create or update writing a deferred
+// deletion, unless the webhook itself makes it.
+const deferGuardWebhookName = "defer-guard." + v1alpha1.Group
 
 // settleCandidatesWebhookName is the webhook that hands the webhook each
 // new protected object, to be settled once it is old enough.

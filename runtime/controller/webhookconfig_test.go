@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
@@ -43,6 +44,7 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 		{"3." + webhookName, testSettings.URL + "/clusters/comp", "firewallrules", "s1"},
 		{keepIntentsWebhookName, testSettings.URL, all, ""},
 		{settleGuardWebhookName, testSettings.URL, all, ""},
+		{deferGuardWebhookName, testSettings.URL, all, ""},
 		{settleCandidatesWebhookName, testSettings.URL, all, ""},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -57,6 +59,11 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail || len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != settle.GuardCondition ||
 				!reflect.DeepEqual(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
 				t.Errorf("the guard must fail closed on every create and update that settles: %+v", w)
+			}
+		case deferGuardWebhookName:
+			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail || len(w.MatchConditions) != 1 || w.MatchConditions[0].Expression != v1alpha1.DeferGuardCondition ||
+				!reflect.DeepEqual(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
+				t.Errorf("the deferral guard must fail closed on every create and update that writes a deferred deletion: %+v", w)
 			}
 		case settleCandidatesWebhookName:
 			if ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Ignore || len(w.MatchConditions) != 0 {
@@ -73,8 +80,8 @@ func TestDesiredScopedWebhookConfiguration(t *testing.T) {
 func TestDesiredWebhookConfiguration(t *testing.T) {
 	gvrs := []schema.GroupVersionResource{testDBs, testVMs, testDBs}
 	c := DesiredWebhookConfiguration(testSettings, gvrs)
-	if len(c.Webhooks) != 3 {
-		t.Fatalf("%d webhooks, want 3: without settling, the guard but no candidates", len(c.Webhooks))
+	if len(c.Webhooks) != 4 {
+		t.Fatalf("%d webhooks, want 4: without settling, the guards but no candidates", len(c.Webhooks))
 	}
 	for i, want := range []struct {
 		name string
@@ -83,6 +90,7 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 		{webhookName, []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}},
 		{"keep-intents.dependencies.opendefense.cloud", []admissionregistrationv1.OperationType{admissionregistrationv1.Update}},
 		{"settle-guard.dependencies.opendefense.cloud", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}},
+		{"defer-guard.dependencies.opendefense.cloud", []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}},
 	} {
 		w := c.Webhooks[i]
 		if w.Name != want.name || !reflect.DeepEqual(w.Rules, resourceRules(gvrs, want.ops...)) || ptr.Deref(w.FailurePolicy, "") != admissionregistrationv1.Fail ||
@@ -101,6 +109,9 @@ func TestDesiredWebhookConfiguration(t *testing.T) {
 	}
 	if mc := c.Webhooks[2].MatchConditions; len(mc) != 1 || mc[0].Expression != settle.GuardCondition {
 		t.Errorf("the guard must see only writes that set the settled label: %v", mc)
+	}
+	if mc := c.Webhooks[3].MatchConditions; len(mc) != 1 || mc[0].Expression != v1alpha1.DeferGuardCondition {
+		t.Errorf("the deferral guard must see only writes that write a deferred deletion: %v", mc)
 	}
 	covered := coveredResources(c)
 	if len(covered) != 2 || !covered[testDBs] || !covered[testVMs] {

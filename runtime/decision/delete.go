@@ -27,7 +27,8 @@ import (
 //   - the stored dependents of each protecting type (findBlockers);
 //   - the writes admitted but not stored yet (pendingBlockers);
 //   - whether the workspace is being deleted (Terminating), then the
-//     denial, which names the blockers (denialMessage).
+//     denial, which names the blockers (denialMessage), and the deferral
+//     of the deletion when the object asks for it (deferDeletion).
 //
 // A blocker found, or a lookup that failed, refuses the deletion, unless
 // the workspace is being deleted.
@@ -111,6 +112,7 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
+	msg += v.deferDeletion(ctx, d, log)
 	denial := admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
 	denial.Result.Details = denialDetails(d, blockers, more)
 	return denial, outcomeDenied

@@ -33,6 +33,15 @@ func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.Admission
 	if was, had := w.old.Labels[settle.SettledLabel]; !set || (had && was == value) {
 		return nil, "", false
 	}
+	return v.refuseUnlessSelf(ctx, req, w, "it sets the settled label", fmt.Sprintf(
+		"only the dependency webhook may set the label %s, which exempts the object's deletion from protection; remove the label from the object",
+		settle.SettledLabel))
+}
+
+// refuseUnlessSelf refuses the write req, w, with 403 and why (the reason
+// after "cannot <verb> <resource>/<name>: "), unless the webhook itself
+// makes it; logged as refused because of what.
+func (v *Validator) refuseUnlessSelf(ctx context.Context, req *admissionv1.AdmissionRequest, w written, what, why string) (*admissionv1.AdmissionResponse, string, bool) {
 	if v.isSelf(ctx, req.UserInfo.Username) {
 		return nil, "", false
 	}
@@ -40,10 +49,9 @@ func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.Admission
 	if name == "" {
 		name = w.obj.GenerateName + "*"
 	}
-	v.log.Info("write refused: it sets the settled label", "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
-	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
-		"cannot %s %s/%s: only the dependency webhook may set the label %s, which exempts the object's deletion from protection; remove the label from the object",
-		strings.ToLower(string(req.Operation)), req.Resource.Resource, name, settle.SettledLabel)), outcomeDenied, true
+	v.log.Info("write refused: "+what, "resource", req.Resource.String(), "namespace", req.Namespace, "name", name, "user", req.UserInfo.Username)
+	return admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf("cannot %s %s/%s: %s",
+		strings.ToLower(string(req.Operation)), req.Resource.Resource, name, why)), outcomeDenied, true
 }
 
 // isSelf reports whether user is the webhook's own; false when that cannot

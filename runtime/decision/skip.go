@@ -206,7 +206,7 @@ func skipEvent(d admission.Deletion, instance string, now time.Time) *unstructur
 		Action: "Delete",
 		Note: fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",
 			d, v1alpha1.SkipProtectionAnnotation, d.User, strings.Join(d.Groups, ", ")),
-		Controller: "dependencies.opendefense.cloud/webhook",
+		Controller: webhookController,
 		Instance:   instance,
 	}.Object(now)
 }

@@ -51,7 +51,7 @@ func (f *FrontProxyFinder) Annotate(ctx context.Context, cluster, namespace stri
 // object that does not hold the value is left as it is, and that is no
 // error: there is nothing of this intent to withdraw from it.
 func (f *FrontProxyFinder) Withdraw(ctx context.Context, cluster, namespace string, target schema.GroupVersionResource, name, key, value string) error {
-	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	path := "/metadata/annotations/" + jsonPointer.Replace(key)
 	body, err := json.Marshal([]map[string]any{{"op": "test", "path": path, "value": value}, {"op": "remove", "path": path}})
 	if err != nil {
 		return fmt.Errorf("encoding the withdrawal from %s %s: %w", target.GroupResource(), name, err)
@@ -64,6 +64,9 @@ func (f *FrontProxyFinder) Withdraw(ctx context.Context, cluster, namespace stri
 	})
 	return err
 }
+
+// jsonPointer escapes a key as one segment of a JSON pointer (RFC 6901).
+var jsonPointer = strings.NewReplacer("~", "~0", "/", "~1")
 
 // failedTest reports whether err is the API server's refusal of a JSON
 // patch that does not apply, here because its test found another value or

@@ -12,7 +12,9 @@
 // front-proxy for the validator, the index and the settler; Unreferenced
 // proves objects unreferenced for the settler, and WorkspaceWalk finds the
 // workspaces it sweeps; EventAuditor records each use of the
-// skip-protection annotation.
+// skip-protection annotation. With deferred deletion on, a deletion refused
+// for its dependents, of an object that opted in, is recorded on it, and
+// Replayer deletes the object once nothing references it.
 package decision
 
 import (
@@ -79,6 +81,11 @@ type ValidatorOptions struct {
 	// Candidates, when set, hears of every protected object created, and
 	// of the places where protected objects are deleted, to settle them.
 	Candidates Candidates
+	// Deferral, when set, turns deferred deletion on: a deletion refused
+	// for its dependents, of an object that (or whose namespace) opted in,
+	// is recorded on it (deferDeletion), and Deferrals hears of it.
+	Deferral  DeferralStore
+	Deferrals Deferrals
 }
 
 // DefaultBlockersListed is how many dependents a dry run's denial lists

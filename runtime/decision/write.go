@@ -40,8 +40,9 @@ func (v *Validator) validateUpdate(ctx context.Context, req *admissionv1.Admissi
 }
 
 // guardWrite decodes what a create or update writes, once for every guard
-// (decodeWritten), and runs the guard that every write passes: only the
-// webhook may set the settled label (guardSettled). A response, when not
+// (decodeWritten), and runs the guards that every write passes: only the
+// webhook may set the settled label (guardSettled) or write a deferred
+// deletion (guardDeferral). A response, when not
 // nil, refuses the request, with its outcome.
 func (v *Validator) guardWrite(ctx context.Context, req *admissionv1.AdmissionRequest) (written, *admissionv1.AdmissionResponse, string) {
 	w, bad := decodeWritten(req)
@@ -49,6 +50,9 @@ func (v *Validator) guardWrite(ctx context.Context, req *admissionv1.AdmissionRe
 		return w, bad, admission.OutcomeBadRequest
 	}
 	if resp, outcome, refused := v.guardSettled(ctx, req, w); refused {
+		return w, resp, outcome
+	}
+	if resp, outcome, refused := v.guardDeferral(ctx, req, w); refused {
 		return w, resp, outcome
 	}
 	return w, nil, ""

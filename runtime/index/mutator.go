@@ -44,6 +44,10 @@ type Indexer struct {
 	Pending interface {
 		Mark(ctx context.Context, cluster string, gr schema.GroupResource, lookedAt time.Time) (bool, error)
 	}
+	// Deletions, when set, hears of every dependent whose deletion is
+	// admitted here, with the objects it references: a deferred deletion
+	// of one of them may be carried out once the dependent is gone.
+	Deletions DependentDeletions
 	// RequestTimeout bounds that work for one request.
 	RequestTimeout time.Duration
 	// IntentLifetime is how long an intent counts as a write that may
@@ -100,6 +104,7 @@ func (ix *Indexer) Decide(ctx context.Context, req *admissionv1.AdmissionRequest
 		// them stand, holding their targets, until they expire.
 		if ix.rules.Decidable(ctx, admission.ScopeOf(ctx), admission.Registered) == nil {
 			ix.withdrawIntents(ctx, req)
+			ix.dependentDeleted(req)
 		}
 		return admission.Allow(""), indexUnchanged
 	}

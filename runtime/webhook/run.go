@@ -134,14 +134,28 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	if err := mgr.Add(guard); err != nil {
 		return err
 	}
-	validator := decision.NewValidator(reg, finder, rules, decision.ValidatorOptions{
+	opts := decision.ValidatorOptions{
 		Self:                 self,
 		RequestTimeout:       o.RequestTimeout,
 		SkipProtectionGroups: o.SkipProtectionGroups,
 		Auditor:              decision.NewEventAuditor(finder, log.WithName("audit")),
 		IntentLifetime:       o.IntentLifetime,
 		Candidates:           candidates(settler),
-	}, log.WithName("validator"))
+	}
+	var replayer *decision.Replayer
+	if o.DeferredDeletion {
+		replayer = decision.NewReplayer(finder, log.WithName("deferred"))
+		replayer.Resync = o.DeferredResync
+		if o.SettleWalkRate > 0 {
+			replayer.Sweep = &decision.WorkspaceWalk{Finder: finder, Root: "root", Limit: rate.NewLimiter(rate.Limit(o.SettleWalkRate), 1), Exports: reg.TargetExports}
+			replayer.Types = reg
+		}
+		opts.Deferral, opts.Deferrals = finder, replayer
+		if err := mgr.Add(replayer); err != nil {
+			return err
+		}
+	}
+	validator := decision.NewValidator(reg, finder, rules, opts, log.WithName("validator"))
 	if settler != nil {
 		settler.Prover = validator
 		if err := mgr.Add(settler); err != nil {
@@ -151,6 +165,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	indexer := index.NewIndexer(reg, rules, log.WithName("indexer"))
 	indexer.Dependents = finder
 	indexer.Pending = pending
+	if replayer != nil {
+		indexer.Deletions = replayer
+	}
 	if o.IntentLifetime > 0 {
 		indexer.IntentLifetime = o.IntentLifetime
 	}

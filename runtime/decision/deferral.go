@@ -1,0 +1,308 @@
+package decision
+
+// Deferred deletion, as a refused deletion records it: the object (or its
+// namespace) opted in, so the refusal is written on the object, and the
+// Replayer deletes it once nothing references it. The record is the
+// webhook's alone (guardDeferral); v1alpha1.DeferredDeletion is its format.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+)
+
+// DeferralStore reads and writes what deferred deletion needs in a consumer
+// workspace. FrontProxyFinder implements it.
+type DeferralStore interface {
+	// Meta reads the metadata of the object called name (in namespace,
+	// "" when cluster-scoped); found is false when there is none.
+	Meta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string) (obj metav1.PartialObjectMetadata, found bool, err error)
+	// NamespaceAnnotations reads the annotations of a namespace.
+	NamespaceAnnotations(ctx context.Context, cluster, namespace string) (map[string]string, error)
+	// RecordDeferral writes record on the object with that UID, and the
+	// label that finds it again; it fails when the object is not that one.
+	RecordDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error
+	// ClearDeferral removes the record with that value, and the label, from
+	// the object; an object that no longer carries the value is left as
+	// it is.
+	ClearDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error
+	// DeleteDeferred deletes the object as record asks: with its UID as a
+	// precondition and its propagation policy.
+	DeleteDeferred(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record v1alpha1.DeferredDeletion) error
+	// MayDelete asks kcp whether the user who asked for the deferred
+	// deletion may delete the object (a SubjectAccessReview in its
+	// workspace).
+	MayDelete(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string, record v1alpha1.DeferredDeletion) (bool, error)
+	// CreateEvent records ev in the workspace.
+	CreateEvent(ctx context.Context, cluster string, ev process.Event) error
+}
+
+// Deferrals is what a deletion that is refused for its dependents needs to
+// defer it.
+type Deferrals interface {
+	// Deferred hears of every deferral recorded, so that the deletion is
+	// tried again at once should its last dependent be gone already.
+	Deferred(cluster string, gvr schema.GroupVersionResource, namespace, name string)
+}
+
+// deferDeletion records the refused deletion d on the object when it (or
+// its namespace) opted in, and returns what the denial adds to say so;
+// "" when nothing is deferred. It is best effort: a deletion it cannot
+// record stays refused, as it would be without deferral, and the reason is
+// logged and said.
+//
+// The review's claims decide nothing here: the opt-in and the UID are read
+// from the stored object, since a review sent to the webhook by someone
+// other than kcp could otherwise have it record, and later carry out, a
+// deletion of an object that never asked for deferral.
+func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, log logr.Logger) string {
+	store := v.opts.Deferral
+	if store == nil || d.DryRun {
+		return ""
+	}
+	if v.isSelf(ctx, d.User) {
+		// A replay the dependents still refuse: the record stands.
+		return ""
+	}
+	if rec, err := v1alpha1.ParseDeferredDeletion(d.Meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == d.Meta.UID {
+		return fmt.Sprintf("; its deletion is deferred already (asked by %s at %s): depctrl deletes it once nothing references it",
+			rec.User, rec.At.UTC().Format(time.RFC3339))
+	}
+	obj, found, err := store.Meta(ctx, d.Cluster, d.Resource, d.Namespace, d.Name)
+	meta := obj.ObjectMeta
+	if err != nil || !found || meta.UID != d.Meta.UID {
+		if err != nil {
+			log.Error(err, "cannot tell whether the deletion is to be deferred")
+		}
+		return ""
+	}
+	var nsAnnotations map[string]string
+	if _, own := meta.Annotations[v1alpha1.DeferDeletionAnnotation]; !own && d.Namespace != "" {
+		if nsAnnotations, err = store.NamespaceAnnotations(ctx, d.Cluster, d.Namespace); err != nil {
+			log.Error(err, "cannot tell whether the namespace defers deletions")
+			return ""
+		}
+	}
+	if !v1alpha1.DefersDeletion(meta.Annotations, nsAnnotations) {
+		return ""
+	}
+	rec := v1alpha1.DeferredDeletion{User: d.User, Groups: d.Groups, Extra: d.Extra, At: metav1.NewTime(v.now().Truncate(time.Second)), UID: meta.UID}
+	if reason := notDeferrable(d.Options, meta.UID); reason != "" {
+		return "; its deletion is not deferred: " + reason
+	}
+	if d.Options != nil && d.Options.PropagationPolicy != nil {
+		rec.PropagationPolicy = d.Options.PropagationPolicy
+	}
+	value, err := rec.Encode()
+	if err == nil {
+		err = store.RecordDeferral(ctx, d.Cluster, d.Resource, meta, value)
+	}
+	if err != nil {
+		log.Error(err, "recording the deferred deletion failed")
+		return "; deferring its deletion failed, so it is only refused: retry later"
+	}
+	log.Info("deletion deferred")
+	if v.opts.Deferrals != nil {
+		v.opts.Deferrals.Deferred(d.Cluster, d.Resource, d.Namespace, d.Name)
+	}
+	v.deferralEvent(d, meta)
+	return fmt.Sprintf("; its deletion is deferred: depctrl deletes it once nothing references it (remove the annotation %s to cancel)",
+		v1alpha1.DeletionDeferredAnnotation)
+}
+
+// notDeferrable says why a deletion with options cannot be carried out
+// later as asked: a resourceVersion precondition names a revision that the
+// record itself replaces, and a UID precondition another object than the
+// one stored. "" when it can.
+func notDeferrable(o *metav1.DeleteOptions, uid types.UID) string {
+	if o == nil {
+		return ""
+	}
+	if p := o.Preconditions; p != nil {
+		if p.ResourceVersion != nil {
+			return "it names a resourceVersion precondition, which recording the deferral would break"
+		}
+		if p.UID != nil && *p.UID != uid {
+			return "its UID precondition names another object"
+		}
+	}
+	if o.PropagationPolicy != nil && !v1alpha1.KnownPropagation(*o.PropagationPolicy) {
+		return fmt.Sprintf("the propagation policy %q is unknown", *o.PropagationPolicy)
+	}
+	return ""
+}
+
+// deferralEvent records on the object, in the background, that its
+// deletion was deferred and by whom.
+func (v *Validator) deferralEvent(d admission.Deletion, meta metav1.ObjectMeta) {
+	ev := process.Event{
+		Regarding: process.Regarding{APIVersion: d.Kind.GroupVersion().String(), Kind: d.Kind.Kind, Namespace: d.Namespace, Name: d.Name, UID: string(meta.UID)},
+		Type:      process.EventNormal,
+		Reason:    v1alpha1.DeferredReason,
+		Action:    "Delete",
+		Note: fmt.Sprintf("deletion of %s by %s refused while dependents reference it, and deferred: it is deleted once nothing does",
+			d, d.User),
+		Controller: webhookController,
+		Instance:   process.EventInstance("depctrl-webhook"),
+	}
+	store, cluster, log := v.opts.Deferral, d.Cluster, v.log
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := store.CreateEvent(ctx, cluster, ev); err != nil {
+			log.Error(err, "recording the deferral Event", "cluster", cluster, "name", d.Name)
+		}
+	}()
+}
+
+// webhookController is the reporting controller of the webhook's Events.
+const webhookController = "dependencies.opendefense.cloud/webhook"
+
+// The front-proxy implementation of DeferralStore.
+
+// Meta implements DeferralStore with a GET.
+func (f *FrontProxyFinder) Meta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string) (metav1.PartialObjectMetadata, bool, error) {
+	path, err := admission.Path(cluster, gvr, namespace, name)
+	if err != nil {
+		return metav1.PartialObjectMetadata{}, false, err
+	}
+	var o metav1.PartialObjectMetadata
+	err = f.get(ctx, path, &o)
+	if apierrors.IsNotFound(err) {
+		return metav1.PartialObjectMetadata{}, false, nil
+	}
+	if err != nil {
+		return metav1.PartialObjectMetadata{}, false, fmt.Errorf("reading %s %s: %w", gvr.GroupResource(), name, err)
+	}
+	return o, true, nil
+}
+
+// NamespaceAnnotations implements DeferralStore with a GET.
+func (f *FrontProxyFinder) NamespaceAnnotations(ctx context.Context, cluster, namespace string) (map[string]string, error) {
+	obj, found, err := f.Meta(ctx, cluster, namespacesGVR, "", namespace)
+	if err != nil || !found {
+		return nil, err
+	}
+	return obj.Annotations, nil
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// RecordDeferral implements DeferralStore with a merge patch that carries
+// the UID: the API server refuses a patch that would change it, so the
+// record lands on that very object or nowhere.
+func (f *FrontProxyFinder) RecordDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         meta.UID,
+		"annotations": map[string]string{v1alpha1.DeletionDeferredAnnotation: record},
+		"labels":      map[string]string{v1alpha1.DeletionDeferredLabel: "true"},
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the deferral: %w", err)
+	}
+	return f.patchMeta(ctx, cluster, gvr, meta, types.MergePatchType, body)
+}
+
+// ClearDeferral implements DeferralStore with a JSON patch that tests the
+// record before it removes it and the label.
+func (f *FrontProxyFinder) ClearDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error {
+	annotation := "/metadata/annotations/" + jsonPointer.Replace(v1alpha1.DeletionDeferredAnnotation)
+	ops := []map[string]any{{"op": "test", "path": annotation, "value": record}, {"op": "remove", "path": annotation}}
+	if _, ok := meta.Labels[v1alpha1.DeletionDeferredLabel]; ok {
+		ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/labels/" + jsonPointer.Replace(v1alpha1.DeletionDeferredLabel)})
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encoding the removal of the deferral: %w", err)
+	}
+	err = f.patchMeta(ctx, cluster, gvr, meta, types.JSONPatchType, body)
+	if failedTest(err) {
+		return nil
+	}
+	return err
+}
+
+func (f *FrontProxyFinder) patchMeta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, pt types.PatchType, body []byte) error {
+	path, err := admission.Path(cluster, gvr, meta.Namespace, meta.Name)
+	if err != nil {
+		return err
+	}
+	if err := path.On(f.raw.Patch(pt)).Body(body).Do(ctx).Error(); err != nil {
+		return fmt.Errorf("patching %s %s: %w", gvr.GroupResource(), meta.Name, err)
+	}
+	return nil
+}
+
+// DeleteDeferred implements DeferralStore.
+func (f *FrontProxyFinder) DeleteDeferred(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record v1alpha1.DeferredDeletion) error {
+	path, err := admission.Path(cluster, gvr, meta.Namespace, meta.Name)
+	if err != nil {
+		return err
+	}
+	uid := record.UID
+	opts := metav1.DeleteOptions{
+		TypeMeta:          metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"},
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: record.PropagationPolicy,
+	}
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return fmt.Errorf("encoding the delete options: %w", err)
+	}
+	return path.On(f.raw.Delete()).SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+}
+
+// CreateEvent implements DeferralStore.
+func (f *FrontProxyFinder) CreateEvent(ctx context.Context, cluster string, ev process.Event) error {
+	return f.createEvent(ctx, cluster, ev.Object(time.Now()))
+}
+
+// MayDelete implements DeferralStore with a SubjectAccessReview in the
+// object's workspace.
+func (f *FrontProxyFinder) MayDelete(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string, record v1alpha1.DeferredDeletion) (bool, error) {
+	path, err := admission.Path(cluster, subjectAccessReviewsGVR, "", "")
+	if err != nil {
+		return false, err
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range record.Extra {
+		extra[k] = v
+	}
+	review := authorizationv1.SubjectAccessReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
+		Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: record.User, Groups: record.Groups, Extra: extra,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: "delete", Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: namespace, Name: name,
+			},
+		},
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		return false, fmt.Errorf("encoding the access review: %w", err)
+	}
+	res := path.On(f.raw.Post()).SetHeader("Content-Type", "application/json").SetHeader("Accept", "application/json").Body(body).Do(ctx)
+	if err := res.Error(); err != nil {
+		return false, fmt.Errorf("asking whether %s may delete %s %s: %w", record.User, gvr.GroupResource(), name, err)
+	}
+	raw, _ := res.Raw()
+	var out authorizationv1.SubjectAccessReview
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return false, fmt.Errorf("decoding the access review: %w", err)
+	}
+	return out.Status.Allowed && !out.Status.Denied, nil
+}
+
+var subjectAccessReviewsGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
