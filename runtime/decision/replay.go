@@ -20,6 +20,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/index"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
 // DeferredSweep finds the objects that carry a deferred deletion, in every
@@ -40,6 +41,11 @@ type DeferredSweep interface {
 type Replayer struct {
 	Store DeferralStore
 	Log   logr.Logger
+	// Prover, when set, tells first whether a stored dependent still
+	// references the object (the Validator's own lookup, in process):
+	// most tries during a teardown find one, and then cost neither an
+	// access review nor a DELETE.
+	Prover settle.Prover
 	// Sweep and Types, when set, find the deferred objects every Resync.
 	Sweep DeferredSweep
 	Types interface {
@@ -79,7 +85,7 @@ type dependentGone struct {
 // Defaults of a Replayer.
 const (
 	DefaultReplayResync  = 5 * time.Minute
-	defaultReplayWorkers = 4
+	defaultReplayWorkers = 16
 	defaultGoneWithin    = 30 * time.Second
 	defaultGonePoll      = 100 * time.Millisecond
 	// maxWaiting bounds the deleted dependents queued to be waited on;
@@ -270,6 +276,16 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	if rec.UID != meta.UID {
 		log.Info("deferred deletion dropped: it was recorded for another object of the name")
 		return r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value)
+	}
+	if r.Prover != nil {
+		free, err := r.Prover.Unreferenced(ctx, k.cluster, meta.Namespace, k.gvr, []string{meta.Name})
+		if err != nil {
+			return err
+		}
+		if !free[meta.Name] {
+			// The next dependent's deletion is the next try.
+			return nil
+		}
 	}
 	may, err := r.Store.MayDelete(ctx, k.cluster, k.gvr, meta.Namespace, meta.Name, rec)
 	if err != nil {

@@ -47,7 +47,10 @@ func TestReplay(t *testing.T) {
 		wantCleared bool
 		wantErr     bool
 		wantEvent   string
+		// referenced: the in-process lookup finds a stored dependent.
+		referenced bool
 	}{
+		{name: "a stored dependent found in process: no review, no DELETE", recordUID: "u1", mayDelete: true, referenced: true},
 		{name: "nothing references it any more", recordUID: "u1", mayDelete: true, wantDeleted: true, wantEvent: process.EventNormal},
 		{name: "still referenced by a stored dependent: the next dependent deletion is the next try", recordUID: "u1", mayDelete: true, deleteErr: refusal(v1alpha1.CauseStoredDependent, v1alpha1.CausePendingDependent)},
 		{name: "more dependents than named count as stored", recordUID: "u1", mayDelete: true, deleteErr: refusal(v1alpha1.CauseMoreDependents)},
@@ -64,6 +67,7 @@ func TestReplay(t *testing.T) {
 			store.deleteErr, store.mayDelete = tt.deleteErr, tt.mayDelete
 			rec := deferredVPC(t, store, "vpc-1", "u1", tt.recordUID)
 			r := NewReplayer(store, logr.Discard())
+			r.Prover = proverSaying(!tt.referenced)
 			err := r.replay(context.Background(), replayKey{cluster: "consumer-1", gvr: vpcGVR, namespace: "default", name: "vpc-1"})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("replay: %v, want an error: %v", err, tt.wantErr)
@@ -169,6 +173,17 @@ func TestReplayerTriggers(t *testing.T) {
 			t.Errorf("deleted %v, want vpc-1", got)
 		}
 	})
+}
+
+// proverSaying proves every object unreferenced, or none.
+type proverSaying bool
+
+func (p proverSaying) Unreferenced(_ context.Context, _, _ string, _ schema.GroupVersionResource, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, n := range names {
+		out[n] = bool(p)
+	}
+	return out, nil
 }
 
 // refusal is the webhook's denial of a deletion, with causes of the types

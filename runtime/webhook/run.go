@@ -156,6 +156,9 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 		}
 	}
 	validator := decision.NewValidator(reg, finder, rules, opts, log.WithName("validator"))
+	if replayer != nil {
+		replayer.Prover = validator
+	}
 	if settler != nil {
 		settler.Prover = validator
 		if err := mgr.Add(settler); err != nil {

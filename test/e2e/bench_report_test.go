@@ -67,10 +67,13 @@ type benchResults struct {
 	// sweep is settling what exists (measureSweep).
 	sweep sweepResult
 	// churn is rule churn (measureChurn).
-	churn  churnResult
-	fresh  freshnessResult
-	paging pagingResult
-	idx    indexingResult
+	churn churnResult
+	// deferred is a tenant's teardown with deferred deletion
+	// (measureDeferred).
+	deferred deferredResult
+	fresh    freshnessResult
+	paging   pagingResult
+	idx      indexingResult
 	// conv is measured with the handful of rules of the admission
 	// scenarios, convMany with the 1000+ of readyWithManyRules as well.
 	conv, convMany convergenceResult
@@ -106,11 +109,11 @@ func benchmarkPage(res benchResults) string { return renderBenchmarkPage(res, th
 // section's (the "settled" template); Go only computes the figures they
 // show (benchmarkView, settleResults.view).
 //
-//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl sweep.md.gotmpl churn.md.gotmpl
+//go:embed benchmarks.md.gotmpl settled.md.gotmpl concurrency.md.gotmpl sweep.md.gotmpl churn.md.gotmpl deferred.md.gotmpl
 var benchmarkTemplates embed.FS
 
-// benchmarkPageTemplate is the page; it holds "settled", "sweep", "churn" and "concurrency" too.
-var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl", "sweep.md.gotmpl", "churn.md.gotmpl"))
+// benchmarkPageTemplate is the page; it holds "settled", "sweep", "churn", "deferred" and "concurrency" too.
+var benchmarkPageTemplate = template.Must(template.ParseFS(benchmarkTemplates, "benchmarks.md.gotmpl", "settled.md.gotmpl", "concurrency.md.gotmpl", "sweep.md.gotmpl", "churn.md.gotmpl", "deferred.md.gotmpl"))
 
 // renderBenchmarkPage renders the page; run is a parameter so that a test
 // can fix it. The template is checked by TestBenchmarkPage, so an error
@@ -148,7 +151,10 @@ type pageView struct {
 	// logs it alone).
 	Sweep sweepView
 	// Churn is the rule churn section's (make bench-churn logs it alone).
-	Churn        ruleChurnView
+	Churn ruleChurnView
+	// Deferred is the deferred deletion section's (make bench-deferred
+	// logs it alone).
+	Deferred     deferredView
 	Convergence  []convergenceView
 	ReadyMs      string
 	ReadyVerdict string
@@ -269,6 +275,7 @@ func benchmarkView(res benchResults, run benchRun) pageView {
 		Concurrency: res.concurrency.view(),
 		Sweep:       res.sweep.view(),
 		Churn:       res.churn.view(),
+		Deferred:    res.deferred.view(),
 	}
 	for _, r := range res.rows {
 		v.Admission = append(v.Admission, admissionView{

@@ -102,6 +102,8 @@ func syntheticBenchResults() benchResults {
 			"added": spread(7100*us, 80*us, churnBatch), "ready": spread(7200*us, 70*us, churnBatch)}, quiet: spread(6700*us, 40*us, churnBatch),
 			removed: spread(7400*us, 170*us, churnBatch), added: spread(7500*us, 60*us, churnBatch), ready: spread(7000*us, 50*us, churnBatch),
 			removedWithin: 400 * time.Millisecond, addedWithin: 600 * time.Millisecond, readyWithin: 47 * time.Second, readyAfter: 47 * time.Second},
+		deferred: deferredResult{deferredTeardown: deferredTeardown{after: spread(600*time.Millisecond, 20*time.Millisecond, 40),
+			afterNamespace: spread(900*time.Millisecond, 30*time.Millisecond, 35), deferred: 40}, took: 41 * time.Second},
 		fresh: freshnessResult{
 			afterWrite:        spread(101*time.Millisecond, 430*us, benchTrials),
 			afterWriteSettled: spread(3600*us, 71*us, benchTrials),
@@ -312,4 +314,32 @@ func firstDifference(want, got string) string {
 		}
 	}
 	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
+}
+
+// TestDeferredSection renders the deferred deletion section alone, as make
+// bench-deferred logs it: the page's section to the letter, with the
+// target judged.
+func TestDeferredSection(t *testing.T) {
+	res := syntheticBenchResults()
+	got := res.deferred.section()
+	for _, w := range []string{
+		"A tenant of 100 VPCs and 1000 VMs",
+		"| 40, deleted object by object | 0.98 | 1.36 | 1.38 |",
+		"| 35, in the namespace deleted whole |",
+		"Target p99 ≤ 2 s after the last dependent, object by object: met: 1.36s ≤ 2s.",
+		"The teardown took 41s",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("the section lacks %q:\n%s", w, got)
+		}
+	}
+	slow := res.deferred
+	slow.after = spread(3*time.Second, 100*time.Millisecond, 40)
+	if s := slow.section(); !strings.Contains(s, "**missed** by") {
+		t.Errorf("a p99 above 2 s is not reported missed:\n%s", s)
+	}
+	page := renderBenchmarkPage(res, benchRun{})
+	if !strings.Contains(page, "\n"+got+"\n## Convergence\n") {
+		t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", got)
+	}
 }

@@ -271,8 +271,9 @@ func TestBenchmark(t *testing.T) {
 	tfScale := terraformAtScale(ctx, t, e)
 	sweep := measureSweep(ctx, t, e)
 	churn := measureChurn(ctx, t, e)
+	deferred := measureDeferred(ctx, t, e)
 	page := benchmarkPage(benchResults{
-		rows: rows, settled: settled, concurrency: concurrency, sweep: sweep, churn: churn, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
+		rows: rows, settled: settled, concurrency: concurrency, sweep: sweep, churn: churn, deferred: deferred, fresh: fresh, paging: paging, idx: idx, conv: conv, convMany: convMany, many: many,
 		ready: readyWith1000, allReady: allReady, registered: rulesRegistered, mem: mem, memByN: memByN, tf: tfScale,
 	})
 	check.Must(t, os.MkdirAll(filepath.Join(out, "templates", "guides"), 0o755))
