@@ -58,6 +58,7 @@ type webhookSettings struct {
 	URL                  types.String `tfsdk:"url"`
 	TLSSecretName        types.String `tfsdk:"tls_secret_name"`
 	SkipProtectionGroups types.List   `tfsdk:"skip_protection_groups"`
+	DeferredDeletion     types.Bool   `tfsdk:"deferred_deletion"`
 }
 
 // webhookModel is depctrl_runtime's webhook block: it generates the
@@ -104,7 +105,7 @@ func (in *runtimeInputs) known() bool {
 		return false
 	}
 	vals := []unknowable{in.WorkspacePath, in.Namespace, in.CreateNamespace, in.Name, in.Image, in.ImageTag, in.ImagePullPolicy, in.APIExportName,
-		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.SettleObjects, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
+		in.Webhook.Port, in.Webhook.URL, in.Webhook.SkipProtectionGroups, in.Webhook.DeferredDeletion, in.SettleObjects, in.Webhook.ExtraSANs, in.Webhook.TLSSecretName, in.Webhook.CertificateValidity, in.Webhook.CertificateRenewBefore}
 	for _, c := range []*runtimeComponentModel{in.Controller, &in.Webhook.runtimeComponentModel} {
 		vals = append(vals, c.KubeconfigPath, c.Kubeconfig, c.KubeconfigWO, c.Context, c.Replicas, c.ExtraArgs, c.CPURequest, c.MemoryRequest, c.CPULimit, c.MemoryLimit)
 	}
@@ -153,6 +154,9 @@ func (in *runtimeInputs) deployConfig(ctx context.Context) (deploy.Config, diag.
 		WebhookURL:      in.Webhook.URL.ValueString(),
 		TLS:             deploy.TLS{SecretName: in.Webhook.TLSSecretName.ValueString()},
 		SettleObjects:   in.SettleObjects.ValueBool(),
+		// Null (a data source that leaves it out, or a state written
+		// before the attribute existed) is off, as the webhook's default.
+		DeferredDeletion: in.Webhook.DeferredDeletion.ValueBool(),
 	}
 	var d diag.Diagnostics
 	diags.Append(in.Webhook.SkipProtectionGroups.ElementsAs(ctx, &cfg.SkipProtectionGroups, false)...)

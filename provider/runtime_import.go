@@ -111,6 +111,7 @@ func (r *runtimeResource) importRuntime(ctx context.Context, kube kubernetes.Int
 		}
 		m.Webhook.SkipProtectionGroups = types.ListValueMust(types.StringType, groups)
 	}
+	m.Webhook.DeferredDeletion = types.BoolValue(hookOpts.DeferredDeletion)
 	m.SettleObjects = types.BoolValue(hookOpts.Settle)
 	m.Webhook.CertificateValidity = types.StringValue(defaultCertificateValidity)
 	m.Webhook.CertificateRenewBefore = types.StringValue(defaultCertificateRenewal)

@@ -107,6 +107,7 @@ func (d *runtimeManifestsDataSource) Schema(_ context.Context, _ datasource.Sche
 	webhook["port"] = schema.Int64Attribute{Optional: true, MarkdownDescription: runtimeDocs["port"]}
 	webhook["url"] = opt("url")
 	webhook["skip_protection_groups"] = schema.ListAttribute{Optional: true, ElementType: types.StringType, MarkdownDescription: runtimeDocs["skip_protection_groups"]}
+	webhook["deferred_deletion"] = schema.BoolAttribute{Optional: true, MarkdownDescription: runtimeDocs["deferred_deletion"]}
 	webhook["tls_secret_name"] = schema.StringAttribute{
 		Optional: true,
 		MarkdownDescription: "An existing `kubernetes.io/tls` Secret to serve with; then `ca_certificate` must be its CA. " +

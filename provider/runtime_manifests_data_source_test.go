@@ -111,6 +111,15 @@ data "depctrl_runtime_manifests" "gitops" {
 					return nil
 				}),
 			},
+			{
+				// webhook.deferred_deletion, as in depctrl_runtime: the
+				// webhook's argument, which is absent above.
+				Config: config(tls + "\n    deferred_deletion = true"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(ds, tfjsonpath.New("manifests").AtMapKey("Deployment/depctrl-webhook"),
+						knownvalue.StringRegexp(regexp.MustCompile(`- --deferred-deletion=true`))),
+				},
+			},
 		},
 	})
 }

@@ -417,6 +417,7 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 			return
 		}
 	}
+	state.fillAddedAttributes()
 	objs := priv.applied()
 	live, missing, err := liveState(ctx, dyn, objs)
 	if err != nil {
@@ -443,6 +444,17 @@ func (r *runtimeResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(savePrivate(ctx, resp.Private, priv)...)
 	setIdentity(ctx, resp.Identity, runtimeIdentityOf(state.Namespace, state.Name), &resp.Diagnostics)
+}
+
+// fillAddedAttributes sets the attributes that a state written by an older
+// provider lacks (null) to what that deployment runs with, which is each
+// one's default: the next plan then shows no change for a configuration
+// that does not set them. webhook.deferred_deletion was not rendered
+// before it existed, so the webhook runs without it.
+func (m *runtimeModel) fillAddedAttributes() {
+	if m.Webhook != nil && m.Webhook.DeferredDeletion.IsNull() {
+		m.Webhook.DeferredDeletion = types.BoolValue(false)
+	}
 }
 
 func (r *runtimeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

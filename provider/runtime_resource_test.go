@@ -330,6 +330,30 @@ resource "depctrl_runtime" "this" {
 			// ID says them.
 			importVerified(rt, importID),
 			importPlansNothing(rt, importID),
+			{
+				// Deferred deletion on: the webhook rolls with the flag,
+				// rendered after the skip-protection groups.
+				Config: config("v1.0.1", 2, webhookSettings+"\n    deferred_deletion        = true", narrowed),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(rt, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook").AtMapKey("deferred_deletion"), knownvalue.Bool(true)),
+				},
+				Check: resource.ComposeTestCheckFunc(webhookArgs(ctx, kc, ns, "--skip-protection-groups=platform-admins", "--deferred-deletion=true"), protected),
+			},
+			// Import reads it back from the webhook's arguments.
+			importVerified(rt, importID),
+			importPlansNothing(rt, importID),
+			{
+				// Off again (the default): the flag is not rendered at all.
+				Config: config("v1.0.1", 2, webhookSettings, narrowed),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(rt, tfjsonpath.New("webhook").AtMapKey("deferred_deletion"), knownvalue.Bool(false)),
+				},
+				Check: resource.ComposeTestCheckFunc(webhookArgs(ctx, kc, ns, "--skip-protection-groups=platform-admins"), protected),
+			},
+			importPlansNothing(rt, importID),
 		}, identitySteps(t,
 			// The identity names the runtime by its namespace and name; what
 			// the cluster does not record is not part of it.
@@ -465,6 +489,29 @@ resource "depctrl_runtime" "this" {
 			},
 		}),
 	})
+}
+
+// webhookArgs checks that the deployed webhook's arguments after the ones
+// every configuration renders (up to --settle-objects) are want, in order,
+// and that no other argument sets a flag of want's.
+func webhookArgs(ctx context.Context, kc kubernetes.Interface, ns string, want ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		d, err := kc.AppsV1().Deployments(ns).Get(ctx, "depctrl-webhook", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the webhook Deployment: %w", err)
+		}
+		args := d.Spec.Template.Spec.Containers[0].Args
+		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--settle-objects=") })
+		if i < 0 || len(args) < i+1+len(want) || !slices.Equal(args[i+1:i+1+len(want)], want) {
+			return fmt.Errorf("webhook arguments %q: want %q after --settle-objects", args, want)
+		}
+		for _, a := range args[i+1+len(want):] {
+			if strings.HasPrefix(a, "--deferred-deletion=") || strings.HasPrefix(a, "--skip-protection-groups=") {
+				return fmt.Errorf("webhook arguments %q: %s besides %q", args, a, want)
+			}
+		}
+		return nil
+	}
 }
 
 // writeOnlyKubeconfigs turns the kubeconfig_path attributes in config that

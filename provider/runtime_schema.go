@@ -73,6 +73,13 @@ var runtimeDocs = map[string]string{
 		"(see the architecture guide, \"Settled objects\"); `false` sends every deletion of a protected object to the webhook. Updates in place: the webhook rolls out first, then the controller.",
 	"skip_protection_groups": "Groups whose members may delete a protected object with the `dependencies.opendefense.cloud/skip-protection: \"true\"` annotation. " +
 		"For anyone else the annotation is ignored, and the denial says so. Unset (default): anyone who may annotate the object may use it.",
+	"deferred_deletion": "Whether the webhook defers the deletions it refuses (`--deferred-deletion`): a deletion refused because dependents still reference the object, " +
+		"of an object that carries, or whose namespace carries, the annotation `" + v1alpha1.DeferDeletionAnnotation + ": \"true\"` " +
+		"(`\"false\"` on the object opts it out whatever its namespace says), is recorded on the object, and once nothing references it the webhook deletes it itself, " +
+		"with the options of the refused request and after checking with a SubjectAccessReview that the user who asked may still delete it. " +
+		"The webhook's identity then needs `deferred_deletion = true` on every `depctrl_shard`: `delete` on the protected types, `create` on SubjectAccessReviews " +
+		"and `get` on Namespaces; without that grant carrying out a deferred deletion fails with a permission error and the object stays. " +
+		"Default `false`: a refused deletion is only refused, and the argument is not rendered at all. See the deferred deletion guide. Updates in place (the webhook pods roll).",
 	"certificate_validity": "How long a generated serving certificate is valid, as a Go duration. Default `" + defaultCertificateValidity + "` (a year). " +
 		"The CA is valid ten times as long, so renewing the serving certificate never changes what kcp trusts.",
 	"certificate_renew_before": "A plan within this duration of the serving certificate's expiry issues a new one (in place, the webhook pods roll). Default `" + defaultCertificateRenewal + "` (30 days).",
@@ -156,6 +163,10 @@ func runtimeSchemaAttributes() map[string]schema.Attribute {
 		MarkdownDescription: runtimeDocs["skip_protection_groups"],
 		Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(
 			stringvalidator.RegexMatches(regexp.MustCompile(`^[^,\s]+$`), "must be a group name without commas or spaces"))},
+	}
+	webhook["deferred_deletion"] = schema.BoolAttribute{
+		Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+		MarkdownDescription: runtimeDocs["deferred_deletion"],
 	}
 	webhook["certificate_validity"] = schema.StringAttribute{
 		Optional: true, Computed: true, Default: stringdefault.StaticString(defaultCertificateValidity),

@@ -52,6 +52,7 @@ type shardModel struct {
 	ReadResources         types.Set    `tfsdk:"read_resources"`
 	ProtectedResources    types.Set    `tfsdk:"protected_resources"`
 	Reindex               types.Bool   `tfsdk:"reindex"`
+	DeferredDeletion      types.Bool   `tfsdk:"deferred_deletion"`
 	GrantName             types.String `tfsdk:"grant_name"`
 	BaseURL               types.String `tfsdk:"base_url"`
 	Rules                 types.List   `tfsdk:"rules"`
@@ -82,7 +83,7 @@ func (r *shardResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 			return
 		}
 	}
-	if plan.ReadResources.IsUnknown() || plan.ProtectedResources.IsUnknown() || plan.Reindex.IsUnknown() {
+	if plan.ReadResources.IsUnknown() || plan.ProtectedResources.IsUnknown() || plan.Reindex.IsUnknown() || plan.DeferredDeletion.IsUnknown() {
 		return
 	}
 	g, err := plan.grant(ctx)
@@ -260,6 +261,7 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 			state.ProtectedResources = readResourceSet(access.Protected)
 		}
 		state.Reindex = types.BoolValue(access.Reindex)
+		state.DeferredDeletion = types.BoolValue(access.DeferredDeletion)
 	} else {
 		state.Rules = stringList(nil)
 	}
@@ -274,13 +276,23 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 // rules of the role it rendered: the dependent types are those the webhook
 // may watch (reindex when it may also patch them), the protected types
 // those it may patch without watching. narrowed is false for the wildcard
-// grant, which names no type.
+// grant, which names no type. Deferred deletion is read back only when the
+// role holds all that it adds: create on SubjectAccessReviews, delete on
+// everything (the wildcard) or on every protected type, and, narrowed, get
+// on Namespaces; a part of it removed by hand shows in the plan as
+// deferred_deletion to be granted again.
 func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrowed bool) {
+	reviews := slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return grants(r, "authorization.k8s.io", "subjectaccessreviews", "create")
+	})
 	for _, r := range rules {
 		if slices.Contains(r.APIGroups, "*") && slices.Contains(r.Resources, "*") {
-			return rbac.ShardAccess{}, false
+			return rbac.ShardAccess{DeferredDeletion: reviews && slices.Contains(r.Verbs, "delete")}, false
 		}
 	}
+	access.DeferredDeletion = reviews && slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+		return grants(r, "", "namespaces", "get")
+	})
 	for _, r := range rules {
 		watch, patch := slices.Contains(r.Verbs, "watch"), slices.Contains(r.Verbs, "patch")
 		var into *[]rbac.ReadResource
@@ -290,9 +302,12 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 			access.Reindex = access.Reindex || patch
 		case patch:
 			into = &access.Protected
+			access.DeferredDeletion = access.DeferredDeletion && slices.Contains(r.Verbs, "delete")
 		default:
 			// The workspace access, Events, LogicalClusters,
-			// APIBindings and Workspaces every narrowed grant has.
+			// APIBindings and Workspaces every narrowed grant has,
+			// and the SubjectAccessReviews and Namespaces of
+			// deferred deletion.
 			continue
 		}
 		for _, g := range r.APIGroups {
@@ -302,6 +317,12 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 		}
 	}
 	return access, true
+}
+
+// grants reports whether rule r names verb on resource in group, as such
+// (not through a wildcard).
+func grants(r rbacv1.PolicyRule, group, resource, verb string) bool {
+	return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
 }
 
 // readResourceSet writes types as read_resources does: resource.group, or

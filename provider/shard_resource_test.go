@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,24 @@ func TestAccShardResource_basic(t *testing.T) {
 			if apierrors.IsNotFound(err) {
 				err = nil
 			}
+		case "delete services", "delete configmaps":
+			// A delete of an object that does not exist, as for patch.
+			if what == "delete services" {
+				err = c.CoreV1().Services("default").Delete(ctx, "depctrl-no-such-object", metav1.DeleteOptions{})
+			} else {
+				err = c.CoreV1().ConfigMaps("default").Delete(ctx, "depctrl-no-such-object", metav1.DeleteOptions{})
+			}
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		case "review access":
+			// What a deferred deletion asks before it is carried out.
+			_, err = c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "someone",
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Version: "v1", Resource: "services", Namespace: "default", Name: "depctrl-no-such-object"},
+			}}, metav1.CreateOptions{})
+		case "get namespaces":
+			_, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		default:
 			_, err = c.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		}
@@ -133,6 +152,7 @@ func TestAccShardResource_basic(t *testing.T) {
 	second := shardAdmin(t, e, e.Shards[1].Name)
 	s1ID := e.Shards[1].Name + "/" + grant + "," + e.Shards[1].AdminKubeconfig // the import ID of depctrl_shard.s1
 	reindexed := `  read_resources = ["endpoints", "configmaps"]` + "\n" + `  protected_resources = ["services"]` + "\n" + `  reindex        = true` + "\n"
+	deferring := reindexed + `  deferred_deletion = true` + "\n"
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -268,6 +288,85 @@ func TestAccShardResource_basic(t *testing.T) {
 				Config:           shardConfig(e, grant, user, reindexed),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
+			{
+				// Deferred deletion: delete on the protected type only,
+				// SubjectAccessReviews, and Namespaces read one at a time.
+				Config: shardConfig(e, grant, user, deferring),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("deferred_deletion"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("rules"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact(`groups="" resources=configmaps,endpoints verbs=get,list,watch,patch`),
+						knownvalue.StringExact(`groups="" resources=namespaces verbs=get`),
+						knownvalue.StringExact(`groups="" resources=services verbs=get,list,patch,delete`),
+						knownvalue.StringExact(`groups=apis.kcp.io resources=apibindings verbs=list`),
+						knownvalue.StringExact(`groups=authorization.k8s.io resources=subjectaccessreviews verbs=create`),
+						knownvalue.StringExact(`groups=core.kcp.io resources=logicalclusters verbs=get`),
+						knownvalue.StringExact(`groups=events.k8s.io resources=events verbs=create`),
+						knownvalue.StringExact(`groups=tenancy.kcp.io resources=workspaces verbs=list`),
+						knownvalue.StringExact(`urls=/ verbs=access`),
+					})),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					everyShard("delete services", true), everyShard("review access", true), everyShard("get namespaces", true),
+					everyShard("delete configmaps", false), everyShard("secrets", false),
+				),
+			},
+			// Import reads deferred deletion back from the live role.
+			importVerified("depctrl_shard.s1", s1ID),
+			importPlansNothing("depctrl_shard.s1", s1ID),
+			{
+				// Drift: a part of the grant removed by hand shows as
+				// deferred_deletion not granted, and apply restores it.
+				PreConfig: func() {
+					var role rbacv1.ClusterRole
+					_, err := getObject(ctx, second, clusterRolesGVR, grant, &role)
+					check.Must(t, err)
+					role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "subjectaccessreviews") })
+					u, err := toUnstructured(&role)
+					check.Must(t, err)
+					_, err = second.Resource(clusterRolesGVR).Update(ctx, &unstructured.Unstructured{Object: u}, metav1.UpdateOptions{})
+					check.Must(t, err)
+				},
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr("depctrl_shard.s1", "deferred_deletion", "false"),
+					resource.TestCheckResourceAttr("depctrl_shard.s1", "protected_resources.#", "1"),
+					resource.TestCheckResourceAttr("depctrl_shard.s0", "deferred_deletion", "true"),
+				),
+			},
+			{
+				Config: shardConfig(e, grant, user, deferring),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("depctrl_shard.s1", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("depctrl_shard.s0", plancheck.ResourceActionNoop),
+				}},
+				Check: everyShard("review access", true),
+			},
+			{
+				// Off again (the default): the webhook may delete nothing.
+				Config: shardConfig(e, grant, user, reindexed),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("deferred_deletion"), knownvalue.Bool(false)),
+				},
+				Check: everyShard("delete services", false),
+			},
+			{
+				// Deferred deletion with the wildcard grant: delete on
+				// everything, as it reads everything.
+				Config: shardConfig(e, grant, user, `  deferred_deletion = true`+"\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("deferred_deletion"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("read_resources"), knownvalue.Null()),
+				},
+				Check: resource.ComposeTestCheckFunc(everyShard("delete configmaps", true), everyShard("review access", true)),
+			},
+			importVerified("depctrl_shard.s1", s1ID),
+			importPlansNothing("depctrl_shard.s1", s1ID),
 		}),
 	})
 }
@@ -393,11 +492,22 @@ func TestShardAccessFrom(t *testing.T) {
 			read: []string{"*.database.example.io", "virtualmachines.compute.example.io"}},
 		{name: "a type both read and protected", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vpcs}, Protected: []rbac.ReadResource{vpcs}, Reindex: true}, narrowed: true,
 			read: []string{"vpcs.network.example.io"}, protected: []string{"vpcs.network.example.io"}},
+		{name: "wildcard with deferred deletion", access: rbac.ShardAccess{DeferredDeletion: true}},
+		{name: "narrowed with deferred deletion", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vms}, Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true}, narrowed: true,
+			read: []string{"virtualmachines.compute.example.io"}, protected: []string{"configmaps", "vpcs.network.example.io"}},
+		{
+			// The Namespaces rule of deferred deletion is no dependent
+			// type, nor is a dependent type deletable.
+			name:   "deferred deletion with namespaces read and a type both read and protected",
+			access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vpcs, {Resource: "namespaces"}}, Protected: []rbac.ReadResource{vpcs}, Reindex: true, DeferredDeletion: true}, narrowed: true,
+			read: []string{"namespaces", "vpcs.network.example.io"}, protected: []string{"vpcs.network.example.io"},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, narrowed := shardAccessFrom(rbac.ShardReader(subjects, tt.access).Role.Rules)
-			if narrowed != tt.narrowed || got.Reindex != tt.access.Reindex {
-				t.Fatalf("narrowed = %v, reindex = %v; want %v, %v", narrowed, got.Reindex, tt.narrowed, tt.access.Reindex)
+			if narrowed != tt.narrowed || got.Reindex != tt.access.Reindex || got.DeferredDeletion != tt.access.DeferredDeletion {
+				t.Fatalf("narrowed = %v, reindex = %v, deferred deletion = %v; want %v, %v, %v",
+					narrowed, got.Reindex, got.DeferredDeletion, tt.narrowed, tt.access.Reindex, tt.access.DeferredDeletion)
 			}
 			if !narrowed {
 				return
@@ -414,6 +524,65 @@ func TestShardAccessFrom(t *testing.T) {
 				if !slices.Equal(names, c.want) || (len(c.want) == 0) != set.IsNull() {
 					t.Errorf("%s = %v, want %v", c.what, set, c.want)
 				}
+			}
+		})
+	}
+}
+
+// TestShardAccessFromDeferredDeletionRemoved: deferred deletion reads back
+// as granted only while the role holds every rule it adds; any of them
+// removed or narrowed by hand reads as not granted (so the plan shows
+// deferred_deletion to be granted again), and leaves what else was asked
+// for as it was.
+func TestShardAccessFromDeferredDeletionRemoved(t *testing.T) {
+	subjects := []rbacv1.Subject{rbac.User("webhook")}
+	vms := rbac.ReadResource{Group: "compute.example.io", Resource: "virtualmachines"}
+	vpcs := rbac.ReadResource{Group: "network.example.io", Resource: "vpcs"}
+	cms := rbac.ReadResource{Resource: "configmaps"}
+	narrowed := rbac.ShardAccess{Dependents: []rbac.ReadResource{vms}, Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true}
+	wildcard := rbac.ShardAccess{DeferredDeletion: true}
+	// without removes the rules match selects.
+	without := func(match func(rbacv1.PolicyRule) bool) func([]rbacv1.PolicyRule) []rbacv1.PolicyRule {
+		return func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+			return slices.DeleteFunc(rules, match)
+		}
+	}
+	// withoutDelete takes the delete verb from the rules match selects.
+	withoutDelete := func(match func(rbacv1.PolicyRule) bool) func([]rbacv1.PolicyRule) []rbacv1.PolicyRule {
+		return func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+			for i, r := range rules {
+				if match(r) {
+					rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "delete" })
+				}
+			}
+			return rules
+		}
+	}
+	reviews := func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "subjectaccessreviews") }
+	namespaces := func(r rbacv1.PolicyRule) bool { return slices.Equal(r.Resources, []string{"namespaces"}) }
+	core := func(r rbacv1.PolicyRule) bool { return slices.Equal(r.APIGroups, []string{""}) }
+	everything := func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "*") }
+	for _, tt := range []struct {
+		name   string
+		access rbac.ShardAccess
+		edit   func([]rbacv1.PolicyRule) []rbacv1.PolicyRule
+		want   bool
+	}{
+		{name: "narrowed, as granted", access: narrowed, edit: func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r }, want: true},
+		{name: "narrowed, SubjectAccessReviews removed", access: narrowed, edit: without(reviews)},
+		{name: "narrowed, Namespaces removed", access: narrowed, edit: without(namespaces)},
+		{name: "narrowed, delete taken from one protected type's group", access: narrowed, edit: withoutDelete(core)},
+		{name: "wildcard, as granted", access: wildcard, edit: func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r }, want: true},
+		{name: "wildcard, SubjectAccessReviews removed", access: wildcard, edit: without(reviews)},
+		{name: "wildcard, delete taken from everything", access: wildcard, edit: withoutDelete(everything)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, isNarrowed := shardAccessFrom(tt.edit(rbac.ShardReader(subjects, tt.access).Role.Rules))
+			if got.DeferredDeletion != tt.want {
+				t.Errorf("deferred deletion = %v, want %v", got.DeferredDeletion, tt.want)
+			}
+			if isNarrowed != (len(tt.access.Dependents) > 0) || len(got.Dependents) != len(tt.access.Dependents) || len(got.Protected) != len(tt.access.Protected) {
+				t.Errorf("read back %+v (narrowed %v) from %+v", got, isNarrowed, tt.access)
 			}
 		})
 	}

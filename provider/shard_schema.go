@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 )
 
 func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -46,7 +47,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"(the two together: the plan refuses either without the other) to narrow that to exactly what rules use; what is not listed then fails closed: deletions of a protected type whose dependents " +
 			"cannot be read are denied, and so are writes of a dependent that newly references an object the webhook cannot patch " +
 			"(it records the reference on that object before the write is stored), each with a permission error. " +
-			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object.\n\n" +
+			"The webhook may also create `events.k8s.io` Events, to record each use of the skip-protection annotation on the deleted object. " +
+			"It may delete nothing, unless `deferred_deletion` grants it what carrying out deferred deletions takes.\n\n" +
 			"Credentials: `kubeconfig_path`, or `client_certificate_path` and `client_key_path`, keep only file paths in state. " +
 			"`client_certificate` and `client_key` put the key into state (marked sensitive); for an inline key, set none of these and give " +
 			"the key in the provider block's `shard_credentials` for this shard instead: the provider configuration is never stored in state " +
@@ -107,6 +109,21 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					"protected deletion in their namespace; with this grant the webhook writes each one it finds that way again, " +
 					"with an empty patch that changes nothing but its index labels, and later deletions skip it. " +
 					"Without it, they are re-indexed by their next write. Requires `read_resources`: without it the webhook may patch everything already. Default `false`.",
+			},
+			"deferred_deletion": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+				MarkdownDescription: "Also grant what the webhook needs to carry out deferred deletions, on this shard: `delete` on the `protected_resources` " +
+					"(without `read_resources`: on every resource, like the read grant), `create` on `subjectaccessreviews.authorization.k8s.io`, " +
+					"and, with `read_resources`, `get` on `namespaces` (the wildcard grant reads them already). " +
+					"It pairs with `webhook.deferred_deletion` on `depctrl_runtime` (the webhook's `--deferred-deletion`): a deletion the webhook refuses because " +
+					"dependents still reference the object, of an object that (or whose namespace) carries `" + v1alpha1.DeferDeletionAnnotation + ": \"true\"`, " +
+					"is recorded on the object, and the webhook deletes the object itself once nothing references it. It deletes with its own identity, " +
+					"so it first asks kcp, with a SubjectAccessReview in the object's workspace, whether the user who asked may still delete the object; it reads the namespace for its opt-in. " +
+					"Set it on every shard when the runtime defers deletions, and only then: without it, carrying out a deferred deletion fails with a permission error " +
+					"and the object stays. Default `false`: the webhook may delete nothing on the shard. " +
+					"Read back from the ClusterRole on the shard, like `reindex`: true only while the role holds all of this, so a part of it removed by hand shows in the plan.",
 			},
 			"grant_name": nameAttribute(rbac.ShardReaderName, "The name of the ClusterRole and ClusterRoleBinding. Change it only to run two installations in one kcp."),
 			"base_url":   computedKept("The base URL kcp records for the shard in its Shard object."),

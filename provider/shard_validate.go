@@ -81,7 +81,7 @@ func (m *shardModel) grant(ctx context.Context) (rbac.Grant, error) {
 	if err != nil {
 		return rbac.Grant{}, fmt.Errorf("protected_resources: %w", err)
 	}
-	access := rbac.ShardAccess{Dependents: dependents, Protected: protected, Reindex: m.Reindex.ValueBool()}
+	access := rbac.ShardAccess{Dependents: dependents, Protected: protected, Reindex: m.Reindex.ValueBool(), DeferredDeletion: m.DeferredDeletion.ValueBool()}
 	return renamed(rbac.ShardReader(subjectsFrom(users, groups), access), m.GrantName.ValueString()), nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // TestShardValidateConfig: the combinations of read_resources,
-// protected_resources and reindex that the grant cannot serve are refused
+// protected_resources, reindex and deferred_deletion that the grant cannot serve are refused
 // when the configuration is validated, naming the attribute at fault; those
 // it can serve, and those whose values are not known yet, pass.
 func TestShardValidateConfig(t *testing.T) {
@@ -38,6 +38,18 @@ func TestShardValidateConfig(t *testing.T) {
 		{name: "narrowed with reindex", attrs: map[string]tftypes.Value{
 			"read_resources": vms, "protected_resources": vpcs, "reindex": tftypes.NewValue(tftypes.Bool, true)}},
 		{name: "a type both read and protected", attrs: map[string]tftypes.Value{"read_resources": vpcs, "protected_resources": vpcs}},
+		// Deferred deletion adds to either grant: delete on everything,
+		// or on the protected types.
+		{name: "wildcard with deferred_deletion", attrs: map[string]tftypes.Value{"deferred_deletion": tftypes.NewValue(tftypes.Bool, true)}},
+		{name: "narrowed with deferred_deletion", attrs: map[string]tftypes.Value{
+			"read_resources": vms, "protected_resources": vpcs, "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)}},
+		{
+			// Deferred deletion does not stand in for the protected
+			// types either: it could delete none of them.
+			name:     "read_resources and deferred_deletion without protected_resources",
+			attrs:    map[string]tftypes.Value{"read_resources": vms, "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)},
+			wantAttr: "read_resources", want: `read_resources needs protected_resources`,
+		},
 		{
 			// The webhook could then patch no protected object: every new
 			// reference is refused and nothing is settled.

@@ -49,6 +49,9 @@ resource "depctrl_shard" "this" {
   protected_resources = var.dependent_types == null ? null : var.protected_types
   # Patch is granted only on named types: re-index when they are named.
   reindex = var.dependent_types != null
+  # What the webhook needs to carry out the deletions it defers, on every
+  # shard, when the runtime defers them (below).
+  deferred_deletion = var.deferred_deletion
 }
 
 # 4. The runtime, in the cluster that hosts kcp. It needs the export and
@@ -70,6 +73,9 @@ resource "depctrl_runtime" "this" {
     kubeconfig_path = var.webhook_kubeconfig
     replicas        = 2
     url             = var.webhook_url
+    # Opted-in objects whose deletion is refused for their dependents are
+    # deleted by the webhook once the last dependent is gone.
+    deferred_deletion = var.deferred_deletion
   }
 
   # Only kcp's shards may call the webhook; null keeps the default policy.

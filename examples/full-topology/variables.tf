@@ -64,3 +64,9 @@ variable "protected_types" {
   type        = list(string)
   default     = ["vpcs.network.test.io", "firewallrules.network.test.io"]
 }
+
+variable "deferred_deletion" {
+  description = "Whether the webhook defers the deletions it refuses for their dependents, of objects that (or whose namespace) carry dependencies.opendefense.cloud/defer-deletion: \"true\", and deletes them once nothing references them; every shard then grants it delete on the protected types, create on SubjectAccessReviews and get on Namespaces. false: refused deletions are only refused."
+  type        = bool
+  default     = false
+}

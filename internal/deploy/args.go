@@ -38,22 +38,38 @@ func (c Config) ControllerArgs() []string {
 
 // WebhookRendered lists the webhook options the renderer writes, in the
 // order of the arguments; the user's extra arguments follow them. The
-// skip-protection groups are written only when set (WebhookArgs).
+// options of webhookRenderedWhenSet follow only when a configuration sets
+// them (WebhookArgs).
 func WebhookRendered(o *webhook.Options) []any {
 	return []any{&o.Kubeconfig, &o.ExportName, &o.CertDir, &o.Addr, &o.MetricsAddr, &o.ProbeAddr, &o.Settle}
 }
 
-// webhookRenderedWithGroups is WebhookRendered with the skip-protection
-// groups.
-func webhookRenderedWithGroups(o *webhook.Options) []any {
-	return append(WebhookRendered(o), &o.SkipProtectionGroups)
+// webhookRenderedWhenSet lists the webhook options the renderer writes
+// only when a configuration sets them, in the order of their arguments
+// after WebhookRendered's: the skip-protection groups, and deferred
+// deletion when it is on. A configuration without them renders exactly the
+// arguments it did before they existed, so its pods do not roll.
+func webhookRenderedWhenSet(o *webhook.Options) []any {
+	return []any{&o.SkipProtectionGroups, &o.DeferredDeletion}
+}
+
+// webhookRenderedAll is WebhookRendered with every option of
+// webhookRenderedWhenSet: the arguments the renderer may write, in order.
+func webhookRenderedAll(o *webhook.Options) []any {
+	return append(WebhookRendered(o), webhookRenderedWhenSet(o)...)
 }
 
 // WebhookArgs are the webhook's arguments for c, before its extra ones.
 func (c Config) WebhookArgs() []string {
-	fields := WebhookRendered
-	if len(c.SkipProtectionGroups) > 0 {
-		fields = webhookRenderedWithGroups
+	fields := func(o *webhook.Options) []any {
+		f := WebhookRendered(o)
+		if len(c.SkipProtectionGroups) > 0 {
+			f = append(f, &o.SkipProtectionGroups)
+		}
+		if c.DeferredDeletion {
+			f = append(f, &o.DeferredDeletion)
+		}
+		return f
 	}
 	return process.Render(func(o *webhook.Options) {
 		o.Kubeconfig = KubeconfigDir + "/" + KubeconfigKey
@@ -64,13 +80,14 @@ func (c Config) WebhookArgs() []string {
 		o.ProbeAddr = ":" + strconv.Itoa(WebhookProbePort)
 		o.Settle = c.SettleObjects
 		o.SkipProtectionGroups = c.SkipProtectionGroups
+		o.DeferredDeletion = c.DeferredDeletion
 	}, fields)
 }
 
 // WebhookRenderedNames are the names of every webhook flag the renderer
 // may write, in order: the import takes the leading arguments with these
 // names for the rendered ones.
-func WebhookRenderedNames() []string { return process.FlagNames(webhookRenderedWithGroups) }
+func WebhookRenderedNames() []string { return process.FlagNames(webhookRenderedAll) }
 
 // ControllerRenderedNames are the names of the controller flags the
 // renderer writes, in order.

@@ -123,6 +123,13 @@ type Config struct {
 	// SkipProtectionGroups restricts the skip-protection annotation to
 	// members of these groups; empty means anyone may use it.
 	SkipProtectionGroups []string
+	// DeferredDeletion is the webhook's --deferred-deletion: a deletion
+	// refused for its dependents, of an object that (or whose namespace)
+	// opts in, is recorded and carried out by the webhook once nothing
+	// references the object. It needs the grant of depctrl_shard's
+	// deferred_deletion on every shard. Off, the flag is not rendered at
+	// all, so configurations from before it render as they did.
+	DeferredDeletion bool
 	// SettleObjects is the webhook's and the controller's settling
 	// (--settle-objects): protected objects found unreferenced skip the
 	// webhook on deletion. The provider defaults it to true.

@@ -39,6 +39,12 @@ resource "depctrl_runtime" "external" {
     replicas        = 3
     url             = "https://depctrl-webhook.example.com/validate"
     tls_secret_name = "depctrl-webhook-cert"
+
+    # A deletion refused for its dependents, of an object that (or whose
+    # namespace) carries dependencies.opendefense.cloud/defer-deletion:
+    # "true", is carried out by the webhook once nothing references the
+    # object. Every depctrl_shard needs deferred_deletion = true for it.
+    deferred_deletion = true
   }
 
   # kcp's calls arrive through the ingress controller's pods.

@@ -25,6 +25,12 @@ resource "depctrl_shard" "shard_1" {
   # Let the webhook re-index dependents written before their rule (with an
   # empty patch each) instead of reading them in full at every deletion.
   reindex = true
+
+  # Let the webhook carry out the deletions it defers (off by default):
+  # delete on the protected types, create on SubjectAccessReviews, get on
+  # Namespaces. It pairs with webhook.deferred_deletion on depctrl_runtime;
+  # grant it on every shard once the runtime defers deletions.
+  deferred_deletion = true
 }
 
 # No credentials here: the provider block's shard_credentials["shard-2"]
