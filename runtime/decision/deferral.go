@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // DeferralStore reads and writes what deferred deletion needs in a consumer
@@ -57,8 +59,8 @@ type Deferrals interface {
 	Deferred(cluster string, gvr schema.GroupVersionResource, namespace, name string)
 }
 
-// deferDeletion records the refused deletion d on the object when it (or
-// its namespace) opted in, and returns what the denial adds to say so;
+// deferDeletion records the refused deletion d on the object when it, its
+// namespace, or one of the rules that protect it (protections) opted in, and returns what the denial adds to say so;
 // "" when nothing is deferred. It is best effort: a deletion it cannot
 // record stays refused, as it would be without deferral, and the reason is
 // logged and said.
@@ -67,7 +69,7 @@ type Deferrals interface {
 // from the stored object, since a review sent to the webhook by someone
 // other than kcp could otherwise have it record, and later carry out, a
 // deletion of an object that never asked for deferral.
-func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, log logr.Logger) string {
+func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, protections []registry.Protection, log logr.Logger) string {
 	store := v.opts.Deferral
 	if store == nil || d.DryRun {
 		return ""
@@ -95,7 +97,8 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, log
 			return ""
 		}
 	}
-	if !v1alpha1.DefersDeletion(meta.Annotations, nsAnnotations) {
+	ruleDefers := slices.ContainsFunc(protections, func(p registry.Protection) bool { return p.DeferDeletion })
+	if !v1alpha1.DefersDeletion(meta.Annotations, nsAnnotations, ruleDefers) {
 		return ""
 	}
 	rec := v1alpha1.DeferredDeletion{User: d.User, Groups: d.Groups, Extra: d.Extra, At: metav1.NewTime(v.now().Truncate(time.Second)), UID: meta.UID}

@@ -183,14 +183,19 @@ func TestDeferDeletion(t *testing.T) {
 		edit           func(*admissionv1.AdmissionRequest)
 		finder         *fakeFinder
 		recordErr      error
-		wantAllowed    bool
-		wantRecord     bool
-		wantMessage    string
+		// ruleDefers: the rule that protects VPCs sets deferDeletion.
+		ruleDefers  bool
+		wantAllowed bool
+		wantRecord  bool
+		wantMessage string
 	}{
 		{name: "an object that opted in is deferred", stored: optIn, wantRecord: true, wantMessage: "its deletion is deferred: depctrl deletes it once nothing references it"},
 		{name: "so is one whose namespace opted in", stored: cluster, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}, wantRecord: true, wantMessage: "its deletion is deferred"},
 		{name: "the object's false wins over its namespace", stored: optOut, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}},
 		{name: "an object that did not opt in is only refused", stored: cluster},
+		{name: "a rule that defers defers an object that says nothing", stored: cluster, ruleDefers: true, wantRecord: true, wantMessage: "its deletion is deferred"},
+		{name: "the namespace's false wins over the rule", stored: cluster, ruleDefers: true, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "false"}},
+		{name: "the object's false wins over the rule", stored: optOut, ruleDefers: true},
 		{name: "an opt-in the review claims but the stored object lacks counts for nothing", stored: cluster, review: optIn},
 		{name: "a review whose object is not the stored one is not deferred", stored: optIn, storedUID: "another"},
 		{name: "the propagation policy is kept", stored: optIn, wantRecord: true, wantMessage: "deferred", edit: func(r *admissionv1.AdmissionRequest) {
@@ -229,7 +234,7 @@ func TestDeferDeletion(t *testing.T) {
 				finder = blocked
 			}
 			heard := &deferralsHeard{}
-			v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}, finder, admission.When(closed()), ValidatorOptions{
+			v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine", DeferDeletion: tt.ruleDefers}}}, finder, admission.When(closed()), ValidatorOptions{
 				Self:     func(context.Context) (string, error) { return "webhook", nil },
 				Deferral: store, Deferrals: heard,
 			}, logr.Discard())

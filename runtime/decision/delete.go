@@ -112,7 +112,7 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	if skipIgnored {
 		msg += fmt.Sprintf(" (the %s annotation is ignored: only members of %s may use it)", v1alpha1.SkipProtectionAnnotation, strings.Join(v.opts.SkipProtectionGroups, ", "))
 	}
-	msg += v.deferDeletion(ctx, d, log)
+	msg += v.deferDeletion(ctx, d, protections, log)
 	denial := admission.Deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
 	denial.Result.Details = denialDetails(d, blockers, more)
 	return denial, outcomeDenied

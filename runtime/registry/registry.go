@@ -59,6 +59,10 @@ type Protection struct {
 	// protected type (its dependencies' apiExportRef): only a workspace
 	// that binds one of them holds protected objects of the type.
 	TargetExports []v1alpha1.APIExportRef
+	// DeferDeletion: the rule defers the refused deletions of the objects
+	// it protects (its spec.deferDeletion), unless they or their
+	// namespace say otherwise.
+	DeferDeletion bool
 }
 
 // Export names an APIExport: its logical cluster and name.
@@ -172,7 +176,7 @@ func Compile(key string, rule *v1alpha1.DependencyRule) (*Rule, error) {
 		prot, ok := r.ByTarget[target]
 		if !ok {
 			prot = Protection{Rule: key, Dependent: dependent, DependentKind: rule.Spec.Dependent.Kind, Since: rule.CreationTimestamp.Time, RuleUIDs: []string{string(rule.UID)},
-				DependentExports: []Export{{Cluster: clusterOf(key), Name: rule.Spec.Dependent.APIExportName}}}
+				DependentExports: []Export{{Cluster: clusterOf(key), Name: rule.Spec.Dependent.APIExportName}}, DeferDeletion: rule.Spec.DeferDeletion}
 		}
 		prot.Paths = append(prot.Paths, p)
 		if !slices.Contains(prot.TargetExports, d.APIExportRef) {

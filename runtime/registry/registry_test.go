@@ -41,7 +41,9 @@ func TestRegisterFindUnregister(t *testing.T) {
 		dep(vpcs, ".spec.vpcRef.name"), dep(vpcs, ".spec.extraVPCs[*].name"), dep(fws, ".spec.firewall"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Register("c0/db", rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))); err != nil {
+	db := rule("db", "ManagedDB", "manageddbs", dep(vpcs, ".spec.vpc"))
+	db.Spec.DeferDeletion = true
+	if _, err := r.Register("c0/db", db); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := r.Targets(), []schema.GroupVersionResource{fws, vpcs}; !slices.Equal(got, want) {
@@ -56,6 +58,9 @@ func TestRegisterFindUnregister(t *testing.T) {
 	}
 	if len(got[1].Paths) != 2 || got[1].DependentKind != "VirtualMachine" {
 		t.Fatalf("the VM rule should carry both paths to vpcs: %+v", got[1])
+	}
+	if !got[0].DeferDeletion || got[1].DeferDeletion {
+		t.Fatalf("only the DB rule defers deletions: %+v", got)
 	}
 	// The dependent's export is the one the rule names, in the rule's
 	// own workspace.

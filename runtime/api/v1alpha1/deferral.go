@@ -13,7 +13,8 @@ import (
 // of the refused request, once nothing references it.
 //
 // A client opts in with DeferDeletionAnnotation on the object or on its
-// namespace; the object's value wins. Only the webhook writes the record
+// namespace, an API provider with spec.deferDeletion on a rule that
+// protects it; the object's value wins, then its namespace's. Only the webhook writes the record
 // (DeletionDeferredAnnotation and DeletionDeferredLabel): it would otherwise
 // let anyone who may update an object have the webhook delete it. Removing
 // the record cancels the deferred deletion; anyone who may update the object
@@ -99,12 +100,16 @@ func KnownPropagation(p metav1.DeletionPropagation) bool {
 // DefersDeletion reports whether a refused deletion of an object with
 // objectAnnotations, in a namespace with namespaceAnnotations, is deferred:
 // the object's DeferDeletionAnnotation decides when it has one, else its
-// namespace's.
-func DefersDeletion(objectAnnotations, namespaceAnnotations map[string]string) bool {
+// namespace's, else ruleDefers (a rule that protects it sets
+// spec.deferDeletion). Only "true" defers.
+func DefersDeletion(objectAnnotations, namespaceAnnotations map[string]string, ruleDefers bool) bool {
 	if v, ok := objectAnnotations[DeferDeletionAnnotation]; ok {
 		return v == "true"
 	}
-	return namespaceAnnotations[DeferDeletionAnnotation] == "true"
+	if v, ok := namespaceAnnotations[DeferDeletionAnnotation]; ok {
+		return v == "true"
+	}
+	return ruleDefers
 }
 
 // DeferGuardCondition is the match condition of the entry that sends the

@@ -34,7 +34,7 @@ func TestParseDeferredDeletion(t *testing.T) {
 }
 
 // TestDefersDeletion: the object's annotation decides when it has one,
-// else its namespace's; only "true" opts in.
+// else its namespace's, else the rules; only "true" opts in.
 func TestDefersDeletion(t *testing.T) {
 	on := map[string]string{DeferDeletionAnnotation: "true"}
 	off := map[string]string{DeferDeletionAnnotation: "false"}
@@ -42,16 +42,19 @@ func TestDefersDeletion(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		obj, ns map[string]string
+		rule    bool
 		want    bool
 	}{
-		{"object on", on, nil, true},
-		{"namespace on", nil, on, true},
-		{"object off wins", off, on, false},
-		{"object on wins", on, off, true},
-		{"neither", nil, nil, false},
-		{"only true counts", odd, on, false},
+		{"object on", on, nil, false, true},
+		{"namespace on", nil, on, false, true},
+		{"object off wins", off, on, true, false},
+		{"object on wins", on, off, false, true},
+		{"neither", nil, nil, false, false},
+		{"only true counts", odd, on, true, false},
+		{"a rule defers", nil, nil, true, true},
+		{"the namespace's false wins over the rule", nil, off, true, false},
 	} {
-		if got := DefersDeletion(tc.obj, tc.ns); got != tc.want {
+		if got := DefersDeletion(tc.obj, tc.ns, tc.rule); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -65,6 +65,15 @@ type DependencyRuleSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	Dependencies []Dependency `json:"dependencies"`
+
+	// deferDeletion, when true, defers a deletion of an object this rule
+	// protects that is refused because dependents reference it: the
+	// webhook records it on the object and deletes the object once nothing
+	// references it (with --deferred-deletion). The object's, or its
+	// namespace's, dependencies.opendefense.cloud/defer-deletion
+	// annotation overrides it.
+	// +optional
+	DeferDeletion bool `json:"deferDeletion,omitempty"`
 }
 
 // Dependent is the type that references others.
