@@ -38,7 +38,9 @@ import (
 //   - a tenant torn down in random order, one namespace object by object
 //     and one by deleting the namespace, converges to empty with every
 //     client asking once, and no VPC is ever deleted while a VM references
-//     it (deferTeardown).
+//     it (deferTeardown);
+//   - a rule with spec.deferDeletion defers the objects it protects that
+//     say nothing, and not one whose annotation says "false".
 func TestDeferredDeletion(t *testing.T) {
 	ctx, e := integration(t, 25*time.Minute, env.TwoShards)
 	top, rt := install(ctx, t, e)
@@ -146,6 +148,36 @@ func TestDeferredDeletion(t *testing.T) {
 			})
 		})
 	}
+
+	t.Run("a rule that defers defers the objects it protects", func(t *testing.T) {
+		top.updateRule(ctx, t, top.Compute, "vm-needs-vpc", func(r *unstructured.Unstructured) {
+			check.Must(t, unstructured.SetNestedField(r.Object, true, "spec", "deferDeletion"))
+		})
+		top.waitReady(ctx, t, top.Compute, "vm-needs-vpc")
+		for _, consumer := range top.Consumers {
+			top.object(ctx, t, consumer, fixtures.VPCs, "vpc-by-rule", map[string]interface{}{}, nil)
+			top.object(ctx, t, consumer, fixtures.VPCs, "vpc-opted-out", map[string]interface{}{}, map[string]string{v1alpha1.DeferDeletionAnnotation: "false"})
+			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-by-rule", ref("vpc-by-rule"), nil)
+			top.object(ctx, t, consumer, fixtures.VirtualMachines, "vm-opted-out", ref("vpc-opted-out"), nil)
+			if err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-by-rule"); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "its deletion is deferred") {
+				t.Fatalf("%s: deleting a VPC the deferring rule protects: %v, want a deferral", consumer.Shard, err)
+			}
+			if err := top.remove(ctx, t, consumer, fixtures.VPCs, "vpc-opted-out"); !apierrors.IsForbidden(err) || strings.Contains(err.Error(), "deferred") {
+				t.Fatalf("%s: deleting a VPC that opted out: %v, want a plain refusal", consumer.Shard, err)
+			}
+			check.Must(t, top.remove(ctx, t, consumer, fixtures.VirtualMachines, "vm-by-rule"))
+			check.Must(t, top.remove(ctx, t, consumer, fixtures.VirtualMachines, "vm-opted-out"))
+			check.Eventually(ctx, t, time.Minute, "the VPC the rule deferred to be deleted", func() error {
+				if top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-by-rule") {
+					return fmt.Errorf("still there")
+				}
+				return nil
+			})
+			if !top.exists(ctx, t, consumer, fixtures.VPCs, "vpc-opted-out") {
+				t.Errorf("%s: the VPC that opted out was deleted", consumer.Shard)
+			}
+		}
+	})
 }
 
 // grantDeferral grants the webhook what deferred deletion needs on every
