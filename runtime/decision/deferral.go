@@ -117,6 +117,7 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 		return "; deferring its deletion failed, so it is only refused: retry later"
 	}
 	log.Info("deletion deferred")
+	deferredDeletions.WithLabelValues(deferralRecorded, d.Resource.GroupResource().String()).Inc()
 	if v.opts.Deferrals != nil {
 		v.opts.Deferrals.Deferred(d.Cluster, d.Resource, d.Namespace, d.Name)
 	}

@@ -35,8 +35,19 @@ var (
 		Name: "depctrl_webhook_skip_protection_total",
 		Help: "Deletions allowed because the object carried the skip-protection annotation, by resource.",
 	}, []string{"resource"})
+	deferredDeletions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "depctrl_webhook_deferred_deletions_total",
+		Help: "Deferred deletions by what became of them: recorded (a refused deletion deferred), carried_out (the object deleted once nothing referenced it), dropped (a record removed: its user may no longer delete the object, or it named another object), by resource.",
+	}, []string{"outcome", "resource"})
+)
+
+// What became of a deferred deletion, as deferredDeletions counts it.
+const (
+	deferralRecorded   = "recorded"
+	deferralCarriedOut = "carried_out"
+	deferralDropped    = "dropped"
 )
 
 func init() {
-	metrics.Registry.MustRegister(decisions, latency, objectsExamined, skipProtectionUses, unindexedExamined)
+	metrics.Registry.MustRegister(decisions, latency, objectsExamined, skipProtectionUses, unindexedExamined, deferredDeletions)
 }

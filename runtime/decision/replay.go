@@ -273,8 +273,10 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	}
 	log := r.Log.WithValues("cluster", k.cluster, "resource", k.gvr.Resource, "namespace", meta.Namespace, "name", meta.Name, "requestedBy", rec.User)
 	value := meta.Annotations[v1alpha1.DeletionDeferredAnnotation]
+	resource := k.gvr.GroupResource().String()
 	if rec.UID != meta.UID {
 		log.Info("deferred deletion dropped: it was recorded for another object of the name")
+		deferredDeletions.WithLabelValues(deferralDropped, resource).Inc()
 		return r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value)
 	}
 	if r.Prover != nil {
@@ -293,6 +295,7 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	}
 	if !may {
 		log.Info("deferred deletion dropped: its user may not delete the object now")
+		deferredDeletions.WithLabelValues(deferralDropped, resource).Inc()
 		r.event(ctx, k, obj, process.EventWarning, fmt.Sprintf("deferred deletion asked by %s dropped: %s may no longer delete it", rec.User, rec.User))
 		return r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value)
 	}
@@ -300,6 +303,7 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	switch {
 	case err == nil:
 		log.Info("deferred deletion carried out", "deferredAt", rec.At.UTC().Format(time.RFC3339))
+		deferredDeletions.WithLabelValues(deferralCarriedOut, resource).Inc()
 		r.event(ctx, k, obj, process.EventNormal, fmt.Sprintf("deleted, as %s asked at %s: nothing references it any more",
 			rec.User, rec.At.UTC().Format(time.RFC3339)))
 		return nil

@@ -206,6 +206,9 @@ type deferredTeardown struct {
 	// deferred counts the deletions refused and deferred;
 	// otherRefusals those refused otherwise (each a failure of the test).
 	deferred, otherRefusals int
+	// took is how long the teardown took, from the first delete to the
+	// tenant gone.
+	took time.Duration
 }
 
 // deferTeardown creates a tenant in two namespaces of consumer that opt in
@@ -303,6 +306,7 @@ func deferTeardown(ctx context.Context, t *testing.T, top *Topology, consumer en
 
 	var res deferredTeardown
 	var resMu sync.Mutex
+	start := time.Now()
 	random := slices.Clone(all[:len(all)/2])
 	rand.Shuffle(len(random), func(i, j int) { random[i], random[j] = random[j], random[i] })
 	go func() {
@@ -348,6 +352,7 @@ func deferTeardown(ctx context.Context, t *testing.T, top *Topology, consumer en
 		}
 		return nil
 	})
+	res.took = time.Since(start)
 	// The watches have seen every deletion once both kinds are gone from
 	// both namespaces.
 	check.Eventually(ctx, t, time.Minute, "the watches to see every deletion", func() error {
