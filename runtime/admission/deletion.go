@@ -32,6 +32,9 @@ type Deletion struct {
 	Extra  map[string][]string
 	// DryRun: the request must have no side effects.
 	DryRun bool
+	// Collection: the request is an item of a DELETECOLLECTION (it names
+	// no object; Name is its object's).
+	Collection bool
 	// Options are the request's DeleteOptions; nil when it carries none,
 	// or none that decode (they then decide nothing but that the deletion
 	// cannot be deferred).
@@ -62,6 +65,7 @@ func DeletionOf(req *admissionv1.AdmissionRequest) (Deletion, error) {
 		return d, fmt.Errorf("cannot check %s for dependents: decoding the object: %w", d, err)
 	}
 	d.Meta = MetaOf(obj)
+	d.Collection = d.Name == ""
 	if err := d.identify(); err != nil {
 		return d, err
 	}

@@ -9,8 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"time"
+		"time"
 
 	"github.com/go-logr/logr"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -33,6 +32,10 @@ type DeferralStore interface {
 	Meta(ctx context.Context, cluster string, gvr schema.GroupVersionResource, namespace, name string) (obj metav1.PartialObjectMetadata, found bool, err error)
 	// NamespaceAnnotations reads the annotations of a namespace.
 	NamespaceAnnotations(ctx context.Context, cluster, namespace string) (map[string]string, error)
+	// BindsDependentExport reports whether the workspace binds an export
+	// that serves p's dependent type: only there are p's rules about its
+	// objects.
+	BindsDependentExport(ctx context.Context, cluster string, p registry.Protection) (bool, error)
 	// RecordDeferral writes record on the object with that UID, and the
 	// label that finds it again; it fails when the object is not that one.
 	RecordDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error
@@ -40,8 +43,10 @@ type DeferralStore interface {
 	// the object; an object that no longer carries the value is left as
 	// it is.
 	ClearDeferral(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record string) error
-	// DeleteDeferred deletes the object as record asks: with its UID as a
-	// precondition and its propagation policy.
+	// DeleteDeferred deletes the object as record asks: with its UID, and
+	// the revision meta was read at, as preconditions (a record removed,
+	// or anything else written, since, makes it fail with a conflict),
+	// and its propagation policy.
 	DeleteDeferred(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, record v1alpha1.DeferredDeletion) error
 	// MayDelete asks kcp whether the user who asked for the deferred
 	// deletion may delete the object (a SubjectAccessReview in its
@@ -60,27 +65,26 @@ type Deferrals interface {
 }
 
 // deferDeletion records the refused deletion d on the object when it, its
-// namespace, or one of the rules that protect it (protections) opted in, and returns what the denial adds to say so;
-// "" when nothing is deferred. It is best effort: a deletion it cannot
-// record stays refused, as it would be without deferral, and the reason is
-// logged and said.
+// namespace, or one of the rules that protect it (protections) opted in
+// (defers), and returns what the denial adds to say so; "" when nothing
+// is deferred. It is best effort: a deletion it cannot record stays
+// refused, as it would be without deferral, and the reason is logged and
+// said.
 //
-// The review's claims decide nothing here: the opt-in and the UID are read
-// from the stored object, since a review sent to the webhook by someone
-// other than kcp could otherwise have it record, and later carry out, a
-// deletion of an object that never asked for deferral.
+// The entry in the ledger comes first: only the webhook writes there, and
+// only an entry lets the Replayer carry the deletion out. The opt-in, the
+// UID and an existing record are read from the stored object, not from the
+// review, which anyone who reaches the webhook can forge. Who asked is the
+// review's: kcp's SubjectAccessReview decides, for that user, whether the
+// deletion may be carried out (the security guide says what that leaves).
 func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, protections []registry.Protection, log logr.Logger) string {
-	store := v.opts.Deferral
-	if store == nil || d.DryRun {
+	store, ledger := v.opts.Deferral, v.opts.Ledger
+	if store == nil || ledger == nil || d.DryRun {
 		return ""
 	}
 	if v.isSelf(ctx, d.User) {
 		// A replay the dependents still refuse: the record stands.
 		return ""
-	}
-	if rec, err := v1alpha1.ParseDeferredDeletion(d.Meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == d.Meta.UID {
-		return fmt.Sprintf("; its deletion is deferred already (asked by %s at %s): depctrl deletes it once nothing references it",
-			rec.User, rec.At.UTC().Format(time.RFC3339))
 	}
 	obj, found, err := store.Meta(ctx, d.Cluster, d.Resource, d.Namespace, d.Name)
 	meta := obj.ObjectMeta
@@ -90,25 +94,30 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 		}
 		return ""
 	}
-	var nsAnnotations map[string]string
-	if _, own := meta.Annotations[v1alpha1.DeferDeletionAnnotation]; !own && d.Namespace != "" {
-		if nsAnnotations, err = store.NamespaceAnnotations(ctx, d.Cluster, d.Namespace); err != nil {
-			log.Error(err, "cannot tell whether the namespace defers deletions")
-			return ""
-		}
+	if rec, err := v1alpha1.ParseDeferredDeletion(meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == meta.UID {
+		return fmt.Sprintf("; its deletion is deferred already (asked by %s at %s): depctrl deletes it once nothing references it",
+			rec.User, rec.At.UTC().Format(time.RFC3339))
 	}
-	ruleDefers := slices.ContainsFunc(protections, func(p registry.Protection) bool { return p.DeferDeletion })
-	if !v1alpha1.DefersDeletion(meta.Annotations, nsAnnotations, ruleDefers) {
+	if ok, err := v.defers(ctx, d.Cluster, meta, protections); err != nil || !ok {
+		if err != nil {
+			log.Error(err, "cannot tell whether the deletion is to be deferred")
+		}
 		return ""
 	}
-	rec := v1alpha1.DeferredDeletion{User: d.User, Groups: d.Groups, Extra: d.Extra, At: metav1.NewTime(v.now().Truncate(time.Second)), UID: meta.UID}
 	if reason := notDeferrable(d.Options, meta.UID); reason != "" {
 		return "; its deletion is not deferred: " + reason
+	}
+	rec := v1alpha1.DeferredDeletion{User: d.User, Groups: d.Groups, Extra: v1alpha1.AuthorizingExtra(d.Extra), At: metav1.NewTime(v.now().Truncate(time.Second)), UID: meta.UID}
+	if d.Collection {
+		rec.Verb = "deletecollection"
 	}
 	if d.Options != nil && d.Options.PropagationPolicy != nil {
 		rec.PropagationPolicy = d.Options.PropagationPolicy
 	}
 	value, err := rec.Encode()
+	if err == nil {
+		err = ledger.Put(ctx, LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: value})
+	}
 	if err == nil {
 		err = store.RecordDeferral(ctx, d.Cluster, d.Resource, meta, value)
 	}
@@ -124,6 +133,49 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	v.deferralEvent(d, meta)
 	return fmt.Sprintf("; its deletion is deferred: depctrl deletes it once nothing references it (remove the annotation %s to cancel)",
 		v1alpha1.DeletionDeferredAnnotation)
+}
+
+// defers reports whether the object meta in cluster asks for its refused
+// deletions to be deferred, as it is stored now: its own annotation, else
+// its namespace's, else any of the rules that protect it (protections)
+// whose dependent export the workspace binds: a rule over a type the
+// workspace does not use, written anywhere, says nothing of its objects.
+// The record's making and its carrying out both ask, so that opting out
+// after a deferral stops it.
+func (v *Validator) defers(ctx context.Context, cluster string, meta metav1.ObjectMeta, protections []registry.Protection) (bool, error) {
+	store := v.opts.Deferral
+	if v, ok := meta.Annotations[v1alpha1.DeferDeletionAnnotation]; ok {
+		return v == "true", nil
+	}
+	var nsAnnotations map[string]string
+	if meta.Namespace != "" {
+		var err error
+		if nsAnnotations, err = store.NamespaceAnnotations(ctx, cluster, meta.Namespace); err != nil {
+			return false, fmt.Errorf("reading namespace %s: %w", meta.Namespace, err)
+		}
+		if _, ok := nsAnnotations[v1alpha1.DeferDeletionAnnotation]; ok {
+			return v1alpha1.DefersDeletion(nil, nsAnnotations, false), nil
+		}
+	}
+	for _, p := range protections {
+		if !p.DeferDeletion {
+			continue
+		}
+		bound, err := store.BindsDependentExport(ctx, cluster, p)
+		if err != nil {
+			return false, err
+		}
+		if bound {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Defers is defers for the Replayer: whether the object still asks for its
+// deferred deletion, under the rules that protect its type now.
+func (v *Validator) Defers(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta) (bool, error) {
+	return v.defers(ctx, cluster, meta, v.protections.Protections(gvr))
 }
 
 // notDeferrable says why a deletion with options cannot be carried out
@@ -255,10 +307,10 @@ func (f *FrontProxyFinder) DeleteDeferred(ctx context.Context, cluster string, g
 	if err != nil {
 		return err
 	}
-	uid := record.UID
+	uid, rv := record.UID, meta.ResourceVersion
 	opts := metav1.DeleteOptions{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"},
-		Preconditions:     &metav1.Preconditions{UID: &uid},
+		Preconditions:     &metav1.Preconditions{UID: &uid, ResourceVersion: &rv},
 		PropagationPolicy: record.PropagationPolicy,
 	}
 	body, err := json.Marshal(opts)
@@ -289,7 +341,7 @@ func (f *FrontProxyFinder) MayDelete(ctx context.Context, cluster string, gvr sc
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: record.User, Groups: record.Groups, Extra: extra,
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: "delete", Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: namespace, Name: name,
+				Verb: record.VerbOrDelete(), Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Namespace: namespace, Name: name,
 			},
 		},
 	}
@@ -310,3 +362,8 @@ func (f *FrontProxyFinder) MayDelete(ctx context.Context, cluster string, gvr sc
 }
 
 var subjectAccessReviewsGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}
+
+// BindsDependentExport implements DeferralStore.
+func (f *FrontProxyFinder) BindsDependentExport(ctx context.Context, cluster string, p registry.Protection) (bool, error) {
+	return f.bindsDependentExport(ctx, cluster, p)
+}

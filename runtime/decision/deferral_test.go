@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/registry"
 )
 
 // fakeDeferralStore is a workspace's objects as DeferralStore sees them,
@@ -32,9 +34,12 @@ type fakeDeferralStore struct {
 	// answers (the webhook's refusal, say); mayDelete the access review.
 	recordErr, deleteErr error
 	mayDelete            bool
-	deleted              []deletedWith
-	cleared              []string
-	events               []process.Event
+	// unbound are the rules whose dependent export the workspace does
+	// not bind.
+	unbound map[string]bool
+	deleted []deletedWith
+	cleared []string
+	events  []process.Event
 }
 
 type deletedWith struct {
@@ -68,6 +73,16 @@ func (f *fakeDeferralStore) Meta(_ context.Context, _ string, gvr schema.GroupVe
 	return o, ok, nil
 }
 
+func (f *fakeDeferralStore) BindsDependentExport(_ context.Context, _ string, p registry.Protection) (bool, error) {
+	return !f.unbound[p.Rule], nil
+}
+
+// bump gives an object written a new revision.
+func bump(o *metav1.PartialObjectMetadata) {
+	n, _ := strconv.Atoi(o.ResourceVersion)
+	o.ResourceVersion = strconv.Itoa(n + 1)
+}
+
 func (f *fakeDeferralStore) NamespaceAnnotations(_ context.Context, _, namespace string) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -87,6 +102,7 @@ func (f *fakeDeferralStore) RecordDeferral(_ context.Context, _ string, gvr sche
 	}
 	o.Annotations = merged(o.Annotations, v1alpha1.DeletionDeferredAnnotation, record)
 	o.Labels = merged(o.Labels, v1alpha1.DeletionDeferredLabel, "true")
+	bump(&o)
 	f.objects[k] = o
 	return nil
 }
@@ -111,6 +127,7 @@ func (f *fakeDeferralStore) ClearDeferral(_ context.Context, _ string, gvr schem
 	}
 	delete(o.Annotations, v1alpha1.DeletionDeferredAnnotation)
 	delete(o.Labels, v1alpha1.DeletionDeferredLabel)
+	bump(&o)
 	f.objects[k] = o
 	f.cleared = append(f.cleared, k)
 	return nil
@@ -123,8 +140,8 @@ func (f *fakeDeferralStore) DeleteDeferred(_ context.Context, _ string, gvr sche
 		return f.deleteErr
 	}
 	k := storeKey(gvr, meta.Namespace, meta.Name)
-	if o, ok := f.objects[k]; !ok || o.UID != record.UID {
-		return apierrors.NewConflict(gvr.GroupResource(), meta.Name, errors.New("UID precondition"))
+	if o, ok := f.objects[k]; !ok || o.UID != record.UID || o.ResourceVersion != meta.ResourceVersion {
+		return apierrors.NewConflict(gvr.GroupResource(), meta.Name, errors.New("precondition failed"))
 	}
 	delete(f.objects, k)
 	f.deleted = append(f.deleted, deletedWith{key: k, record: record})
@@ -148,6 +165,55 @@ func (f *fakeDeferralStore) snapshot() (deleted []deletedWith, cleared []string,
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]deletedWith(nil), f.deleted...), append([]string(nil), f.cleared...), append([]process.Event(nil), f.events...)
+}
+
+// fakeLedger is a DeferralLedger in memory.
+type fakeLedger struct {
+	mu      sync.Mutex
+	entries map[string]LedgerEntry
+	err     error
+}
+
+func newFakeLedger() *fakeLedger { return &fakeLedger{entries: map[string]LedgerEntry{}} }
+
+func (l *fakeLedger) Put(_ context.Context, e LedgerEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	l.entries[e.key()] = e
+	return nil
+}
+
+func (l *fakeLedger) Holds(_ context.Context, e LedgerEntry) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got, ok := l.entries[e.key()]
+	return ok && got == e, nil
+}
+
+func (l *fakeLedger) Remove(_ context.Context, e LedgerEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, e.key())
+	return nil
+}
+
+func (l *fakeLedger) List(context.Context) ([]LedgerEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []LedgerEntry
+	for _, e := range l.entries {
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (l *fakeLedger) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
 }
 
 // deferralsHeard records what Deferrals heard.
@@ -183,11 +249,13 @@ func TestDeferDeletion(t *testing.T) {
 		edit           func(*admissionv1.AdmissionRequest)
 		finder         *fakeFinder
 		recordErr      error
-		// ruleDefers: the rule that protects VPCs sets deferDeletion.
-		ruleDefers  bool
-		wantAllowed bool
-		wantRecord  bool
-		wantMessage string
+		// ruleDefers: the rule that protects VPCs sets deferDeletion;
+		// ruleUnbound: the workspace does not bind its dependent export.
+		ruleDefers, ruleUnbound bool
+		ledgerErr               error
+		wantAllowed             bool
+		wantRecord              bool
+		wantMessage             string
 	}{
 		{name: "an object that opted in is deferred", stored: optIn, wantRecord: true, wantMessage: "its deletion is deferred: depctrl deletes it once nothing references it"},
 		{name: "so is one whose namespace opted in", stored: cluster, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}, wantRecord: true, wantMessage: "its deletion is deferred"},
@@ -196,6 +264,8 @@ func TestDeferDeletion(t *testing.T) {
 		{name: "a rule that defers defers an object that says nothing", stored: cluster, ruleDefers: true, wantRecord: true, wantMessage: "its deletion is deferred"},
 		{name: "the namespace's false wins over the rule", stored: cluster, ruleDefers: true, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "false"}},
 		{name: "the object's false wins over the rule", stored: optOut, ruleDefers: true},
+		{name: "a rule over a dependent type the workspace does not bind defers nothing", stored: cluster, ruleDefers: true, ruleUnbound: true},
+		{name: "a ledger that cannot be written leaves the deletion refused", stored: optIn, ledgerErr: errors.New("forbidden"), wantMessage: "deferring its deletion failed, so it is only refused"},
 		{name: "an opt-in the review claims but the stored object lacks counts for nothing", stored: cluster, review: optIn},
 		{name: "a review whose object is not the stored one is not deferred", stored: optIn, storedUID: "another"},
 		{name: "the propagation policy is kept", stored: optIn, wantRecord: true, wantMessage: "deferred", edit: func(r *admissionv1.AdmissionRequest) {
@@ -213,6 +283,11 @@ func TestDeferDeletion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeDeferralStore()
 			store.recordErr = tt.recordErr
+			if tt.ruleUnbound {
+				store.unbound = map[string]bool{"c/r": true}
+			}
+			ledger := newFakeLedger()
+			ledger.err = tt.ledgerErr
 			uid := tt.storedUID
 			if uid == "" {
 				uid = "uid-vpc"
@@ -236,7 +311,7 @@ func TestDeferDeletion(t *testing.T) {
 			heard := &deferralsHeard{}
 			v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine", DeferDeletion: tt.ruleDefers}}}, finder, admission.When(closed()), ValidatorOptions{
 				Self:     func(context.Context) (string, error) { return "webhook", nil },
-				Deferral: store, Deferrals: heard,
+				Deferral: store, Ledger: ledger, Deferrals: heard,
 			}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), req)
 			if resp.Allowed != tt.wantAllowed {
@@ -259,6 +334,9 @@ func TestDeferDeletion(t *testing.T) {
 			if len(heard.heard) != map[bool]int{true: 1}[tt.wantRecord] {
 				t.Errorf("Deferrals heard %v", heard.heard)
 			}
+			if held, _ := ledger.Holds(context.Background(), LedgerEntry{Cluster: "consumer-1", Resource: vpcGVR, Namespace: "default", Name: "vpc-1", Record: value}); held != tt.wantRecord {
+				t.Errorf("the ledger holds the record: %v, want %v", held, tt.wantRecord)
+			}
 			if !tt.wantRecord {
 				return
 			}
@@ -273,8 +351,9 @@ func TestDeferDeletion(t *testing.T) {
 				t.Errorf("record %+v lost the propagation policy", rec)
 			}
 			// Asked again, the deletion says it is deferred already and
-			// keeps the first record.
-			again := deleteRequest(vpcGVR, "vpc-1", o.Annotations)
+			// keeps the first record, also when the review leaves the
+			// record out (a forged one would, to replace it).
+			again := deleteRequest(vpcGVR, "vpc-1", review)
 			setUID(t, again, "uid-vpc")
 			again.UserInfo.Username = "bob"
 			resp, _ = v.Decide(context.Background(), again)
@@ -379,5 +458,24 @@ func TestNotDeferrable(t *testing.T) {
 				t.Errorf("notDeferrable = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWebhookNeverSkipsProtection: the webhook's own DELETE (a deferred
+// deletion carried out) is decided as usual even when the object carries
+// the skip-protection annotation, which anyone who may patch it can write;
+// anyone else's skips as before.
+func TestWebhookNeverSkipsProtection(t *testing.T) {
+	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-1"}}}}
+	v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}, blocked, admission.When(closed()), ValidatorOptions{
+		Self: func(context.Context) (string, error) { return "webhook", nil },
+	}, logr.Discard())
+	skip := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.SkipProtectionAnnotation: "true"}
+	for user, allowed := range map[string]bool{"webhook": false, "alice": true} {
+		req := deleteRequest(vpcGVR, "vpc-1", skip)
+		req.UserInfo.Username = user
+		if resp, _ := v.Decide(context.Background(), req); resp.Allowed != allowed {
+			t.Errorf("%s deleting with skip-protection: allowed %v, want %v (%+v)", user, resp.Allowed, allowed, resp.Result)
+		}
 	}
 }

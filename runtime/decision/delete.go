@@ -44,7 +44,7 @@ func (v *Validator) validateDelete(ctx context.Context, req *admissionv1.Admissi
 	}
 	log := v.log.WithValues("resource", d.Resource.String(), "cluster", d.Cluster, "namespace", d.Namespace, "name", d.Name, "user", d.User, "dryRun", d.DryRun)
 
-	allowed, skipIgnored := v.skipProtection(d, log)
+	allowed, skipIgnored := v.skipProtection(ctx, d, log)
 	if allowed != nil {
 		return allowed, outcomeSkipped
 	}

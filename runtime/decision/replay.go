@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,16 +24,6 @@ import (
 	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 )
 
-// DeferredSweep finds the objects that carry a deferred deletion, in every
-// workspace that serves a protected type. WorkspaceWalk implements it.
-type DeferredSweep interface {
-	Walk(ctx context.Context, visit func(cluster string)) error
-	Served(ctx context.Context, cluster string, targets []schema.GroupVersionResource) (map[schema.GroupVersionResource]bool, error)
-	// Labelled lists the metadata of the objects of gvr in cluster, in
-	// every namespace, that carry the label selector selects.
-	Labelled(ctx context.Context, cluster string, gvr schema.GroupVersionResource, selector string) ([]metav1.ObjectMeta, error)
-}
-
 // Replayer tries a deferred deletion again: when one of the object's
 // dependents is deleted (the reference index tells it, DependentDeleted),
 // right after the deletion was deferred (Deferred), and on a sweep over the
@@ -40,28 +31,36 @@ type DeferredSweep interface {
 // lost.
 type Replayer struct {
 	Store DeferralStore
-	Log   logr.Logger
+	// Ledger holds the webhook's own record of each deferred deletion:
+	// only a deletion it holds is carried out, and its entries are what
+	// the resync tries.
+	Ledger DeferralLedger
+	// OptIn tells whether the object still asks for deferral (the
+	// Validator's Defers): opting out after a deferral cancels it.
+	OptIn interface {
+		Defers(ctx context.Context, cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta) (bool, error)
+	}
+	Log logr.Logger
 	// Prover, when set, tells first whether a stored dependent still
 	// references the object (the Validator's own lookup, in process):
 	// most tries during a teardown find one, and then cost neither an
 	// access review nor a DELETE.
 	Prover settle.Prover
-	// Sweep and Types, when set, find the deferred objects every Resync.
-	Sweep DeferredSweep
-	Types interface {
-		Targets() []schema.GroupVersionResource
-	}
+	// Resync is how often every entry of the ledger is tried; 0 never.
 	Resync time.Duration
 	// Workers is how many deletions are tried at once.
 	Workers int
 	// GoneWithin bounds how long a deleted dependent may take to be gone
 	// (finalizers, a slow store) before its targets are tried anyway;
-	// Poll is how often it is read meanwhile.
+	// Poll is how often it is read at first, doubling up to a second.
 	GoneWithin, Poll time.Duration
 
 	queue    workqueue.TypedRateLimitingInterface[replayKey]
 	waiting  chan dependentGone
 	instance string
+	// waits counts the deleted dependents waited on, by workspace.
+	waitsMu sync.Mutex
+	waits   map[string]int
 }
 
 // replayKey names an object whose deferred deletion is to be tried.
@@ -91,20 +90,29 @@ const (
 	// maxWaiting bounds the deleted dependents queued to be waited on;
 	// beyond it a trigger is dropped, and the sweep finds its targets.
 	maxWaiting = 4096
-	// maxWaitingAtOnce bounds those read and waited on at once.
-	maxWaitingAtOnce = 64
+	// maxWaitingAtOnce bounds those read and waited on at once, and
+	// maxWaitingPerWorkspace those of one workspace, so that one tenant
+	// deleting dependents that stay (refused by a policy of its own, or
+	// finalizers) cannot hold the others' deferred deletions up.
+	maxWaitingAtOnce       = 64
+	maxWaitingPerWorkspace = 8
+	// maxTargetsPerDependent bounds the objects one deleted dependent has
+	// tried: a dependent may reference thousands.
+	maxTargetsPerDependent = 64
 )
 
-// NewReplayer returns a replayer that deletes through store.
-func NewReplayer(store DeferralStore, log logr.Logger) *Replayer {
+// NewReplayer returns a replayer that deletes through store what ledger
+// holds.
+func NewReplayer(store DeferralStore, ledger DeferralLedger, log logr.Logger) *Replayer {
 	return &Replayer{
-		Store: store, Log: log, Resync: DefaultReplayResync, Workers: defaultReplayWorkers,
+		Store: store, Ledger: ledger, Log: log, Resync: DefaultReplayResync, Workers: defaultReplayWorkers,
 		GoneWithin: defaultGoneWithin, Poll: defaultGonePoll,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[replayKey](),
 			workqueue.TypedRateLimitingQueueConfig[replayKey]{Name: "deferred-deletions"}),
 		waiting:  make(chan dependentGone, maxWaiting),
 		instance: process.EventInstance("depctrl-webhook"),
+		waits:    map[string]int{},
 	}
 }
 
@@ -125,7 +133,7 @@ func (r *Replayer) Deferred(cluster string, gvr schema.GroupVersionResource, nam
 // targets be tried after GoneWithin all the same.
 func (r *Replayer) DependentDeleted(cluster string, gvr schema.GroupVersionResource, meta metav1.ObjectMeta, targets []index.Referenced) {
 	g := dependentGone{cluster: cluster, gvr: gvr, meta: meta, deadline: time.Now().Add(r.GoneWithin)}
-	for _, t := range targets {
+	for _, t := range targets[:min(len(targets), maxTargetsPerDependent)] {
 		g.targets = append(g.targets, replayKey{cluster: cluster, gvr: t.Resource, namespace: meta.Namespace, name: t.Name})
 	}
 	if len(g.targets) == 0 {
@@ -150,7 +158,7 @@ func (r *Replayer) Start(ctx context.Context) error {
 		go r.work(ctx)
 	}
 	go r.wait(ctx)
-	if r.Sweep != nil && r.Types != nil && r.Resync > 0 {
+	if r.Resync > 0 {
 		go r.sweepEvery(ctx)
 	}
 	<-ctx.Done()
@@ -175,8 +183,14 @@ func (r *Replayer) wait(ctx context.Context) {
 			return
 		case slots <- struct{}{}:
 		}
+		if !r.takeWait(g.cluster) {
+			<-slots
+			r.Log.V(1).Info("too many deleted dependents waited on in the workspace; the resync tries their targets", "cluster", g.cluster, "name", g.meta.Name)
+			continue
+		}
 		go func() {
 			defer func() { <-slots }()
+			defer r.releaseWait(g.cluster)
 			var deferred []replayKey
 			for _, t := range g.targets {
 				if r.deferred(ctx, &t) {
@@ -186,13 +200,51 @@ func (r *Replayer) wait(ctx context.Context) {
 			if len(deferred) == 0 {
 				return
 			}
-			deletionShows(ctx, g.deadline, r.Poll, func(ctx context.Context) (deletionState, error) {
-				return r.dependentState(ctx, g)
-			})
+			r.waitGone(ctx, g)
 			for _, t := range deferred {
 				r.queue.Add(t)
 			}
 		}()
+	}
+}
+
+// takeWait counts a wait in cluster, unless it has its share already.
+func (r *Replayer) takeWait(cluster string) bool {
+	r.waitsMu.Lock()
+	defer r.waitsMu.Unlock()
+	if r.waits[cluster] >= maxWaitingPerWorkspace {
+		return false
+	}
+	r.waits[cluster]++
+	return true
+}
+
+func (r *Replayer) releaseWait(cluster string) {
+	r.waitsMu.Lock()
+	defer r.waitsMu.Unlock()
+	if r.waits[cluster]--; r.waits[cluster] <= 0 {
+		delete(r.waits, cluster)
+	}
+}
+
+// waitGone reads the deleted dependent until it is gone, or its deadline
+// passes, each read twice as long after the last as the one before, up to
+// a second.
+func (r *Replayer) waitGone(ctx context.Context, g dependentGone) {
+	poll := r.Poll
+	for {
+		if st, err := r.dependentState(ctx, g); err == nil && st == deletionShown {
+			return
+		}
+		if time.Now().Add(poll).After(g.deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, time.Second)
 	}
 }
 
@@ -259,10 +311,19 @@ func (r *Replayer) work(ctx context.Context) {
 	}
 }
 
-// replay tries the deferred deletion of the object k names. Refused by the
-// webhook (dependents still reference it), it waits for the next trigger.
-// A record that is not the object's (another UID), or whose user may no
-// longer delete the object, is removed, with an Event.
+// replay tries the deferred deletion of the object k names, in this order:
+//   - only a record the ledger holds counts: one the webhook did not write
+//     is removed, with a Warning Event, and nothing is deleted;
+//   - a record of another object of the name (another UID), or of an
+//     object that no longer asks for deferral (defers), or whose user may
+//     no longer delete the object (a SubjectAccessReview), is removed, with
+//     an Event;
+//   - while the webhook's own lookup finds a stored dependent, nothing is
+//     sent: the next dependent's deletion is the next try;
+//   - the DELETE, with the UID and the revision read as preconditions, so
+//     that a record removed meanwhile (cancelled) or anything written since
+//     makes it fail and be tried again, is decided by the webhook like any
+//     other.
 func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -273,11 +334,34 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 	}
 	log := r.Log.WithValues("cluster", k.cluster, "resource", k.gvr.Resource, "namespace", meta.Namespace, "name", meta.Name, "requestedBy", rec.User)
 	value := meta.Annotations[v1alpha1.DeletionDeferredAnnotation]
-	resource := k.gvr.GroupResource().String()
+	entry := LedgerEntry{Cluster: k.cluster, Resource: k.gvr, Namespace: meta.Namespace, Name: meta.Name, Record: value}
+	drop := func(why string, typ string) error {
+		log.Info("deferred deletion dropped: " + why)
+		deferredDeletions.WithLabelValues(deferralDropped, k.gvr.GroupResource().String()).Inc()
+		r.event(ctx, k, obj, typ, fmt.Sprintf("deferred deletion asked by %s dropped: %s", rec.User, why))
+		if err := r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value); err != nil {
+			return err
+		}
+		return r.Ledger.Remove(ctx, entry)
+	}
+	held, err := r.Ledger.Holds(ctx, entry)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return drop("the webhook did not record it", process.EventWarning)
+	}
 	if rec.UID != meta.UID {
-		log.Info("deferred deletion dropped: it was recorded for another object of the name")
-		deferredDeletions.WithLabelValues(deferralDropped, resource).Inc()
-		return r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value)
+		return drop("it was recorded for another object of the name", process.EventNormal)
+	}
+	if r.OptIn != nil {
+		defers, err := r.OptIn.Defers(ctx, k.cluster, k.gvr, meta)
+		if err != nil {
+			return err
+		}
+		if !defers {
+			return drop("the object, its namespace and the rules over it no longer ask for deferred deletion", process.EventNormal)
+		}
 	}
 	if r.Prover != nil {
 		free, err := r.Prover.Unreferenced(ctx, k.cluster, meta.Namespace, k.gvr, []string{meta.Name})
@@ -285,7 +369,6 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 			return err
 		}
 		if !free[meta.Name] {
-			// The next dependent's deletion is the next try.
 			return nil
 		}
 	}
@@ -294,22 +377,22 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 		return err
 	}
 	if !may {
-		log.Info("deferred deletion dropped: its user may not delete the object now")
-		deferredDeletions.WithLabelValues(deferralDropped, resource).Inc()
-		r.event(ctx, k, obj, process.EventWarning, fmt.Sprintf("deferred deletion asked by %s dropped: %s may no longer delete it", rec.User, rec.User))
-		return r.Store.ClearDeferral(ctx, k.cluster, k.gvr, meta, value)
+		return drop(fmt.Sprintf("%s may no longer %s it", rec.User, rec.VerbOrDelete()), process.EventWarning)
 	}
 	err = r.Store.DeleteDeferred(ctx, k.cluster, k.gvr, meta, rec)
 	switch {
 	case err == nil:
 		log.Info("deferred deletion carried out", "deferredAt", rec.At.UTC().Format(time.RFC3339))
-		deferredDeletions.WithLabelValues(deferralCarriedOut, resource).Inc()
+		deferredDeletions.WithLabelValues(deferralCarriedOut, k.gvr.GroupResource().String()).Inc()
 		r.event(ctx, k, obj, process.EventNormal, fmt.Sprintf("deleted, as %s asked at %s: nothing references it any more",
 			rec.User, rec.At.UTC().Format(time.RFC3339)))
-		return nil
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// Gone, or replaced by another object of the name.
-		return nil
+		return r.Ledger.Remove(ctx, entry)
+	case apierrors.IsNotFound(err):
+		return r.Ledger.Remove(ctx, entry)
+	case apierrors.IsConflict(err):
+		// Written since it was read (a record removed, an intent, a
+		// label), or replaced: the next try reads it again.
+		return errInFlight
 	case apierrors.IsForbidden(err) && refusedForStored(err):
 		// A stored dependent still references it: its deletion, which
 		// the reference index tells, is the next try.
@@ -385,7 +468,7 @@ func (r *Replayer) sweepEvery(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := r.sweep(ctx); err != nil && ctx.Err() == nil {
-			r.Log.Error(err, "the sweep for deferred deletions missed some workspaces")
+			r.Log.Error(err, "the resync of deferred deletions failed")
 		}
 		select {
 		case <-ctx.Done():
@@ -395,27 +478,27 @@ func (r *Replayer) sweepEvery(ctx context.Context) {
 	}
 }
 
-// sweep queues every object that carries a deferred deletion.
+// sweep tries every deferred deletion the ledger holds, and forgets the
+// entries whose object is gone or no longer carries their record (a
+// deletion carried out by others, or cancelled).
 func (r *Replayer) sweep(ctx context.Context) error {
-	types := r.Types.Targets()
-	if len(types) == 0 {
-		return nil
+	entries, err := r.Ledger.List(ctx)
+	if err != nil {
+		return err
 	}
-	selector := v1alpha1.DeletionDeferredLabel + "=true"
-	return r.Sweep.Walk(ctx, func(cluster string) {
-		served, _ := r.Sweep.Served(ctx, cluster, types)
-		for gvr, ok := range served {
-			if !ok {
-				continue
-			}
-			items, err := r.Sweep.Labelled(ctx, cluster, gvr, selector)
-			if err != nil {
-				r.Log.V(1).Info("listing deferred deletions failed", "cluster", cluster, "resource", gvr.Resource, "error", err.Error())
-				continue
-			}
-			for _, m := range items {
-				r.queue.Add(replayKey{cluster: cluster, gvr: gvr, namespace: m.Namespace, name: m.Name})
-			}
+	for _, e := range entries {
+		obj, found, err := r.Store.Meta(ctx, e.Cluster, e.Resource, e.Namespace, e.Name)
+		if err != nil {
+			r.Log.V(1).Info("reading a deferred object failed", "cluster", e.Cluster, "name", e.Name, "error", err.Error())
+			continue
 		}
-	})
+		if !found || obj.Annotations[v1alpha1.DeletionDeferredAnnotation] != e.Record {
+			if err := r.Ledger.Remove(ctx, e); err != nil {
+				r.Log.Error(err, "forgetting a deferred deletion")
+			}
+			continue
+		}
+		r.queue.Add(replayKey{cluster: e.Cluster, gvr: e.Resource, namespace: e.Namespace, name: e.Name})
+	}
+	return nil
 }

@@ -28,9 +28,11 @@ import (
 // skip-protection annotation and its user may use it (maySkip), and has the
 // Auditor record it. ignored: the object carries the annotation but the
 // user may not use it; the deletion is decided as usual, and a denial says
-// why the annotation did not count.
-func (v *Validator) skipProtection(d admission.Deletion, log logr.Logger) (allowed *admissionv1.AdmissionResponse, ignored bool) {
-	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" {
+// why the annotation did not count. The webhook's own deletions (the
+// deferred ones it carries out) never skip: the annotation is anyone's who
+// may patch the object, and the webhook's DELETE is not theirs.
+func (v *Validator) skipProtection(ctx context.Context, d admission.Deletion, log logr.Logger) (allowed *admissionv1.AdmissionResponse, ignored bool) {
+	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" || v.isSelf(ctx, d.User) {
 		return nil, false
 	}
 	if !v.maySkip(d.Groups) {

@@ -81,10 +81,12 @@ type ValidatorOptions struct {
 	// Candidates, when set, hears of every protected object created, and
 	// of the places where protected objects are deleted, to settle them.
 	Candidates Candidates
-	// Deferral, when set, turns deferred deletion on: a deletion refused
-	// for its dependents, of an object that (or whose namespace) opted in,
-	// is recorded on it (deferDeletion), and Deferrals hears of it.
+	// Deferral and Ledger, when both are set, turn deferred deletion on: a
+	// deletion refused for its dependents, of an object that (or whose
+	// namespace, or a rule over it) opted in, is recorded in Ledger and on
+	// the object (deferDeletion), and Deferrals hears of it.
 	Deferral  DeferralStore
+	Ledger    DeferralLedger
 	Deferrals Deferrals
 }
 

@@ -14,7 +14,6 @@ import (
 
 	apisv1alpha1 "github.com/kcp-dev/sdk/apis/apis/v1alpha1"
 	"golang.org/x/time/rate"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
@@ -282,24 +281,4 @@ func listPages[T any](ctx context.Context, w *WorkspaceWalk, path admission.Addr
 			return nil
 		}
 	}
-}
-
-// Labelled implements DeferredSweep: the objects of gvr in cluster, in
-// every namespace, that selector selects, a paced page at a time.
-func (w *WorkspaceWalk) Labelled(ctx context.Context, cluster string, gvr schema.GroupVersionResource, selector string) ([]metav1.ObjectMeta, error) {
-	path, err := admission.Path(cluster, gvr, "", "")
-	if err != nil {
-		return nil, err
-	}
-	var out []metav1.ObjectMeta
-	err = listPages(ctx, w, path, selector, func(items []metav1.PartialObjectMetadata) bool {
-		for _, it := range items {
-			out = append(out, it.ObjectMeta)
-		}
-		return true
-	})
-	if err != nil {
-		return out, fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), cluster, err)
-	}
-	return out, nil
 }

@@ -55,8 +55,8 @@ type Options struct {
 	PartialReadyAfter time.Duration
 	// DeferredDeletion turns deferred deletion on (decision.Replayer).
 	DeferredDeletion bool
-	// DeferredResync is how often the objects that carry a deferred
-	// deletion are looked for in every workspace; 0 never.
+	// DeferredResync is how often every deferred deletion is tried again;
+	// 0 never.
 	DeferredResync time.Duration
 }
 
@@ -89,6 +89,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PartialReadyAfter, "partial-ready-after", DefaultPartialReadyAfter, "when some shard's rules cannot be read, report ready this long after start anyway, having read the others: requests whose rules live on the shards read are then decided, the others refused (retry later); negative: stay unready until every shard is read")
 	fs.BoolVar(&o.IgnoreDeletingDependents, "ignore-deleting-dependents", true, "dependents that are being deleted do not block, so finalizer chains cannot deadlock")
 	fs.BoolVar(&o.DeferredDeletion, "deferred-deletion", false, "record a deletion refused because dependents reference the object, when the object or its namespace carries "+v1alpha1.DeferDeletionAnnotation+"=true, and delete the object once nothing references it, with the options of the refused request; needs delete on the protected types and create on subjectaccessreviews on every shard (depctrl_shard deferred_deletion)")
-	fs.DurationVar(&o.DeferredResync, "deferred-deletion-resync", decision.DefaultReplayResync, "with --deferred-deletion: how often the objects carrying a deferred deletion are looked for in every workspace, paced by --settle-walk-rate, to find those whose last dependent went while no replica was there to see it; 0: never")
+	fs.DurationVar(&o.DeferredResync, "deferred-deletion-resync", decision.DefaultReplayResync, "with --deferred-deletion: how often every deferred deletion is tried again (the webhook's own record of each, Leases in --pending-references-namespace of the dep-ctrl workspace), for those whose last dependent went while no replica was there to see it; 0: never")
 	fs.Var((*process.List)(&o.SkipProtectionGroups), "skip-protection-groups", "comma-separated groups whose members may delete with the "+v1alpha1.SkipProtectionAnnotation+" annotation; for others it is ignored (default: anyone may)")
 }

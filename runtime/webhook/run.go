@@ -144,20 +144,19 @@ func Run(ctx context.Context, o Options, log logr.Logger) error {
 	}
 	var replayer *decision.Replayer
 	if o.DeferredDeletion {
-		replayer = decision.NewReplayer(finder, log.WithName("deferred"))
+		// The ledger lives beside the marks of pending references, in
+		// the dep-ctrl workspace, where no consumer writes.
+		ledger := decision.LeaseLedger{Leases: kube.CoordinationV1().Leases(o.PendingNamespace)}
+		replayer = decision.NewReplayer(finder, ledger, log.WithName("deferred"))
 		replayer.Resync = o.DeferredResync
-		if o.SettleWalkRate > 0 {
-			replayer.Sweep = &decision.WorkspaceWalk{Finder: finder, Root: "root", Limit: rate.NewLimiter(rate.Limit(o.SettleWalkRate), 1), Exports: reg.TargetExports}
-			replayer.Types = reg
-		}
-		opts.Deferral, opts.Deferrals = finder, replayer
+		opts.Deferral, opts.Ledger, opts.Deferrals = finder, ledger, replayer
 		if err := mgr.Add(replayer); err != nil {
 			return err
 		}
 	}
 	validator := decision.NewValidator(reg, finder, rules, opts, log.WithName("validator"))
 	if replayer != nil {
-		replayer.Prover = validator
+		replayer.Prover, replayer.OptIn = validator, validator
 	}
 	if settler != nil {
 		settler.Prover = validator

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,6 +60,36 @@ type DeferredDeletion struct {
 	UID types.UID `json:"uid"`
 	// PropagationPolicy is the refused request's, if it named one.
 	PropagationPolicy *metav1.DeletionPropagation `json:"propagationPolicy,omitempty"`
+	// Verb is "deletecollection" when the refused request deleted a
+	// collection the object was in; empty for "delete". The access review
+	// asks for it.
+	Verb string `json:"verb,omitempty"`
+}
+
+// VerbOrDelete is the verb the user asked with.
+func (d DeferredDeletion) VerbOrDelete() string {
+	if d.Verb == "" {
+		return "delete"
+	}
+	return d.Verb
+}
+
+// AuthorizingExtra keeps of a user's extra what kcp authorizes with (its
+// own keys, authentication.kcp.io/…: the scopes of a service account from
+// another workspace, say), and drops the rest (credential IDs, the pod a
+// token was issued to): the record is readable by whoever may read the
+// object.
+func AuthorizingExtra(extra map[string][]string) map[string][]string {
+	var out map[string][]string
+	for k, v := range extra {
+		if strings.HasPrefix(k, "authentication.kcp.io/") {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
 }
 
 // Encode renders the record as the DeletionDeferredAnnotation's value.
@@ -80,6 +111,9 @@ func ParseDeferredDeletion(value string) (DeferredDeletion, error) {
 	}
 	if d.User == "" || d.At.IsZero() || d.UID == "" {
 		return d, fmt.Errorf("the %s annotation lacks its user, time or UID", DeletionDeferredAnnotation)
+	}
+	if d.Verb != "" && d.Verb != "delete" && d.Verb != "deletecollection" {
+		return d, fmt.Errorf("the %s annotation names the verb %q", DeletionDeferredAnnotation, d.Verb)
 	}
 	if p := d.PropagationPolicy; p != nil && !KnownPropagation(*p) {
 		return d, fmt.Errorf("the %s annotation names the unknown propagation policy %q", DeletionDeferredAnnotation, *p)
