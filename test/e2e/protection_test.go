@@ -195,14 +195,14 @@ func assertConfiguration(ctx context.Context, t *testing.T, top *Topology) {
 	t.Helper()
 	u := top.webhookConfiguration(ctx, t, top.Network)
 	hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
-	if len(hooks) != 4 {
-		t.Fatalf("want four webhooks (deletions, updates that would drop an intent, writes that would set the settled label, and creates, "+
-			"candidates for settling, which is on by default), got %d", len(hooks))
+	if len(hooks) != 5 {
+		t.Fatalf("want five webhooks (deletions, updates that would drop an intent, writes that would set the settled label, writes that "+
+			"would write a deferred deletion, and creates, candidates for settling, which is on by default), got %d", len(hooks))
 	}
 	for i, want := range []struct {
 		ops     []string
 		failure string
-	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}, {[]string{"CREATE"}, "Ignore"}} {
+	}{{[]string{"DELETE"}, "Fail"}, {[]string{"UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}, {[]string{"CREATE", "UPDATE"}, "Fail"}, {[]string{"CREATE"}, "Ignore"}} {
 		h := hooks[i].(map[string]interface{})
 		for field, value := range map[string]string{"failurePolicy": want.failure, "sideEffects": "None", "matchPolicy": "Equivalent"} {
 			if got, _, _ := unstructured.NestedString(h, field); got != value {
