@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic"
 
@@ -52,6 +53,7 @@ type ruleModel struct {
 	workspaceObjectModel
 	Dependent          *ruleDependentModel   `tfsdk:"dependent"`
 	Dependencies       []ruleDependencyModel `tfsdk:"dependency"`
+	DeferDeletion      types.Bool            `tfsdk:"defer_deletion"`
 	WaitForEnforcement types.Bool            `tfsdk:"wait_for_enforcement"`
 	Ready              types.Bool            `tfsdk:"ready"`
 	Conditions         types.Map             `tfsdk:"conditions"`
@@ -83,6 +85,20 @@ type ruleFieldRefModel struct {
 	Path types.String `tfsdk:"path"`
 }
 
+// deferDeletionDoc describes defer_deletion. The rule only opts in: what
+// the object or its namespace says wins (v1alpha1.DefersDeletion), and
+// nothing is deferred unless the webhook runs with --deferred-deletion and
+// the shards grant it what carrying deletions out takes.
+const deferDeletionDoc = "Whether a deletion of an object this rule protects, refused because dependents still reference the object, is deferred " +
+	"rather than only refused (`spec.deferDeletion`): the webhook records the deletion on the object and, once nothing references the object, " +
+	"deletes it itself, with the options of the refused request and only if the user who asked may still delete it. The refusal is still a " +
+	"refusal (403), so a client that deletes in no particular order, such as garbage collection or a GitOps prune, asks once. " +
+	"The annotation `" + v1alpha1.DeferDeletionAnnotation + "` on the object, or else on its namespace, overrides the rule: `\"true\"` defers, " +
+	"`\"false\"` does not. Where several rules protect a type, one that defers is enough, in the workspaces that bind the export of its dependent type (a rule over a type a workspace does not use says nothing of its objects). " +
+	"It takes effect only while the webhook defers deletions: `webhook.deferred_deletion` on `depctrl_runtime` (`--deferred-deletion`) and " +
+	"`deferred_deletion` on every `depctrl_shard`; otherwise a refused deletion is only refused. See the deferred deletion guide. " +
+	"Default `false`: only objects annotated `\"true\"`, or in a namespace that is, are deferred. Changing it updates the rule in place."
+
 func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	req := func(desc string) schema.StringAttribute {
 		return schema.StringAttribute{Required: true, MarkdownDescription: desc}
@@ -97,14 +113,14 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 			"condition message otherwise (a dependency cycle, a type the named export does not serve, a field path a subresource of the " +
 			"dependent type writes, a workspace that does not exist, " +
 			"a workspace that has not bound the export or accepted its claims), naming the attribute when the condition does.\n\n" +
-			"A new or changed rule is also checked at plan against the exports it names, read with the provider's own credentials: a " +
+			"A new rule, or one whose `dependent` or `dependency` changes, is also checked at plan against the exports it names, read with the provider's own credentials: a " +
 			"group, resource, version or kind the export does not serve, a field path the dependent's structural schema does not " +
 			"have, or one in what a subresource of the dependent type writes, fails the plan on that attribute. So does a rule that " +
 			"would close a dependency cycle, on the `dependency` that closes it, naming the rules on the cycle: it is checked against " +
 			"the other rules of the installation, those kcp holds (read through the dep-ctrl export's virtual workspaces, which the " +
 			"provider's credentials must reach as the runtime's do) and those the same plan creates, changes or deletes. What the " +
 			"provider cannot read at plan is left to the controller.\n\n" +
-			"A changed `dependent` or `dependency` updates the rule in place; the webhook applies the change without a restart.\n\n" +
+			"A changed `dependent`, `dependency` or `defer_deletion` updates the rule in place; the webhook applies the change without a restart.\n\n" +
 			"Destroy deletes the rule and then waits, within the delete timeout, until the controller has removed what it " +
 			"installed for it: the rule's entry in the reference index configuration of its workspace, and the deletion webhook " +
 			"entries for its protected types in the workspaces of their exports (entries another rule of the same workspace still " +
@@ -121,6 +137,12 @@ func (r *dependencyRuleResource) Schema(ctx context.Context, _ resource.SchemaRe
 					objectNameValidator("must be a lowercase DNS subdomain such as vm-needs-vpc"),
 				},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"defer_deletion": schema.BoolAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(false),
+				MarkdownDescription: deferDeletionDoc,
 			},
 			"wait_for_enforcement": schema.BoolAttribute{
 				Optional: true,
@@ -258,8 +280,17 @@ func (m *ruleModel) spec() (v1alpha1.DependencyRuleSpec, map[string]bool) {
 		}
 		spec.Dependencies = append(spec.Dependencies, dep)
 	}
+	// Null (a configuration that leaves it to its default before the plan
+	// fills that in) is false, as the API's omitted field is.
+	if m.DeferDeletion.IsUnknown() {
+		unknown[deferDeletionField] = true
+	}
+	spec.DeferDeletion = m.DeferDeletion.ValueBool()
 	return spec, unknown
 }
+
+// deferDeletionField is the spec field path of defer_deletion.
+const deferDeletionField = "spec.deferDeletion"
 
 var (
 	fieldSegmentRE = regexp.MustCompile(`^([A-Za-z]+)(?:\[(\d+)\])?$`)
@@ -269,6 +300,7 @@ var (
 		"apiExportRef":  "api_export_ref",
 		"fieldRef":      "field_ref",
 		"dependencies":  "dependency",
+		"deferDeletion": "defer_deletion",
 	}
 )
 
@@ -308,6 +340,23 @@ func (m *ruleModel) object() *v1alpha1.DependencyRule {
 	}
 }
 
+// applyConfiguration is rule as the provider applies it: with
+// spec.deferDeletion even when false, which the typed field omits.
+// Server-side apply leaves a field that the applied configuration leaves
+// out to whoever set it, so without it a deferDeletion set to true by hand
+// would survive the apply meant to reset it; with it, the provider owns the
+// field, and the forced apply resets it as it does a changed field path.
+func applyConfiguration(rule *v1alpha1.DependencyRule) (*unstructured.Unstructured, error) {
+	u, err := toUnstructured(rule)
+	if err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(u, rule.Spec.DeferDeletion, "spec", "deferDeletion"); err != nil {
+		return nil, fmt.Errorf("setting spec.deferDeletion of DependencyRule %s: %w", rule.Name, err)
+	}
+	return &unstructured.Unstructured{Object: u}, nil
+}
+
 // setFrom copies the rule's spec and status into m.
 func (m *ruleModel) setFrom(rule *v1alpha1.DependencyRule) {
 	d := rule.Spec.Dependent
@@ -328,6 +377,10 @@ func (m *ruleModel) setFrom(rule *v1alpha1.DependencyRule) {
 			FieldRef:     &ruleFieldRefModel{Path: types.StringValue(dep.FieldRef.Path)},
 		})
 	}
+	// Always known: a rule written before the field existed, or by an older
+	// provider, has none, which is false. So a state without the attribute
+	// refreshes to false, which a configuration without it plans too.
+	m.DeferDeletion = types.BoolValue(rule.Spec.DeferDeletion)
 	conds := map[string]string{}
 	for _, c := range rule.Status.Conditions {
 		conds[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
@@ -381,7 +434,12 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 		return
 	}
 	tflog.Info(ctx, "applying DependencyRule", map[string]interface{}{"workspace": ws, "rule": rule.Name})
-	if err := applyObjects(ctx, client, object{v1alpha1.GroupVersionResource, rule}); err != nil {
+	applied, err := applyConfiguration(rule)
+	if err != nil {
+		diags.AddError("Cannot encode DependencyRule", err.Error())
+		return
+	}
+	if err := applyObjects(ctx, client, object{v1alpha1.GroupVersionResource, applied}); err != nil {
 		if apierrors.IsNotFound(err) && firstMissing(ctx, r.conn, ws) == "" {
 			diags.AddAttributeError(path.Root("workspace_path"), "DependencyRules not available",
 				fmt.Sprintf("workspace %q does not serve %s: it has not bound the dep-ctrl export. Add a depctrl_provider_binding for it, and make this rule depend on it.", ws, v1alpha1.GroupVersionResource.GroupResource()))
@@ -391,8 +449,22 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 		return
 	}
 	m.ID = types.StringValue(ws + "/" + rule.Name)
-	if _, err := r.read(ctx, client, m); err != nil {
+	written, err := r.read(ctx, client, m)
+	if err != nil {
 		diags.Append(explainIn(ctx, r.conn, ws, "reading DependencyRule "+rule.Name, err))
+		return
+	}
+	if dropped := droppedFields(rule.Spec, written); len(dropped) > 0 {
+		// The state holds the rule as kcp keeps it, so the next plan
+		// shows the field again.
+		save()
+		for _, f := range dropped {
+			p := attributePath(f)
+			diags.AddAttributeError(p, "DependencyRule field not kept", fmt.Sprintf(
+				"%s: kcp did not keep %s on DependencyRule %q in %s: the dep-ctrl export serves a DependencyRule schema older than this "+
+					"provider, which lacks the field, and kcp dropped it. Apply depctrl_export with this provider version first "+
+					"(its schema_name changes), then this rule.", p, f, rule.Name, ws))
+		}
 		return
 	}
 	if !m.WaitForEnforcement.ValueBool() {
@@ -404,7 +476,7 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 	// check it on each change, not only at each poll.
 	changed, stopWatch := wakeOnChange(ctx, client.Resource(v1alpha1.GroupVersionResource), rule.Name)
 	defer stopWatch()
-	err := waitUntilWoken(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
+	err = waitUntilWoken(ctx, timeout, fmt.Sprintf("DependencyRule %q in %s to be enforced", rule.Name, ws), changed, func(ctx context.Context) (bool, string, error) {
 		got, err := r.read(ctx, client, m)
 		if err != nil || got == nil {
 			return false, "", err
@@ -433,6 +505,24 @@ func (r *dependencyRuleResource) apply(ctx context.Context, m *ruleModel, timeou
 		}
 		diags.AddError("DependencyRule not enforced", detail)
 	}
+}
+
+// droppedFields returns the spec fields, as API field paths, that want sets
+// and kcp did not keep in got (nil when the rule is gone). kcp prunes the
+// fields the schema its export serves does not have, and the write
+// succeeds without them: so an export that still serves a schema from
+// before a field existed drops it, and the rule would silently not do
+// what the configuration says. Only fields added to the API later can be
+// dropped so; deferDeletion is one.
+func droppedFields(want v1alpha1.DependencyRuleSpec, got *v1alpha1.DependencyRule) []string {
+	if got == nil {
+		return nil
+	}
+	var dropped []string
+	if want.DeferDeletion && !got.Spec.DeferDeletion {
+		dropped = append(dropped, deferDeletionField)
+	}
+	return dropped
 }
 
 // ruleState describes why a rule is not enforced yet, from its conditions.
@@ -472,11 +562,21 @@ func (r *dependencyRuleResource) Read(ctx context.Context, req resource.ReadRequ
 	}
 	readWorkspaceObject(ctx, r.conn, resp, &state, state.identity(), "DependencyRule", "reading DependencyRule "+state.Name.ValueString(), func(client dynamic.Interface) (bool, error) {
 		rule, err := r.read(ctx, client, &state)
-		if state.WaitForEnforcement.IsNull() {
-			state.WaitForEnforcement = types.BoolValue(true)
-		}
+		state.fillAddedAttributes()
 		return rule != nil, err
 	})
+}
+
+// fillAddedAttributes sets the provider-side attributes that a state written
+// by an older provider lacks (null) to their defaults, so that the next
+// plan shows no change for a configuration that does not set them:
+// wait_for_enforcement to true. Attributes of the spec, such as
+// defer_deletion, need no filling: refresh reads them from the rule
+// (setFrom), where a rule written without deferDeletion has it false.
+func (m *ruleModel) fillAddedAttributes() {
+	if m.WaitForEnforcement.IsNull() {
+		m.WaitForEnforcement = types.BoolValue(true)
+	}
 }
 
 func (r *dependencyRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

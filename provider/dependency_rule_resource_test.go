@@ -70,11 +70,44 @@ func setRuleFieldPath(ctx context.Context, t *testing.T, d dynamic.Interface, na
 	check.Must(t, err)
 }
 
+// setRuleDeferDeletion sets, outside Terraform, spec.deferDeletion of the
+// DependencyRule name: on sets it to true, off removes it, as a rule
+// written without it has none.
+func setRuleDeferDeletion(ctx context.Context, t *testing.T, d dynamic.Interface, name string, on bool) {
+	t.Helper()
+	u, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
+	check.Must(t, err)
+	if on {
+		check.Must(t, unstructured.SetNestedField(u.Object, true, "spec", "deferDeletion"))
+	} else {
+		unstructured.RemoveNestedField(u.Object, "spec", "deferDeletion")
+	}
+	_, err = d.Resource(v1alpha1.GroupVersionResource).Update(ctx, u, metav1.UpdateOptions{})
+	check.Must(t, err)
+}
+
+// ruleDefersInKCP checks spec.deferDeletion of the DependencyRule name, as
+// kcp has it (absent is false).
+func ruleDefersInKCP(ctx context.Context, d dynamic.Interface, name string, want bool) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		u, err := d.Resource(v1alpha1.GroupVersionResource).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got, _, err := unstructured.NestedBool(u.Object, "spec", "deferDeletion")
+		if err == nil && got != want {
+			err = fmt.Errorf("the rule in kcp has spec.deferDeletion %v, want %v", got, want)
+		}
+		return err
+	}
+}
+
 // TestAccDependencyRuleResource_basic applies the VM rule with the runtime
 // running and waits until it is enforced, checks every attribute, imports
 // it (by ID and by identity), repairs a field path changed by hand,
-// changes the field path in place and destroys the rule, which the
-// controller cleans up after without a warning.
+// changes the field path in place, turns defer_deletion on and off in place
+// (imported and repaired like the rest, in either direction) and destroys
+// the rule, which the controller cleans up after without a warning.
 func TestAccDependencyRuleResource_basic(t *testing.T) {
 	e := accEnv(t, env.SingleShard)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -110,6 +143,10 @@ func TestAccDependencyRuleResource_basic(t *testing.T) {
 			return err
 		}
 	}
+	// deferring is the rule at .spec.networks[*].vpc with defer_deletion.
+	deferring := providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network),
+		Field: ".spec.networks[*].vpc", DeferDeletion: "true"}.HCL("vm_needs_vpc", "vm-needs-vpc")
+	defersInKCP := func(want bool) resource.TestCheckFunc { return ruleDefersInKCP(ctx, d, "vm-needs-vpc", want) }
 	// The runtime runs throughout: the destroy must not warn that the
 	// controller left anything behind.
 	resource.Test(t, withRuntimeRunning(resource.TestCase{
@@ -126,6 +163,7 @@ func TestAccDependencyRuleResource_basic(t *testing.T) {
 					attr("workspace_path", knownvalue.StringExact(compute)),
 					attr("name", knownvalue.StringExact("vm-needs-vpc")),
 					attr("wait_for_enforcement", knownvalue.Bool(true)),
+					attr("defer_deletion", knownvalue.Bool(false)),
 					attr("dependent", knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"api_export_name": knownvalue.StringExact("compute.test.io"),
 						"group":           knownvalue.StringExact("compute.test.io"),
@@ -177,6 +215,55 @@ func TestAccDependencyRuleResource_basic(t *testing.T) {
 				}},
 				ConfigStateChecks: enforced(".spec.networks[*].vpc"),
 				Check:             inKCP(".spec.networks[*].vpc"),
+			},
+			{
+				// defer_deletion updates the rule in place, and apply
+				// returns once the webhook enforces the new generation.
+				Config: deferring,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("defer_deletion"), knownvalue.Bool(true)),
+				}},
+				ConfigStateChecks: append(enforced(".spec.networks[*].vpc"), attr("defer_deletion", knownvalue.Bool(true))),
+				Check:             resource.ComposeAggregateTestCheckFunc(inKCP(".spec.networks[*].vpc"), defersInKCP(true)),
+			},
+			// Import reads it back.
+			importVerified(addr, id),
+			importPlansNothing(addr, id),
+			{
+				// Drift: deferDeletion removed by hand. The plan shows it;
+				// apply restores it.
+				PreConfig: func() { setRuleDeferDeletion(ctx, t, d, "vm-needs-vpc", false) },
+				Config:    deferring,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectNonEmptyPlan(),
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: append(enforced(".spec.networks[*].vpc"), attr("defer_deletion", knownvalue.Bool(true))),
+				Check:             defersInKCP(true),
+			},
+			{
+				// Left out, it is false again: in place too.
+				Config: vmRuleConfig(e, compute, network, ".spec.networks[*].vpc"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("defer_deletion"), knownvalue.Bool(false)),
+				}},
+				ConfigStateChecks: append(enforced(".spec.networks[*].vpc"), attr("defer_deletion", knownvalue.Bool(false))),
+				Check:             defersInKCP(false),
+			},
+			{
+				// Drift the other way: deferDeletion set by hand, by
+				// another field manager. The plan shows it; apply, which
+				// applies the field also when false, resets it.
+				PreConfig: func() { setRuleDeferDeletion(ctx, t, d, "vm-needs-vpc", true) },
+				Config:    vmRuleConfig(e, compute, network, ".spec.networks[*].vpc"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectNonEmptyPlan(),
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: append(enforced(".spec.networks[*].vpc"), attr("defer_deletion", knownvalue.Bool(false))),
+				Check:             defersInKCP(false),
 			},
 		}),
 	}))

@@ -36,7 +36,8 @@ func servedSummary(reason string) string {
 
 // ModifyPlan records what this plan does with the rule, for the cycle
 // checks of the others, plans the repair of a rule no longer enforced
-// (planRepair), and checks a new or changed rule, with the
+// (planRepair), and checks a new rule, or one whose types or field paths
+// change (not one that only changes defer_deletion), with the
 // provider's own credentials, as the controller would: against the exports
 // it names, as they are now (TypesServed), so that a rule that would
 // protect nothing fails the plan with the attribute named; and against
@@ -73,11 +74,14 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 		return
 	}
 	spec, unknown := plan.spec()
+	// The checks read the types and field paths only: deferDeletion, known
+	// or not, neither skips them nor, changed alone, repeats them.
+	delete(unknown, deferDeletionField)
 	if len(unknown) > 0 || len(plan.object().Validate()) > 0 {
 		return
 	}
 	if before != nil {
-		if was, _ := state.spec(); reflect.DeepEqual(was, spec) {
+		if was, _ := state.spec(); reflect.DeepEqual(checkedSpec(was), checkedSpec(spec)) {
 			// Unchanged: its TypesServed and Acyclic conditions say how
 			// it stands.
 			return
@@ -100,6 +104,13 @@ func (r *dependencyRuleResource) ModifyPlan(ctx context.Context, req resource.Mo
 			ap, p.Detail, p.Reason))
 	}
 	r.checkCycles(ctx, after, &resp.Diagnostics)
+}
+
+// checkedSpec is spec as the plan-time checks read it: without
+// deferDeletion, which decides nothing they check.
+func checkedSpec(spec v1alpha1.DependencyRuleSpec) v1alpha1.DependencyRuleSpec {
+	spec.DeferDeletion = false
+	return spec
 }
 
 // exportsAtPlan reads exports with the provider's credentials, each once

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,11 +29,12 @@ func NewDependencyRulesDataSource() datasource.DataSource {
 type dependencyRulesDataSource struct{ dataSourceType }
 
 var ruleSummaryType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"name":         types.StringType,
-	"dependent":    types.StringType,
-	"dependencies": types.ListType{ElemType: types.StringType},
-	"ready":        types.BoolType,
-	"conditions":   types.MapType{ElemType: types.StringType},
+	"name":           types.StringType,
+	"dependent":      types.StringType,
+	"dependencies":   types.ListType{ElemType: types.StringType},
+	"defer_deletion": types.BoolType,
+	"ready":          types.BoolType,
+	"conditions":     types.MapType{ElemType: types.StringType},
 }}
 
 type dependencyRulesModel struct {
@@ -62,6 +64,11 @@ func (d *dependencyRulesDataSource) Schema(_ context.Context, _ datasource.Schem
 						"dependencies": schema.ListAttribute{
 							Computed: true, ElementType: types.StringType,
 							MarkdownDescription: "Each dependency as `resource.group in <export path>/<export name> at <field path>`.",
+						},
+						"defer_deletion": schema.BoolAttribute{
+							Computed: true,
+							MarkdownDescription: "Whether the rule defers the refused deletions of the objects it protects (`spec.deferDeletion`, " +
+								"`defer_deletion` of `depctrl_dependency_rule`); `false` for a rule that does not set it.",
 						},
 						"ready":      schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the webhook enforces the rule's current generation."},
 						"conditions": schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "Status conditions by type, as `<status> <reason>: <message>`."},
@@ -104,22 +111,7 @@ func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.Rea
 	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
 	var rules []attr.Value
 	for i := range items {
-		r := &items[i]
-		var deps []string
-		for _, dep := range r.Spec.Dependencies {
-			deps = append(deps, fmt.Sprintf("%s.%s in %s/%s at %s", dep.Resource, dep.Group, dep.APIExportRef.Path, dep.APIExportRef.Name, dep.FieldRef.Path))
-		}
-		conds := map[string]string{}
-		for _, c := range r.Status.Conditions {
-			conds[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
-		}
-		obj, diags := types.ObjectValue(ruleSummaryType.AttrTypes, map[string]attr.Value{
-			"name":         types.StringValue(r.Name),
-			"dependent":    types.StringValue(r.Spec.Dependent.Resource + "." + r.Spec.Dependent.Group),
-			"dependencies": stringList(deps),
-			"ready":        types.BoolValue(enforced(r)),
-			"conditions":   stringMap(conds),
-		})
+		obj, diags := ruleSummary(&items[i])
 		resp.Diagnostics.Append(diags...)
 		rules = append(rules, obj)
 	}
@@ -131,4 +123,24 @@ func (d *dependencyRulesDataSource) Read(ctx context.Context, req datasource.Rea
 	m.ID = types.StringValue(ws)
 	m.Rules = l
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// ruleSummary is r as an element of rules (ruleSummaryType).
+func ruleSummary(r *v1alpha1.DependencyRule) (types.Object, diag.Diagnostics) {
+	var deps []string
+	for _, dep := range r.Spec.Dependencies {
+		deps = append(deps, fmt.Sprintf("%s.%s in %s/%s at %s", dep.Resource, dep.Group, dep.APIExportRef.Path, dep.APIExportRef.Name, dep.FieldRef.Path))
+	}
+	conds := map[string]string{}
+	for _, c := range r.Status.Conditions {
+		conds[c.Type] = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+	}
+	return types.ObjectValue(ruleSummaryType.AttrTypes, map[string]attr.Value{
+		"name":           types.StringValue(r.Name),
+		"dependent":      types.StringValue(r.Spec.Dependent.Resource + "." + r.Spec.Dependent.Group),
+		"dependencies":   stringList(deps),
+		"defer_deletion": types.BoolValue(r.Spec.DeferDeletion),
+		"ready":          types.BoolValue(enforced(r)),
+		"conditions":     stringMap(conds),
+	})
 }

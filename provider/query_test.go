@@ -34,7 +34,7 @@ func TestAccQuery_basic(t *testing.T) {
 	defer cancel()
 	depctrl, compute, network := servedTopology(ctx, t, e)
 	org := compute[:len(compute)-len(":compute")]
-	applyHandMadeRule(ctx, t, e, compute, network, "hand-made")
+	applyHandMadeRule(ctx, t, e, compute, network, "hand-made", false)
 
 	rule := providerConfig(e) + vmRule{Workspace: fmt.Sprintf("%q", compute), NetworkPath: fmt.Sprintf("%q", network),
 		Extra: "\n  wait_for_enforcement = false\n"}.HCL("by_terraform", "by-terraform")
@@ -84,6 +84,8 @@ list "depctrl_shard" "all" {
 					querycheck.ExpectResourceKnownValues("depctrl_dependency_rule.org", queryfilter.ByResourceIdentity(handMade), []querycheck.KnownValueCheck{
 						{Path: tfjsonpath.New("dependent").AtMapKey("kind"), KnownValue: knownvalue.StringExact("VirtualMachine")},
 						{Path: tfjsonpath.New("dependency").AtSliceIndex(0).AtMapKey("field_ref").AtMapKey("path"), KnownValue: knownvalue.StringExact(".spec.vpcRef.name")},
+						// Made without deferDeletion: false.
+						{Path: tfjsonpath.New("defer_deletion"), KnownValue: knownvalue.Bool(false)},
 						// No runtime runs here: not enforced.
 						{Path: tfjsonpath.New("ready"), KnownValue: knownvalue.Bool(false)},
 					}),
@@ -102,14 +104,14 @@ list "depctrl_shard" "all" {
 // under Terraform, with the real CLI: terraform query
 // -generate-config-out writes import blocks and configuration for them,
 // and the plan of that configuration imports them and changes nothing.
+// One of them defers deletions, which the configuration carries over.
 func TestAccQuery_generateConfig(t *testing.T) {
 	e := queryEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	_, compute, network := servedTopology(ctx, t, e)
-	for _, name := range []string{"hand-made-1", "hand-made-2"} {
-		applyHandMadeRule(ctx, t, e, compute, network, name)
-	}
+	applyHandMadeRule(ctx, t, e, compute, network, "hand-made-1", false)
+	applyHandMadeRule(ctx, t, e, compute, network, "hand-made-2", true)
 	_, rc := devOverride(t)
 	dir := t.TempDir()
 	check.Must(t, os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`terraform {
@@ -140,7 +142,7 @@ func TestAccQuery_generateConfig(t *testing.T) {
 	run("query", "-no-color", "-generate-config-out=generated.tf")
 	generated, err := os.ReadFile(filepath.Join(dir, "generated.tf"))
 	check.Must(t, err)
-	for _, want := range []string{`import\s*\{`, `name\s*=\s*"hand-made-1"`, `name\s*=\s*"hand-made-2"`, `workspace_path\s*=\s*"` + regexp.QuoteMeta(compute) + `"`} {
+	for _, want := range []string{`import\s*\{`, `name\s*=\s*"hand-made-1"`, `name\s*=\s*"hand-made-2"`, `workspace_path\s*=\s*"` + regexp.QuoteMeta(compute) + `"`, `defer_deletion\s*=\s*true`} {
 		if !regexp.MustCompile(want).Match(generated) {
 			t.Errorf("generated.tf lacks %s:\n%s", want, generated)
 		}
@@ -161,9 +163,14 @@ func queryEnv(t *testing.T) *env.Env {
 }
 
 // applyHandMadeRule applies, without Terraform, the VM-needs-VPC rule
-// called name in the workspace compute, protecting the VPCs of network.
-func applyHandMadeRule(ctx context.Context, t *testing.T, e *env.Env, compute, network, name string) {
+// called name in the workspace compute, protecting the VPCs of network,
+// with spec.deferDeletion when deferDeletion (without it otherwise).
+func applyHandMadeRule(ctx context.Context, t *testing.T, e *env.Env, compute, network, name string, deferDeletion bool) {
 	t.Helper()
+	deferring := ""
+	if deferDeletion {
+		deferring = "  deferDeletion: true\n"
+	}
 	check.Must(t, fixtures.ApplyYAML(ctx, adminConfig(t, e, compute), fmt.Sprintf(`apiVersion: dependencies.opendefense.cloud/v1alpha1
 kind: DependencyRule
 metadata:
@@ -176,5 +183,5 @@ spec:
     version: v1
     resource: vpcs
     fieldRef: {path: .spec.vpcRef.name}
-`, name, network)))
+%s`, name, network, deferring)))
 }

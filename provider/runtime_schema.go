@@ -74,8 +74,9 @@ var runtimeDocs = map[string]string{
 	"skip_protection_groups": "Groups whose members may delete a protected object with the `dependencies.opendefense.cloud/skip-protection: \"true\"` annotation. " +
 		"For anyone else the annotation is ignored, and the denial says so. Unset (default): anyone who may annotate the object may use it.",
 	"deferred_deletion": "Whether the webhook defers the deletions it refuses (`--deferred-deletion`): a deletion refused because dependents still reference the object, " +
-		"of an object that carries, or whose namespace carries, the annotation `" + v1alpha1.DeferDeletionAnnotation + ": \"true\"` " +
-		"(`\"false\"` on the object opts it out whatever its namespace says), is recorded on the object, and once nothing references it the webhook deletes it itself, " +
+		"of an object that opts in (the annotation `" + v1alpha1.DeferDeletionAnnotation + ": \"true\"` on it or on its namespace, or `defer_deletion` " +
+		"on a `depctrl_dependency_rule` that protects it; the object's annotation decides first, then its namespace's, then the rules, so `\"false\"` " +
+		"on the object opts it out whatever its namespace or the rules say), is recorded on the object, and once nothing references it the webhook deletes it itself, " +
 		"with the options of the refused request and after checking with a SubjectAccessReview that the user who asked may still delete it. " +
 		"The webhook's identity then needs `deferred_deletion = true` on every `depctrl_shard`: `delete` on the protected types, `create` on SubjectAccessReviews " +
 		"and `get` on Namespaces; without that grant carrying out a deferred deletion fails with a permission error and the object stays. " +

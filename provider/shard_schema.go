@@ -118,7 +118,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 					"(without `read_resources`: on every resource, like the read grant), `create` on `subjectaccessreviews.authorization.k8s.io`, " +
 					"and, with `read_resources`, `get` on `namespaces` (the wildcard grant reads them already). " +
 					"It pairs with `webhook.deferred_deletion` on `depctrl_runtime` (the webhook's `--deferred-deletion`): a deletion the webhook refuses because " +
-					"dependents still reference the object, of an object that (or whose namespace) carries `" + v1alpha1.DeferDeletionAnnotation + ": \"true\"`, " +
+					"dependents still reference the object, of an object that opts in (`" + v1alpha1.DeferDeletionAnnotation + ": \"true\"` on it or its namespace, " +
+					"or `defer_deletion` on a `depctrl_dependency_rule` that protects it), " +
 					"is recorded on the object, and the webhook deletes the object itself once nothing references it. It deletes with its own identity, " +
 					"so it first asks kcp, with a SubjectAccessReview in the object's workspace, whether the user who asked may still delete the object; it reads the namespace for its opt-in. " +
 					"Set it on every shard when the runtime defers deletions, and only then: without it, carrying out a deferred deletion fails with a permission error " +

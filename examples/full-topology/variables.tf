@@ -66,7 +66,7 @@ variable "protected_types" {
 }
 
 variable "deferred_deletion" {
-  description = "Whether the webhook defers the deletions it refuses for their dependents, of objects that (or whose namespace) carry dependencies.opendefense.cloud/defer-deletion: \"true\", and deletes them once nothing references them; every shard then grants it delete on the protected types, create on SubjectAccessReviews and get on Namespaces. false: refused deletions are only refused."
+  description = "Whether the webhook defers the deletions it refuses for their dependents, of objects that (or whose namespace) carry dependencies.opendefense.cloud/defer-deletion: \"true\" or that a rule with defer_deletion protects, and deletes them once nothing references them; every shard then grants it delete on the protected types, create on SubjectAccessReviews and get on Namespaces. false: refused deletions are only refused."
   type        = bool
   default     = false
 }

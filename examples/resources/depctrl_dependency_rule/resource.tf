@@ -30,6 +30,13 @@ resource "depctrl_dependency_rule" "vm_needs_vpc" {
     field_ref      = { path = ".spec.interfaces[*].subnet" }
   }
 
+  # A deletion of a VPC or subnet refused for its VMs is deferred: the
+  # webhook deletes the object once no VM names it any more. It needs
+  # webhook.deferred_deletion on depctrl_runtime and deferred_deletion on
+  # every depctrl_shard; the defer-deletion annotation on the object, or on
+  # its namespace, overrides it.
+  defer_deletion = true
+
   timeouts {
     create = "5m"
   }
