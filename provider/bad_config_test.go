@@ -53,6 +53,13 @@ func TestAccProvider_badConfigurations(t *testing.T) {
 	webhook := func(extra string) string {
 		return fmt.Sprintf(`webhook = { kubeconfig_path = %q %s }`, depctrl, extra)
 	}
+	object := func(manifest string) string {
+		return fmt.Sprintf(`resource "depctrl_object" "bad" {
+  workspace_path = "root:team-a"
+  manifest       = %s
+}
+`, manifest)
+	}
 	rule := func(dependent, dependency string) string {
 		if dependent == "" {
 			dependent = `api_export_name = "compute.example.io"
@@ -299,6 +306,15 @@ data "depctrl_workspace" "x" { path = "root" }`, `(?s)Cannot read kubeconfig.*no
 		{"runtime: webhook peer with host bits", provider + runtime(`network_policy = { webhook_cidrs = ["10.0.0.0/8", "10.20.30.40/16"] }`+"\n"+webhook("")), `(?s)network_policy.webhook_cidrs\[1\].*write\s+10.20.0.0/16`},
 		{"runtime: metrics peer not a CIDR", provider + runtime(`network_policy = { metrics_cidrs = ["monitoring"] }`+"\n"+webhook("")), `(?s)network_policy.metrics_cidrs\[0\].*not a CIDR`},
 		{"runtime: webhook peer namespace", provider + runtime(`network_policy = { webhook_namespaces = ["kcp-*"] }`+"\n"+webhook("")), `(?s)network_policy.webhook_namespaces\[0\].*namespace name`},
+		{"object: two documents", provider + object(`"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: b\n"`),
+			`(?s)Invalid manifest.*manifest: it holds 2 YAML documents`},
+		{"object: a list", provider + object(`yamlencode([{ apiVersion = "v1", kind = "Namespace", metadata = { name = "a" } }])`), `(?s)Invalid manifest.*manifest: it is a list`},
+		{"object: no name", provider + object(`yamlencode({ apiVersion = "v1", kind = "Namespace", metadata = { labels = { a = "b" } } })`),
+			`(?s)Invalid manifest.*manifest: it has no metadata.name`},
+		{"object: status", provider + object(`yamlencode({ apiVersion = "v1", kind = "Namespace", metadata = { name = "a" }, status = { phase = "Active" } })`),
+			`(?s)Invalid manifest.*manifest: it sets status`},
+		{"object: workspace path", provider + strings.Replace(object(`yamlencode({ apiVersion = "v1", kind = "Namespace", metadata = { name = "a" } })`), `"root:team-a"`, `"team-a"`, 1),
+			`(?s)Attribute workspace_path`},
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d bad configurations", len(cases))

@@ -7,9 +7,13 @@ import (
 	"sync"
 
 	kcpclientset "github.com/kcp-dev/sdk/client/clientset/versioned/cluster"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/process"
 )
@@ -43,6 +47,12 @@ type Connection struct {
 
 	// shards are the provider block's shard_credentials, by Shard name.
 	shards map[string]shardCredentials
+
+	// mappers find the resource of a kind in a workspace, for
+	// depctrl_object, by workspace path: each reads the workspace's
+	// discovery once, and again when a kind is not found.
+	mappersMu sync.Mutex
+	mappers   map[string]meta.ResettableRESTMapper
 }
 
 // errConfigUnknown is returned while the provider configuration depends on
@@ -90,6 +100,31 @@ func (c *Connection) Dynamic(path string) (dynamic.Interface, error) {
 		return nil, fmt.Errorf("building a client for %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// RESTMapper returns a RESTMapper over the discovery of the workspace at
+// path, shared by every user of the workspace in this run. Reset it when a
+// kind is not found: discovery is read again on the next use.
+func (c *Connection) RESTMapper(path string) (meta.ResettableRESTMapper, error) {
+	c.mappersMu.Lock()
+	defer c.mappersMu.Unlock()
+	if m, ok := c.mappers[path]; ok {
+		return m, nil
+	}
+	cfg, err := c.Config(path)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building a discovery client for %s: %w", path, err)
+	}
+	m := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	if c.mappers == nil {
+		c.mappers = map[string]meta.ResettableRESTMapper{}
+	}
+	c.mappers[path] = m
+	return m, nil
 }
 
 // dynamicIn is Dynamic for a resource or data source: without a client,

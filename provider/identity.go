@@ -21,8 +21,10 @@ import (
 //
 // Identities are set on create, read and import, and never change over a
 // resource's life except depctrl_root_rbac's, whose parent_paths are part
-// of what it manages and may be updated in place. Some import IDs carry
-// more than the name of the object: where the credentials for a shard are,
+// of what it manages and may be updated in place, and depctrl_object's,
+// whose api_version changes with a manifest that reads the same object in
+// another version. Some import IDs carry more than the name of the
+// object: where the credentials for a shard are,
 // or what a runtime's configuration says that the cluster does not record.
 // Their identities have the same as attributes that only an import block
 // sets (OptionalForImport) and that are always null in the stored

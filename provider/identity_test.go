@@ -135,6 +135,21 @@ func TestImportByIdentity(t *testing.T) {
 		},
 		{name: "runtime webhook context alone", resource: NewRuntimeResource(), identity: map[string]any{"namespace": "ns", "webhook_context": "admin"}, err: "webhook.context in the identity needs webhook.kubeconfig_path"},
 		{name: "runtime bad namespace", resource: NewRuntimeResource(), identity: map[string]any{"namespace": "NS"}, err: "are not a namespace and a name"},
+		{
+			name: "object", resource: NewObjectResource(),
+			identity: map[string]any{"workspace_path": "root:team-a", "api_version": "network.example.io/v1", "kind": "VPC", "namespace": "apps", "name": "vpc-1"},
+			wantState: map[string]string{"id": "root:team-a/network.example.io/v1/VPC/apps/vpc-1", "workspace_path": "root:team-a", "wait_for_deletion": "true",
+				"manifest": `{\"apiVersion\":\"network.example.io/v1\",\"kind\":\"VPC\",\"metadata\":{\"name\":\"vpc-1\",\"namespace\":\"apps\"}}`},
+			wantIdentity: map[string]any{"workspace_path": "root:team-a", "api_version": "network.example.io/v1", "kind": "VPC", "namespace": "apps", "name": "vpc-1"},
+		},
+		{
+			name: "object, cluster-scoped", resource: NewObjectResource(),
+			identity:     map[string]any{"workspace_path": "root:team-a", "api_version": "v1", "kind": "Namespace", "name": "apps"},
+			wantState:    map[string]string{"id": "root:team-a/v1/Namespace//apps"},
+			wantIdentity: map[string]any{"namespace": nil, "name": "apps"},
+		},
+		{name: "object without a kind", resource: NewObjectResource(), identity: map[string]any{"workspace_path": "root:team-a", "api_version": "v1", "name": "apps"}, err: "the kind is empty"},
+		{name: "object in a bad path", resource: NewObjectResource(), identity: map[string]any{"workspace_path": "team-a", "api_version": "v1", "kind": "Namespace", "name": "apps"}, err: "not a workspace path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -201,7 +201,7 @@ func (m *connectionModel) restConfig(t *connectionTarget, version string, diags 
 }
 
 func (p *depctrlProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewWorkspaceResource, NewExportResource, NewProviderBindingResource, NewRootRBACResource, NewShardResource, NewDependencyRuleResource, NewRuntimeResource}
+	return []func() resource.Resource{NewWorkspaceResource, NewExportResource, NewProviderBindingResource, NewRootRBACResource, NewShardResource, NewDependencyRuleResource, NewRuntimeResource, NewObjectResource}
 }
 
 // ListResources are what `terraform query` lists (Terraform 1.14 and later):
