@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/depctrl/terraform-provider-depctrl/internal/rbac"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -46,6 +47,14 @@ func TestDeferredDeletion(t *testing.T) {
 	top, rt := install(ctx, t, e)
 	top.protectVPCs(ctx, t)
 	grantDeferral(ctx, t, e)
+	// Another test sharing the environment installs its topology, which
+	// applies the shard grant again, without deferral: the deferral's own
+	// grant must not depend on it.
+	for _, sh := range e.Shards {
+		cfg, err := e.ShardAdminConfig(sh.Name, "system:admin")
+		check.Must(t, err)
+		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{})))
+	}
 	rt.StopWebhook(t)
 	rt.StartWebhook(ctx, t, "--deferred-deletion")
 
@@ -181,13 +190,28 @@ func TestDeferredDeletion(t *testing.T) {
 }
 
 // grantDeferral grants the webhook what deferred deletion needs on every
-// shard, as depctrl_shard's deferred_deletion does.
+// shard, as depctrl_shard's deferred_deletion does, in a ClusterRole of its
+// own beside the shard grant: tests sharing the environment apply the shard
+// grant again, without deferral, whenever they install a topology. It is
+// removed when the test ends.
 func grantDeferral(ctx context.Context, t *testing.T, e *env.Env) {
 	t.Helper()
+	name := env.UniqueName("depctrl-e2e-deferral")
+	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{DeferredDeletion: true})
+	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = name, name, name
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")
 		check.Must(t, err)
-		apply(ctx, t, cfg, toYAML(t, rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{DeferredDeletion: true})))
+		apply(ctx, t, cfg, toYAML(t, g))
+		t.Cleanup(func() {
+			d, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return
+			}
+			ctx := context.Background()
+			_ = d.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")).Delete(ctx, name, metav1.DeleteOptions{})
+			_ = d.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles")).Delete(ctx, name, metav1.DeleteOptions{})
+		})
 	}
 }
 
