@@ -231,35 +231,13 @@ func (r *Replayer) releaseWait(cluster string) {
 // passes, each read twice as long after the last as the one before, up to
 // a second.
 func (r *Replayer) waitGone(ctx context.Context, g dependentGone) {
-	poll := r.Poll
-	for {
-		if st, err := r.dependentState(ctx, g); err == nil && st == deletionShown {
-			return
+	deletionShows(ctx, g.deadline, r.Poll, time.Second, func(ctx context.Context) (deletionState, error) {
+		obj, found, err := r.Store.Meta(ctx, g.cluster, g.gvr, g.meta.Namespace, g.meta.Name)
+		if err != nil {
+			return stillThere, err
 		}
-		if time.Now().Add(poll).After(g.deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(poll):
-		}
-		poll = min(2*poll, time.Second)
-	}
-}
-
-// dependentState reads the deleted dependent: gone, replaced, or being
-// deleted shows its deletion.
-func (r *Replayer) dependentState(ctx context.Context, g dependentGone) (deletionState, error) {
-	obj, found, err := r.Store.Meta(ctx, g.cluster, g.gvr, g.meta.Namespace, g.meta.Name)
-	meta := obj.ObjectMeta
-	switch {
-	case err != nil:
-		return stillThere, err
-	case !found || meta.UID != g.meta.UID || meta.DeletionTimestamp != nil:
-		return deletionShown, nil
-	}
-	return stillThere, nil
+		return stateOf(obj.ObjectMeta, found, g.meta.UID), nil
+	})
 }
 
 // deferred reports whether the object k names carries a deferred deletion

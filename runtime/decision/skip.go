@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -110,7 +109,7 @@ func (a *EventAuditor) RecordSkip(d admission.Deletion) {
 		ctx, cancel := context.WithTimeout(context.Background(), confirm+10*time.Second)
 		defer cancel()
 		log := a.Log.WithValues("cluster", cluster, "resource", gvr.Resource, "namespace", meta.Namespace, "name", meta.Name)
-		if !deletionShows(ctx, time.Now().Add(confirm), poll, func(ctx context.Context) (deletionState, error) {
+		if !deletionShows(ctx, time.Now().Add(confirm), poll, poll, func(ctx context.Context) (deletionState, error) {
 			return a.Finder.deletionState(ctx, cluster, gvr, meta)
 		}) {
 			log.Info("skip-protection Event not recorded: the object was not deleted (refused by another admission step, or the review did not come from kcp)")
@@ -147,8 +146,9 @@ const (
 )
 
 // deletionShows polls state until it shows the deletion or deadline
-// passes; read errors count as "not yet".
-func deletionShows(ctx context.Context, deadline time.Time, poll time.Duration, state func(context.Context) (deletionState, error)) bool {
+// passes; read errors count as "not yet". Each poll waits twice as long as
+// the one before, up to maxPoll (poll itself, for a steady pace).
+func deletionShows(ctx context.Context, deadline time.Time, poll, maxPoll time.Duration, state func(context.Context) (deletionState, error)) bool {
 	for {
 		if st, err := state(ctx); err == nil && st == deletionShown {
 			return true
@@ -161,6 +161,7 @@ func deletionShows(ctx context.Context, deadline time.Time, poll time.Duration, 
 			return false
 		case <-time.After(poll):
 		}
+		poll = max(poll, min(2*poll, maxPoll))
 	}
 }
 
@@ -171,26 +172,21 @@ func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gv
 		// nothing of the object.
 		return stillThere, fmt.Errorf("reading %s in %s: the object has no name", gvr.GroupResource(), cluster)
 	}
-	path, err := admission.Path(cluster, gvr, meta.Namespace, meta.Name)
+	obj, found, err := f.Meta(ctx, cluster, gvr, meta.Namespace, meta.Name)
 	if err != nil {
 		return stillThere, err
 	}
-	var o struct {
-		Metadata struct {
-			UID               types.UID    `json:"uid"`
-			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-		} `json:"metadata"`
+	return stateOf(obj.ObjectMeta, found, meta.UID), nil
+}
+
+// stateOf is what a read of an object found (stored, when found) says of
+// the one with uid: gone, replaced by another of its name, or being
+// deleted shows its deletion.
+func stateOf(stored metav1.ObjectMeta, found bool, uid types.UID) deletionState {
+	if !found || stored.UID != uid || stored.DeletionTimestamp != nil {
+		return deletionShown
 	}
-	err = f.get(ctx, path, &o)
-	switch {
-	case apierrors.IsNotFound(err):
-		return deletionShown, nil
-	case err != nil:
-		return stillThere, err
-	case o.Metadata.UID != meta.UID || o.Metadata.DeletionTimestamp != nil:
-		return deletionShown, nil
-	}
-	return stillThere, nil
+	return stillThere
 }
 
 // skipEvent is the Event for one skip-protection use.

@@ -118,7 +118,7 @@ func TestDeletionShows(t *testing.T) {
 			if tt.want {
 				wait = time.Minute
 			}
-			if got := deletionShows(context.Background(), time.Now().Add(wait), 5*time.Millisecond, tt.state); got != tt.want {
+			if got := deletionShows(context.Background(), time.Now().Add(wait), 5*time.Millisecond, 5*time.Millisecond, tt.state); got != tt.want {
 				t.Fatalf("deletionShows = %v, want %v", got, tt.want)
 			}
 		})
