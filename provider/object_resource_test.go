@@ -103,7 +103,7 @@ spec:
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, systemAdminCluster)
 		check.Must(t, err)
-		check.Must(t, fixtures.ApplyYAML(ctx, cfg, grantYAML(t, renamed(rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{DeferredDeletion: true}), grant))))
+		check.Must(t, fixtures.ApplyYAML(ctx, cfg, grantYAML(t, renamed(rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{Protected: []rbac.ReadResource{{Group: fixtures.VPCs.Group, Resource: fixtures.VPCs.Resource}}, DeferredDeletion: true}), grant))))
 		admin := shardAdmin(t, e, s.Name)
 		t.Cleanup(func() {
 			_ = admin.Resource(clusterRoleBindingsGVR).Delete(context.Background(), grant, metav1.DeleteOptions{})

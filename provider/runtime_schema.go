@@ -78,7 +78,7 @@ var runtimeDocs = map[string]string{
 		"on a `depctrl_dependency_rule` that protects it; the object's annotation decides first, then its namespace's, then the rules, so `\"false\"` " +
 		"on the object opts it out whatever its namespace or the rules say), is recorded on the object, and once nothing references it the webhook deletes it itself, " +
 		"with the options of the refused request and after checking with a SubjectAccessReview that the user who asked may still delete it. " +
-		"The webhook's identity then needs `deferred_deletion = true` on every `depctrl_shard`: `delete` on the protected types, `create` on SubjectAccessReviews " +
+		"The webhook's identity then needs `deferred_deletion = true` on every `depctrl_shard`: `delete` on its `protected_resources` alone, `create` on SubjectAccessReviews " +
 		"and `get` on Namespaces; without that grant carrying out a deferred deletion fails with a permission error and the object stays. " +
 		"Default `false`: a refused deletion is only refused, and the argument is not rendered at all. See the deferred deletion guide. Updates in place (the webhook pods roll).",
 	"certificate_validity": "How long a generated serving certificate is valid, as a Go duration. Default `" + defaultCertificateValidity + "` (a year). " +

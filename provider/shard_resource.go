@@ -255,10 +255,9 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		// configuration, and a type added or removed by hand shows in the
 		// plan next to the rule it changed.
 		access, narrowed := shardAccessFrom(role.Rules)
-		state.ReadResources, state.ProtectedResources = types.SetNull(types.StringType), types.SetNull(types.StringType)
+		state.ReadResources, state.ProtectedResources = types.SetNull(types.StringType), readResourceSet(access.Protected)
 		if narrowed {
 			state.ReadResources = readResourceSet(access.Dependents)
-			state.ProtectedResources = readResourceSet(access.Protected)
 		}
 		state.Reindex = types.BoolValue(access.Reindex)
 		state.DeferredDeletion = types.BoolValue(access.DeferredDeletion)
@@ -276,18 +275,20 @@ func (r *shardResource) Read(ctx context.Context, req resource.ReadRequest, resp
 // rules of the role it rendered: the dependent types are those the webhook
 // may watch (reindex when it may also patch them), the protected types
 // those it may patch without watching. narrowed is false for the wildcard
-// grant, which names no type. Deferred deletion is read back only when the
-// role holds all that it adds: create on SubjectAccessReviews, delete on
-// everything (the wildcard) or on every protected type, and, narrowed, get
-// on Namespaces; a part of it removed by hand shows in the plan as
-// deferred_deletion to be granted again.
+// grant, which names no type but, with deferred deletion, the protected
+// types it may delete (rules of that verb alone). Deferred deletion is read
+// back only when the role holds all that it adds: create on
+// SubjectAccessReviews, delete on every protected type (with the wildcard:
+// on some type, and not on everything, which an older grant held), and,
+// narrowed, get on Namespaces; a part of it removed by hand shows in the
+// plan as deferred_deletion to be granted again.
 func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrowed bool) {
 	reviews := slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
 		return grants(r, "authorization.k8s.io", "subjectaccessreviews", "create")
 	})
 	for _, r := range rules {
 		if slices.Contains(r.APIGroups, "*") && slices.Contains(r.Resources, "*") {
-			return rbac.ShardAccess{DeferredDeletion: reviews && slices.Contains(r.Verbs, "delete")}, false
+			return wildcardAccessFrom(rules, reviews && !slices.Contains(r.Verbs, "delete")), false
 		}
 	}
 	access.DeferredDeletion = reviews && slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
@@ -317,6 +318,25 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 		}
 	}
 	return access, true
+}
+
+// wildcardAccessFrom reads back the protected types the wildcard grant may
+// delete, and whether that is deferred deletion granted in full (reviews:
+// the rest of it is there).
+func wildcardAccessFrom(rules []rbacv1.PolicyRule, reviews bool) rbac.ShardAccess {
+	var access rbac.ShardAccess
+	for _, r := range rules {
+		if !slices.Equal(r.Verbs, []string{"delete"}) {
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				access.Protected = append(access.Protected, rbac.ReadResource{Group: g, Resource: res})
+			}
+		}
+	}
+	access.DeferredDeletion = reviews && len(access.Protected) > 0
+	return access
 }
 
 // grants reports whether rule r names verb on resource in group, as such

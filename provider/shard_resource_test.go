@@ -356,14 +356,19 @@ func TestAccShardResource_basic(t *testing.T) {
 				Check: everyShard("delete services", false),
 			},
 			{
-				// Deferred deletion with the wildcard grant: delete on
-				// everything, as it reads everything.
-				Config: shardConfig(e, grant, user, `  deferred_deletion = true`+"\n"),
+				// Deferred deletion with the wildcard grant: it reads
+				// and patches everything, and deletes the protected
+				// types alone.
+				Config: shardConfig(e, grant, user, `  protected_resources = ["services"]`+"\n"+`  deferred_deletion = true`+"\n"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("deferred_deletion"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("read_resources"), knownvalue.Null()),
+					statecheck.ExpectKnownValue("depctrl_shard.s1", tfjsonpath.New("protected_resources"), knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact("services")})),
 				},
-				Check: resource.ComposeTestCheckFunc(everyShard("delete configmaps", true), everyShard("review access", true)),
+				Check: resource.ComposeTestCheckFunc(
+					everyShard("delete services", true), everyShard("review access", true),
+					everyShard("delete configmaps", false), everyShard("secrets", true),
+				),
 			},
 			importVerified("depctrl_shard.s1", s1ID),
 			importPlansNothing("depctrl_shard.s1", s1ID),
@@ -492,7 +497,8 @@ func TestShardAccessFrom(t *testing.T) {
 			read: []string{"*.database.example.io", "virtualmachines.compute.example.io"}},
 		{name: "a type both read and protected", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vpcs}, Protected: []rbac.ReadResource{vpcs}, Reindex: true}, narrowed: true,
 			read: []string{"vpcs.network.example.io"}, protected: []string{"vpcs.network.example.io"}},
-		{name: "wildcard with deferred deletion", access: rbac.ShardAccess{DeferredDeletion: true}},
+		{name: "wildcard with deferred deletion", access: rbac.ShardAccess{Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true},
+			protected: []string{"configmaps", "vpcs.network.example.io"}},
 		{name: "narrowed with deferred deletion", access: rbac.ShardAccess{Dependents: []rbac.ReadResource{vms}, Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true}, narrowed: true,
 			read: []string{"virtualmachines.compute.example.io"}, protected: []string{"configmaps", "vpcs.network.example.io"}},
 		{
@@ -508,9 +514,6 @@ func TestShardAccessFrom(t *testing.T) {
 			if narrowed != tt.narrowed || got.Reindex != tt.access.Reindex || got.DeferredDeletion != tt.access.DeferredDeletion {
 				t.Fatalf("narrowed = %v, reindex = %v, deferred deletion = %v; want %v, %v, %v",
 					narrowed, got.Reindex, got.DeferredDeletion, tt.narrowed, tt.access.Reindex, tt.access.DeferredDeletion)
-			}
-			if !narrowed {
-				return
 			}
 			for _, c := range []struct {
 				what string
@@ -540,7 +543,7 @@ func TestShardAccessFromDeferredDeletionRemoved(t *testing.T) {
 	vpcs := rbac.ReadResource{Group: "network.example.io", Resource: "vpcs"}
 	cms := rbac.ReadResource{Resource: "configmaps"}
 	narrowed := rbac.ShardAccess{Dependents: []rbac.ReadResource{vms}, Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true}
-	wildcard := rbac.ShardAccess{DeferredDeletion: true}
+	wildcard := rbac.ShardAccess{Protected: []rbac.ReadResource{vpcs, cms}, DeferredDeletion: true}
 	// without removes the rules match selects.
 	without := func(match func(rbacv1.PolicyRule) bool) func([]rbacv1.PolicyRule) []rbacv1.PolicyRule {
 		return func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
@@ -567,6 +570,9 @@ func TestShardAccessFromDeferredDeletionRemoved(t *testing.T) {
 		access rbac.ShardAccess
 		edit   func([]rbacv1.PolicyRule) []rbacv1.PolicyRule
 		want   bool
+		// protectedLeft is how many protected types are read back,
+		// when not all of them.
+		protectedLeft int
 	}{
 		{name: "narrowed, as granted", access: narrowed, edit: func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r }, want: true},
 		{name: "narrowed, SubjectAccessReviews removed", access: narrowed, edit: without(reviews)},
@@ -574,14 +580,38 @@ func TestShardAccessFromDeferredDeletionRemoved(t *testing.T) {
 		{name: "narrowed, delete taken from one protected type's group", access: narrowed, edit: withoutDelete(core)},
 		{name: "wildcard, as granted", access: wildcard, edit: func(r []rbacv1.PolicyRule) []rbacv1.PolicyRule { return r }, want: true},
 		{name: "wildcard, SubjectAccessReviews removed", access: wildcard, edit: without(reviews)},
-		{name: "wildcard, delete taken from everything", access: wildcard, edit: withoutDelete(everything)},
+		{
+			// The wildcard grant names its protected types only in its
+			// delete rules: with one of them gone, deferred deletion
+			// still stands for the other, and protected_resources
+			// shows the type missing.
+			name: "wildcard, delete taken from one protected type's group", access: wildcard, edit: withoutDelete(core),
+			want: true, protectedLeft: 1,
+		},
+		{
+			// As an older grant had it: delete on everything, which
+			// apply takes away.
+			name: "wildcard, delete added to everything", access: wildcard,
+			edit: func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+				for i, r := range rules {
+					if everything(r) {
+						rules[i].Verbs = append(slices.Clone(r.Verbs), "delete")
+					}
+				}
+				return rules
+			},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, isNarrowed := shardAccessFrom(tt.edit(rbac.ShardReader(subjects, tt.access).Role.Rules))
 			if got.DeferredDeletion != tt.want {
 				t.Errorf("deferred deletion = %v, want %v", got.DeferredDeletion, tt.want)
 			}
-			if isNarrowed != (len(tt.access.Dependents) > 0) || len(got.Dependents) != len(tt.access.Dependents) || len(got.Protected) != len(tt.access.Protected) {
+			protected := len(tt.access.Protected)
+			if tt.protectedLeft > 0 {
+				protected = tt.protectedLeft
+			}
+			if isNarrowed != (len(tt.access.Dependents) > 0) || len(got.Dependents) != len(tt.access.Dependents) || len(got.Protected) != protected {
 				t.Errorf("read back %+v (narrowed %v) from %+v", got, isNarrowed, tt.access)
 			}
 		})

@@ -92,7 +92,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"protected_resources": resourceSet("The protected types, as `resource.group`: the webhook may `get`, `list` and `patch` their objects, "+
 				"to record on an object the intent of a create or update of a dependent that newly references it, "+
 				"to refuse that write when the object is being deleted, and to label the objects it finds unreferenced as settled. "+
-				"Required with `read_resources` and refused without it (without it the webhook reads and patches everything); at least one type. "+
+				"Required with `read_resources` and with `deferred_deletion`, refused without either (without `read_resources` the webhook reads and patches everything, "+
+				"and the types listed are only what `deferred_deletion` lets it delete); at least one type. "+
 				"List the targets of your rules' dependencies; a type that is also a dependent goes in both sets. "+
 				"The plan cannot check that this covers every type your rules protect (rules are applied anywhere, and change after the grant): "+
 				"a protected type not listed here makes every new reference to it fail closed with a permission error "+
@@ -115,7 +116,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 				MarkdownDescription: "Also grant what the webhook needs to carry out deferred deletions, on this shard: `delete` on the `protected_resources` " +
-					"(without `read_resources`: on every resource, like the read grant), `create` on `subjectaccessreviews.authorization.k8s.io`, " +
+					"and nothing else (required here, also without `read_resources`: the webhook that reads and patches everything still deletes only the types named), " +
+					"`create` on `subjectaccessreviews.authorization.k8s.io`, " +
 					"and, with `read_resources`, `get` on `namespaces` (the wildcard grant reads them already). " +
 					"It pairs with `webhook.deferred_deletion` on `depctrl_runtime` (the webhook's `--deferred-deletion`): a deletion the webhook refuses because " +
 					"dependents still reference the object, of an object that opts in (`" + v1alpha1.DeferDeletionAnnotation + ": \"true\"` on it or its namespace, " +

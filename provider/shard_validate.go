@@ -37,8 +37,13 @@ func (r *shardResource) ConfigValidators(context.Context) []resource.ConfigValid
 //     the operator vouches for. An empty set would mean the same as none
 //     (rules always protect something, or nothing needs narrowing), so the
 //     attribute's own validator refuses it.
-//   - protected_resources or reindex without read_resources: the wildcard
-//     grant reads and patches everything already, so they would do nothing.
+//   - protected_resources without read_resources, unless deferred_deletion
+//     is on, and reindex without read_resources: the wildcard grant reads
+//     and patches everything already, so they would do nothing. With
+//     deferred_deletion, protected_resources are what the wildcard grant
+//     may delete.
+//   - deferred_deletion without protected_resources: the webhook may delete
+//     only the types named, never everything on the shard.
 //
 // read_resources not yet known (terraform validate, or a value computed from
 // another resource) may still turn out null, so that check waits for it:
@@ -57,10 +62,19 @@ func (r *shardResource) ValidateConfig(ctx context.Context, req resource.Validat
 				"and nothing is ever settled. List the types your rules protect (the targets of their dependencies; a type may be in both sets) "+
 				"in protected_resources, or leave read_resources unset to let the webhook read and patch everything.")
 	}
-	if !m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
-		resp.Diagnostics.AddAttributeError(path.Root("protected_resources"), "protected_resources needs read_resources",
-			"without read_resources the webhook may read everything on the shard, protected types included: "+
-				"list the dependent types your rules use in read_resources, or leave protected_resources unset.")
+	deferring := m.DeferredDeletion.ValueBool() || m.DeferredDeletion.IsUnknown()
+	if !m.ProtectedResources.IsNull() && m.ReadResources.IsNull() && !deferring {
+		resp.Diagnostics.AddAttributeError(path.Root("protected_resources"), "protected_resources needs read_resources or deferred_deletion",
+			"without read_resources the webhook may read and patch everything on the shard, protected types included, "+
+				"and protected_resources alone names only what deferred_deletion lets it delete: "+
+				"list the dependent types your rules use in read_resources, set deferred_deletion, or leave protected_resources unset.")
+	}
+	if m.DeferredDeletion.ValueBool() && m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
+		// (Narrowed, read_resources needs them already: said above.)
+		resp.Diagnostics.AddAttributeError(path.Root("deferred_deletion"), "deferred_deletion needs protected_resources",
+			"deferred_deletion lets the webhook delete the objects whose deletion it deferred, and it may delete only the types "+
+				"listed in protected_resources, never everything on the shard: list the types your rules protect "+
+				"(the targets of their dependencies) in protected_resources, with or without read_resources.")
 	}
 	if m.Reindex.ValueBool() && m.ReadResources.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("reindex"), "reindex needs read_resources",

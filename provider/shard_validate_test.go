@@ -38,9 +38,19 @@ func TestShardValidateConfig(t *testing.T) {
 		{name: "narrowed with reindex", attrs: map[string]tftypes.Value{
 			"read_resources": vms, "protected_resources": vpcs, "reindex": tftypes.NewValue(tftypes.Bool, true)}},
 		{name: "a type both read and protected", attrs: map[string]tftypes.Value{"read_resources": vpcs, "protected_resources": vpcs}},
-		// Deferred deletion adds to either grant: delete on everything,
-		// or on the protected types.
-		{name: "wildcard with deferred_deletion", attrs: map[string]tftypes.Value{"deferred_deletion": tftypes.NewValue(tftypes.Bool, true)}},
+		// Deferred deletion adds to either grant delete on the protected
+		// types, and only on those.
+		{name: "wildcard with deferred_deletion", attrs: map[string]tftypes.Value{
+			"protected_resources": vpcs, "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)}},
+		{
+			// The wildcard grant would otherwise have to delete
+			// everything on the shard.
+			name:     "wildcard with deferred_deletion and no protected_resources",
+			attrs:    map[string]tftypes.Value{"deferred_deletion": tftypes.NewValue(tftypes.Bool, true)},
+			wantAttr: "deferred_deletion", want: `deferred_deletion needs protected_resources: .*delete only the types\s+listed`,
+		},
+		{name: "deferred_deletion not known with protected_resources alone", attrs: map[string]tftypes.Value{
+			"protected_resources": vpcs, "deferred_deletion": tftypes.NewValue(tftypes.Bool, tftypes.UnknownValue)}},
 		{name: "narrowed with deferred_deletion", attrs: map[string]tftypes.Value{
 			"read_resources": vms, "protected_resources": vpcs, "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)}},
 		{
@@ -70,7 +80,7 @@ func TestShardValidateConfig(t *testing.T) {
 		},
 		{
 			name: "protected_resources without read_resources", attrs: map[string]tftypes.Value{"protected_resources": vpcs},
-			wantAttr: "protected_resources", want: `protected_resources needs read_resources`,
+			wantAttr: "protected_resources", want: `protected_resources needs read_resources or deferred_deletion`,
 		},
 		{
 			name: "reindex without read_resources", attrs: map[string]tftypes.Value{"reindex": tftypes.NewValue(tftypes.Bool, true)},

@@ -44,9 +44,10 @@ resource "depctrl_shard" "this" {
   kubeconfig_path = each.value
   webhook_users   = [var.webhook_user]
   read_resources  = var.dependent_types
-  # The protected types, required with read_resources: the webhook patches
-  # their objects to record each new reference and to settle them.
-  protected_resources = var.dependent_types == null ? null : var.protected_types
+  # The protected types, required with read_resources (the webhook patches
+  # their objects to record each new reference and to settle them) and with
+  # deferred_deletion (the only types it may delete).
+  protected_resources = var.dependent_types == null && !var.deferred_deletion ? null : var.protected_types
   # Patch is granted only on named types: re-index when they are named.
   reindex = var.dependent_types != null
   # What the webhook needs to carry out the deletions it defers, on every

@@ -60,7 +60,7 @@ variable "dependent_types" {
 }
 
 variable "protected_types" {
-  description = "The protected types (resource.group) whose objects the webhook may get, list and patch, to record new references and settle them; every type the rules protect. Used only with dependent_types, and required with it."
+  description = "The protected types (resource.group) whose objects the webhook may get, list and patch, to record new references and settle them; every type the rules protect. Required with dependent_types, and with deferred_deletion, the only types the webhook may then delete; unused otherwise."
   type        = list(string)
   default     = ["vpcs.network.test.io", "firewallrules.network.test.io"]
 }

@@ -79,8 +79,9 @@ type ShardAccess struct {
 	// Protected are the types rules protect: the webhook reads and patches
 	// one object of them at a time, to record on it the intent of a write
 	// that newly references it (and to refuse that write when the object
-	// is being deleted). Only with Dependents; otherwise everything is
-	// read and may be patched.
+	// is being deleted). With Dependents; otherwise everything is read
+	// and may be patched, and Protected names only what DeferredDeletion
+	// may delete.
 	Protected []ReadResource
 	// Reindex also grants patch on Dependents, so that the webhook can
 	// write again (with an empty patch) the dependents it finds without a
@@ -89,12 +90,15 @@ type ShardAccess struct {
 	Reindex bool
 	// DeferredDeletion lets the webhook carry out the deletions it
 	// deferred (its --deferred-deletion): delete on the Protected types
-	// (on everything without Dependents), create on SubjectAccessReviews,
-	// to check that whoever asked for a deletion may still delete the
-	// object when it is carried out, and, with Dependents, get on
-	// Namespaces, to read a namespace's opt-in annotation (the wildcard
-	// grant reads them already). Off, the webhook can delete nothing,
-	// which is what it needs without deferred deletion.
+	// and nothing else, create on SubjectAccessReviews, to check that
+	// whoever asked for a deletion may still delete the object when it is
+	// carried out, and, with Dependents, get on Namespaces, to read a
+	// namespace's opt-in annotation (the wildcard grant reads them
+	// already). It needs Protected also without Dependents: the wildcard
+	// grant reads and patches everything, but it deletes only the types
+	// named, so that turning deferral on never makes every type on the
+	// shard deletable. Off, the webhook can delete nothing, which is what
+	// it needs without deferred deletion.
 	DeferredDeletion bool
 }
 
@@ -134,18 +138,18 @@ var namespaceReader = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []st
 // access.Dependents it grants read on everything, secrets included, and
 // patch on everything (the webhook patches only objects that rules protect,
 // and only their intent annotations); naming the types narrows it. With
-// access.DeferredDeletion the webhook may also delete what it may patch as
-// protected (everything, without access.Dependents): the verb is added to
-// the rule that grants patch, so that no other type becomes deletable.
+// access.DeferredDeletion the webhook may also delete the access.Protected
+// types, and only those, whether or not the rest is narrowed: with no
+// Protected types it may delete nothing, and a deferred deletion fails
+// with a permission error when it is carried out.
 func ShardReader(subjects []rbacv1.Subject, access ShardAccess) Grant {
 	rules := []rbacv1.PolicyRule{workspaceAccess, eventWriter}
 	if len(access.Dependents) == 0 {
-		verbs := []string{"get", "list", "watch", "patch"}
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}})
 		if access.DeferredDeletion {
-			verbs = append(verbs, "delete")
 			rules = append(rules, accessReviewer)
+			rules = append(rules, byGroup(access.Protected, []string{"delete"})...)
 		}
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: verbs})
 		return grant(ShardReaderName, subjects, rules...)
 	}
 	verbs := []string{"get", "list", "watch"}

@@ -70,11 +70,26 @@ func TestShardReader(t *testing.T) {
 			},
 		},
 		{
-			name:     "deferred deletion on the wildcard: delete everything, and review whoever asked",
+			name:      "deferred deletion on the wildcard: delete the protected types only, and review whoever asked",
+			protected: []ReadResource{{Group: "network.example.io", Resource: "vpcs"}, {Group: "network.example.io", Resource: "subnets"}, {Group: "", Resource: "configmaps"}},
+			deferred:  true,
+			want: []rbacv1.PolicyRule{
+				workspaceAccess, eventWriter,
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				accessReviewer,
+				{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"delete"}},
+				{APIGroups: []string{"network.example.io"}, Resources: []string{"subnets", "vpcs"}, Verbs: []string{"delete"}},
+			},
+		},
+		{
+			// What the provider's plan refuses; rendered all the same,
+			// it deletes nothing rather than everything.
+			name:     "deferred deletion on the wildcard with no protected type deletes nothing",
 			deferred: true,
 			want: []rbacv1.PolicyRule{
-				workspaceAccess, eventWriter, accessReviewer,
-				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "delete"}},
+				workspaceAccess, eventWriter,
+				{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch"}},
+				accessReviewer,
 			},
 		},
 		{

@@ -382,7 +382,7 @@ func (r *Replayer) replay(ctx context.Context, k replayKey) error {
 		// tried again, backing off.
 		return errInFlight
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("the webhook may not delete it (grant delete on the protected types: depctrl_shard deferred_deletion): %w", err)
+		return fmt.Errorf("the webhook may not delete it (grant delete on its type: depctrl_shard deferred_deletion, with the type in protected_resources): %w", err)
 	}
 	return err
 }

@@ -197,7 +197,7 @@ func TestDeferredDeletion(t *testing.T) {
 func grantDeferral(ctx context.Context, t *testing.T, e *env.Env) {
 	t.Helper()
 	name := env.UniqueName("depctrl-e2e-deferral")
-	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{DeferredDeletion: true})
+	g := rbac.ShardReader([]rbacv1.Subject{rbac.User(env.WebhookUser)}, rbac.ShardAccess{Protected: []rbac.ReadResource{{Group: fixtures.VPCs.Group, Resource: fixtures.VPCs.Resource}}, DeferredDeletion: true})
 	g.Role.Name, g.Binding.Name, g.Binding.RoleRef.Name = name, name, name
 	for _, s := range e.Shards {
 		cfg, err := e.ShardAdminConfig(s.Name, "system:admin")

@@ -18,8 +18,9 @@ resource "depctrl_shard" "shard_1" {
   # included).
   read_resources = ["virtualmachines.compute.example.io", "manageddatabases.compute.example.io"]
 
-  # The types they protect, required with read_resources: the webhook
-  # patches their objects to record each new reference and to settle them.
+  # The types they protect, required with read_resources (the webhook
+  # patches their objects to record each new reference and to settle them)
+  # and with deferred_deletion (the only types it may delete).
   protected_resources = ["vpcs.network.example.io", "subnets.network.example.io"]
 
   # Let the webhook re-index dependents written before their rule (with an
@@ -27,7 +28,7 @@ resource "depctrl_shard" "shard_1" {
   reindex = true
 
   # Let the webhook carry out the deletions it defers (off by default):
-  # delete on the protected types, create on SubjectAccessReviews, get on
+  # delete on the protected types alone, create on SubjectAccessReviews, get on
   # Namespaces. It pairs with webhook.deferred_deletion on depctrl_runtime;
   # grant it on every shard once the runtime defers deletions.
   deferred_deletion = true
