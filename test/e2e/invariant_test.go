@@ -117,6 +117,8 @@ type vmRef struct {
 type tally struct {
 	sync.Mutex
 	ops, denials, deletes, skips, collections, refusedNew, namespaces, replaces, moves, forged, held, regions, crowdCreates int
+	// deferred counts the refused deletes that were deferred.
+	deferred int
 	// awaitedIntents counts unreferenced VPCs whose delete waited for the
 	// intent of a write admitted again, or not stored, to expire.
 	awaitedIntents                  int
@@ -149,7 +151,8 @@ func (tl *tally) unactionablef(format string, args ...any) {
 // skip-protection, the rule's field path edited, the rule deleted and
 // recreated) in consumer workspaces on both shards, with a crowd round
 // every crowdEvery phases (many clients referencing a few popular VPCs at
-// once, while others delete them), and checks after every
+// once, while others delete them; every other round with their deletion
+// deferred), and checks after every
 // step that nothing referenced under an enforced rule was deleted, that
 // nothing unreferenced stays undeletable, and that every refusal is one
 // the caller can act on. The seed is logged; DEPCTRL_INVARIANT_SEED
@@ -170,6 +173,11 @@ func TestInvariantUnderLoad(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with %s=%d), %d phases of %d workers x %d steps", seed, seedVariable, seed, phases, workers, stepsPerPhase)
 	top, rt := install(ctx, t, e)
+	// Deferred deletion is on: the crowd opts in every other round, and
+	// every refused delete elsewhere asks whether it is to be deferred.
+	grantDeferral(ctx, t, e)
+	rt.StopWebhook(t)
+	rt.StartWebhook(ctx, t, "--deferred-deletion")
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	// The webhook may re-index: every rule change leaves the VMs
 	// unindexed, and it then rewrites them while the workers create and
@@ -298,6 +306,7 @@ func TestInvariantUnderLoad(t *testing.T) {
 	t.Logf("%d operations in %s: %d deletes of protected objects (%d by collection, %d refused, %d with skip-protection), %d new references to a VPC being deleted refused, %d namespaces deleted with their contents, %d VPCs replaced from copies without intents, %d references moved by update (%d claiming another workspace in kcp.io/cluster, %d held by a slow admission step while their new VPC's delete was tried), %d cluster-scoped Regions created, %d VMs created by %d clients at once referencing %d popular VPCs per consumer in %d rounds; violations %d, stuck %d, unactionable refusals %d",
 		tl.ops, time.Since(start).Round(time.Second), tl.deletes, tl.collections, tl.denials, tl.skips, tl.refusedNew, tl.namespaces, tl.replaces, tl.moves, tl.forged, tl.held, tl.regions,
 		tl.crowdCreates, crowdClients, crowdTargets, popular.round, len(tl.violations), len(tl.stuck), len(tl.unactionable))
+	t.Logf("%d refused deletes of popular VPCs deferred (in the crowd rounds that opt in), each carried out once its VMs were gone", tl.deferred)
 	t.Logf("%d deletes of unreferenced VPCs waited for an intent whose write was admitted again, or never stored, to expire (--intent-lifetime)", tl.awaitedIntents)
 	t.Logf("meanwhile the webhook read %s dependents without a current stamp and re-indexed %s (%s were gone first)",
 		counterValue(ctx, t, rt.WebhookMetricsURL, "depctrl_webhook_unindexed_dependents_examined_total"),
