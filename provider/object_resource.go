@@ -127,7 +127,8 @@ func (r *objectResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 					"deferred, until the webhook has deleted it once nothing references it. `false` returns once the deletion is asked for; " +
 					"a deferred one then returns with a warning. Default `true`.",
 			},
-			"uid": computedKept("The object's UID. Destroy deletes the object only while it has this UID."),
+			"uid": computedKept("The object's UID. Destroy deletes the object only while it has this UID, and a refresh that finds another object of the name " +
+				"(deleted and created again since, by hand or with its workspace) does not adopt it: the plan creates the object, and create refuses to take over the other one (import it to manage it)."),
 			"live_fingerprint": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "A sha256 of the live object's values at exactly the fields the manifest sets (`sha256:<hex>`). A plan " +
@@ -372,10 +373,26 @@ func (r *objectResource) Read(ctx context.Context, req resource.ReadRequest, res
 	case err != nil:
 		resp.Diagnostics.Append(explainObject(ctx, r.conn, ws, "reading "+ref.String(), err))
 		return
+	case replacedSince(state, live):
+		// Another object of the name, made since: not the one Terraform
+		// manages. Adopting it would let destroy delete it; the plan
+		// creates the object instead, and create refuses to take over an
+		// existing one (it asks for an import).
+		tflog.Warn(ctx, "object was replaced by another of the same name; it will be planned for creation",
+			map[string]interface{}{"workspace": ws, "object": ref.String(), "uid": state.UID.ValueString(), "live_uid": string(live.GetUID())})
+		removeFromState(ctx, resp, id)
+		return
 	}
 	state.setFromLive(ws, ref, u, live)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	setIdentity(ctx, resp.Identity, id, &resp.Diagnostics)
+}
+
+// replacedSince reports whether live is another object than the one state
+// recorded: a UID known (not an import, which has none yet) and different.
+func replacedSince(state objectModel, live *unstructured.Unstructured) bool {
+	uid := state.UID.ValueString()
+	return uid != "" && uid != string(live.GetUID())
 }
 
 // setFromLive records what kcp has of the object: its UID, and the

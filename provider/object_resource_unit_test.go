@@ -435,3 +435,28 @@ func TestWaitDeferred(t *testing.T) {
 		}
 	})
 }
+
+// TestReplacedSince: a refresh keeps the object Terraform made, and only
+// that one: another of the same name made since (deleted and created again
+// by hand, or a workspace recreated at the path) is not adopted, so that
+// destroy never deletes it; an import, which has no UID yet, adopts what it
+// finds.
+func TestReplacedSince(t *testing.T) {
+	live := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "vpc-1", "uid": "uid-2"}}}
+	for _, tt := range []struct {
+		name string
+		uid  types.String
+		want bool
+	}{
+		{"the object made", types.StringValue("uid-2"), false},
+		{"another of the name", types.StringValue("uid-1"), true},
+		{"an import", types.StringNull(), false},
+		{"an import with the UID not known yet", types.StringUnknown(), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := replacedSince(objectModel{UID: tt.uid}, live); got != tt.want {
+				t.Errorf("replacedSince = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

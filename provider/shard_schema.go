@@ -116,7 +116,8 @@ func (r *shardResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 				MarkdownDescription: "Also grant what the webhook needs to carry out deferred deletions, on this shard: `delete` on the `protected_resources` " +
-					"and nothing else (required here, also without `read_resources`: the webhook that reads and patches everything still deletes only the types named), " +
+					"and nothing else (required here, also without `read_resources`: the webhook that reads and patches everything still deletes only the types named; " +
+					"each named one by one, since `*.group` would make every type of the group deletable), " +
 					"`create` on `subjectaccessreviews.authorization.k8s.io`, " +
 					"and, with `read_resources`, `get` on `namespaces` (the wildcard grant reads them already). " +
 					"It pairs with `webhook.deferred_deletion` on `depctrl_runtime` (the webhook's `--deferred-deletion`): a deletion the webhook refuses because " +

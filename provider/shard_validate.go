@@ -69,6 +69,18 @@ func (r *shardResource) ValidateConfig(ctx context.Context, req resource.Validat
 				"and protected_resources alone names only what deferred_deletion lets it delete: "+
 				"list the dependent types your rules use in read_resources, set deferred_deletion, or leave protected_resources unset.")
 	}
+	if m.DeferredDeletion.ValueBool() && !m.ProtectedResources.IsUnknown() {
+		var names []string
+		_ = m.ProtectedResources.ElementsAs(ctx, &names, false)
+		for _, n := range names {
+			if rr, err := rbac.ParseReadResource(n); err == nil && rr.Resource == "*" {
+				resp.Diagnostics.AddAttributeError(path.Root("protected_resources"), "deferred_deletion needs protected_resources that name types",
+					fmt.Sprintf("%q names every type of its group, and deferred_deletion grants the webhook delete on each type listed in protected_resources: "+
+						"on every one of the group's types, on every workspace of the shard. List the protected types one by one (vpcs.network.example.io), "+
+						"or leave deferred_deletion unset.", n))
+			}
+		}
+	}
 	if m.DeferredDeletion.ValueBool() && m.ProtectedResources.IsNull() && m.ReadResources.IsNull() {
 		// (Narrowed, read_resources needs them already: said above.)
 		resp.Diagnostics.AddAttributeError(path.Root("deferred_deletion"), "deferred_deletion needs protected_resources",

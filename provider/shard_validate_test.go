@@ -49,6 +49,20 @@ func TestShardValidateConfig(t *testing.T) {
 			attrs:    map[string]tftypes.Value{"deferred_deletion": tftypes.NewValue(tftypes.Bool, true)},
 			wantAttr: "deferred_deletion", want: `deferred_deletion needs protected_resources: .*delete only the types\s+listed`,
 		},
+		{
+			// Delete on a whole group (or the core group) is more than
+			// the protected types.
+			name: "deferred_deletion with a group's every type protected",
+			attrs: map[string]tftypes.Value{
+				"read_resources": vms, "protected_resources": set("vpcs.network.example.io", "*.tenancy.kcp.io"), "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)},
+			wantAttr: "protected_resources", want: `name types: "\*.tenancy.kcp.io" names every type of its group`,
+		},
+		{
+			name: "deferred_deletion with every core type protected", attrs: map[string]tftypes.Value{
+				"protected_resources": set("*"), "deferred_deletion": tftypes.NewValue(tftypes.Bool, true)},
+			wantAttr: "protected_resources", want: `name types: "\*" names every type`,
+		},
+		{name: "a group's every type protected without deferred_deletion", attrs: map[string]tftypes.Value{"read_resources": vms, "protected_resources": set("*.network.example.io")}},
 		{name: "deferred_deletion not known with protected_resources alone", attrs: map[string]tftypes.Value{
 			"protected_resources": vpcs, "deferred_deletion": tftypes.NewValue(tftypes.Bool, tftypes.UnknownValue)}},
 		{name: "narrowed with deferred_deletion", attrs: map[string]tftypes.Value{

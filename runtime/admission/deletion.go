@@ -54,7 +54,7 @@ func DeletionOf(req *admissionv1.AdmissionRequest) (Deletion, error) {
 		Name:      req.Name,
 		User:      req.UserInfo.Username,
 		Groups:    req.UserInfo.Groups,
-		Extra:     extraOf(req),
+		Extra:     ExtraOf(req),
 		DryRun:    DryRun(req),
 	}
 	if len(req.OldObject.Raw) == 0 {
@@ -78,8 +78,8 @@ func DeletionOf(req *admissionv1.AdmissionRequest) (Deletion, error) {
 	return d, nil
 }
 
-// extraOf is the request's user info extra as plain lists.
-func extraOf(req *admissionv1.AdmissionRequest) map[string][]string {
+// ExtraOf is the request's user info extra as plain lists.
+func ExtraOf(req *admissionv1.AdmissionRequest) map[string][]string {
 	if len(req.UserInfo.Extra) == 0 {
 		return nil
 	}

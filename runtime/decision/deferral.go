@@ -82,7 +82,7 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	if store == nil || ledger == nil || d.DryRun {
 		return ""
 	}
-	if v.isSelf(ctx, d.User) {
+	if v.isSelf(ctx, d.User, d.Extra) {
 		// A replay the dependents still refuse: the record stands.
 		return ""
 	}
@@ -111,9 +111,7 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	if d.Collection {
 		rec.Verb = "deletecollection"
 	}
-	if d.Options != nil && d.Options.PropagationPolicy != nil {
-		rec.PropagationPolicy = d.Options.PropagationPolicy
-	}
+	rec.PropagationPolicy = propagationOf(d.Options)
 	value, err := rec.Encode()
 	if err == nil {
 		err = ledger.Put(ctx, LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: value})
@@ -198,6 +196,29 @@ func notDeferrable(o *metav1.DeleteOptions, uid types.UID) string {
 		return fmt.Sprintf("the propagation policy %q is unknown", *o.PropagationPolicy)
 	}
 	return ""
+}
+
+// propagationOf is the propagation policy a deletion with options asked
+// for, nil for the server's default: its propagationPolicy, else what the
+// deprecated orphanDependents stands for (true orphans the object's
+// dependents, false deletes them in the background), so that a deletion
+// carried out later keeps or removes what the object owns as the refused
+// request would have. The API server refuses options that set both.
+func propagationOf(o *metav1.DeleteOptions) *metav1.DeletionPropagation {
+	switch {
+	case o == nil:
+		return nil
+	case o.PropagationPolicy != nil:
+		return o.PropagationPolicy
+	case o.OrphanDependents == nil: //nolint:staticcheck // deprecated, but clients still send it
+		return nil
+	case *o.OrphanDependents: //nolint:staticcheck // deprecated, but clients still send it
+		p := metav1.DeletePropagationOrphan
+		return &p
+	default:
+		p := metav1.DeletePropagationBackground
+		return &p
+	}
 }
 
 // deferralEvent records on the object, in the background, that its

@@ -256,6 +256,8 @@ func TestDeferDeletion(t *testing.T) {
 		wantAllowed             bool
 		wantRecord              bool
 		wantMessage             string
+		// wantPolicy is the propagation policy the record keeps.
+		wantPolicy *metav1.DeletionPropagation
 	}{
 		{name: "an object that opted in is deferred", stored: optIn, wantRecord: true, wantMessage: "its deletion is deferred: depctrl deletes it once nothing references it"},
 		{name: "so is one whose namespace opted in", stored: cluster, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}, wantRecord: true, wantMessage: "its deletion is deferred"},
@@ -268,8 +270,16 @@ func TestDeferDeletion(t *testing.T) {
 		{name: "a ledger that cannot be written leaves the deletion refused", stored: optIn, ledgerErr: errors.New("forbidden"), wantMessage: "deferring its deletion failed, so it is only refused"},
 		{name: "an opt-in the review claims but the stored object lacks counts for nothing", stored: cluster, review: optIn},
 		{name: "a review whose object is not the stored one is not deferred", stored: optIn, storedUID: "another"},
-		{name: "the propagation policy is kept", stored: optIn, wantRecord: true, wantMessage: "deferred", edit: func(r *admissionv1.AdmissionRequest) {
+		{name: "the propagation policy is kept", stored: optIn, wantRecord: true, wantMessage: "deferred", wantPolicy: &orphan, edit: func(r *admissionv1.AdmissionRequest) {
 			r.Options = runtime.RawExtension{Raw: mustJSON(metav1.DeleteOptions{PropagationPolicy: &orphan})}
+		}},
+		// The deprecated field says the same: a deletion carried out
+		// without it would take the object's dependents with it.
+		{name: "orphanDependents is kept as the orphan policy", stored: optIn, wantRecord: true, wantMessage: "deferred", wantPolicy: &orphan, edit: func(r *admissionv1.AdmissionRequest) {
+			r.Options = runtime.RawExtension{Raw: mustJSON(metav1.DeleteOptions{OrphanDependents: ptr.To(true)})} //nolint:staticcheck // what older clients send
+		}},
+		{name: "orphanDependents false is kept as the background policy", stored: optIn, wantRecord: true, wantMessage: "deferred", wantPolicy: ptr.To(metav1.DeletePropagationBackground), edit: func(r *admissionv1.AdmissionRequest) {
+			r.Options = runtime.RawExtension{Raw: mustJSON(metav1.DeleteOptions{OrphanDependents: ptr.To(false)})} //nolint:staticcheck // what older clients send
 		}},
 		{name: "a resourceVersion precondition cannot be deferred", stored: optIn, wantMessage: "not deferred: it names a resourceVersion precondition", edit: func(r *admissionv1.AdmissionRequest) {
 			r.Options = runtime.RawExtension{Raw: mustJSON(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To("7")}})}
@@ -310,7 +320,7 @@ func TestDeferDeletion(t *testing.T) {
 			}
 			heard := &deferralsHeard{}
 			v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine", DeferDeletion: tt.ruleDefers}}}, finder, admission.When(closed()), ValidatorOptions{
-				Self:     func(context.Context) (string, error) { return "webhook", nil },
+				Self:     selfNamed("webhook", nil),
 				Deferral: store, Ledger: ledger, Deferrals: heard,
 			}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), req)
@@ -347,8 +357,8 @@ func TestDeferDeletion(t *testing.T) {
 			if rec.User != "alice" || len(rec.Groups) != 1 || rec.Groups[0] != "team-a" || rec.UID != "uid-vpc" || rec.At.IsZero() {
 				t.Errorf("record %+v does not say who asked, when, for which object", rec)
 			}
-			if tt.edit != nil && (rec.PropagationPolicy == nil || *rec.PropagationPolicy != orphan) {
-				t.Errorf("record %+v lost the propagation policy", rec)
+			if (rec.PropagationPolicy == nil) != (tt.wantPolicy == nil) || (tt.wantPolicy != nil && *rec.PropagationPolicy != *tt.wantPolicy) {
+				t.Errorf("record %+v keeps the propagation policy %v, want %v", rec, ptr.Deref(rec.PropagationPolicy, "none"), ptr.Deref(tt.wantPolicy, "none"))
 			}
 			// Asked again, the deletion says it is deferred already and
 			// keeps the first record, also when the review leaves the
@@ -423,7 +433,7 @@ func TestGuardDeferral(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := NewValidator(fakeProtections{}, &fakeFinder{}, admission.When(closed()), ValidatorOptions{
-				Self: func(context.Context) (string, error) { return "webhook", nil },
+				Self: selfNamed("webhook", nil),
 			}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), tt.req)
 			if resp.Allowed != tt.allowed {
@@ -468,7 +478,7 @@ func TestNotDeferrable(t *testing.T) {
 func TestWebhookNeverSkipsProtection(t *testing.T) {
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-1"}}}}
 	v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}, blocked, admission.When(closed()), ValidatorOptions{
-		Self: func(context.Context) (string, error) { return "webhook", nil },
+		Self: selfNamed("webhook", nil),
 	}, logr.Discard())
 	skip := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.SkipProtectionAnnotation: "true"}
 	for user, allowed := range map[string]bool{"webhook": false, "alice": true} {

@@ -38,7 +38,7 @@ func (v *Validator) keepIntents(ctx context.Context, req *admissionv1.AdmissionR
 	if len(dropped) == 0 {
 		return admission.Allow(""), outcomeAllowed
 	}
-	if v.isSelf(ctx, req.UserInfo.Username) {
+	if v.isSelf(ctx, req.UserInfo.Username, admission.ExtraOf(req)) {
 		return admission.Allow(""), outcomeAllowed
 	}
 	in, err := v.pendingIntent(ctx, req, w, dropped)

@@ -61,7 +61,7 @@ func TestKeepIntents(t *testing.T) {
 	close(ready)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			self := func(context.Context) (string, error) { return "depctrl-webhook", tt.selfErr }
+			self := selfNamed("depctrl-webhook", tt.selfErr)
 			protections := fakeProtections{vpcGVR: {{Rule: "c1/vm-rule", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}
 			finder := &fakeFinder{dependents: tt.stored}
 			if tt.token != "" {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,9 +57,7 @@ type Replayer struct {
 	queue    workqueue.TypedRateLimitingInterface[replayKey]
 	waiting  chan dependentGone
 	instance string
-	// waits counts the deleted dependents waited on, by workspace.
-	waitsMu sync.Mutex
-	waits   map[string]int
+	waits    *waitBook
 }
 
 // replayKey names an object whose deferred deletion is to be tried.
@@ -112,7 +109,7 @@ func NewReplayer(store DeferralStore, ledger DeferralLedger, log logr.Logger) *R
 			workqueue.TypedRateLimitingQueueConfig[replayKey]{Name: "deferred-deletions"}),
 		waiting:  make(chan dependentGone, maxWaiting),
 		instance: process.EventInstance("depctrl-webhook"),
-		waits:    map[string]int{},
+		waits:    newWaitBook(),
 	}
 }
 
@@ -136,14 +133,20 @@ func (r *Replayer) DependentDeleted(cluster string, gvr schema.GroupVersionResou
 	for _, t := range targets[:min(len(targets), maxTargetsPerDependent)] {
 		g.targets = append(g.targets, replayKey{cluster: cluster, gvr: t.Resource, namespace: meta.Namespace, name: t.Name})
 	}
-	if len(g.targets) == 0 {
+	if len(g.targets) == 0 || !r.waits.queue(g.pending()) {
 		return
 	}
 	select {
 	case r.waiting <- g:
 	default:
+		r.waits.unqueue(g.pending())
 		r.Log.Info("too many deleted dependents waited on; the sweep tries their targets", "cluster", cluster, "name", meta.Name)
 	}
+}
+
+// pending names g for the waitBook.
+func (g dependentGone) pending() pendingDependent {
+	return pendingDependent{cluster: g.cluster, gvr: g.gvr, uid: g.meta.UID}
 }
 
 // Start runs the workers, the waits on deleted dependents and the sweep
@@ -178,19 +181,20 @@ func (r *Replayer) wait(ctx context.Context) {
 			return
 		case g = <-r.waiting:
 		}
+		// A workspace beyond its share takes no slot: the others' waits
+		// never queue behind it.
+		if !r.waits.start(g.pending()) {
+			r.Log.V(1).Info("too many deleted dependents waited on in the workspace; the resync tries their targets", "cluster", g.cluster, "name", g.meta.Name)
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case slots <- struct{}{}:
 		}
-		if !r.takeWait(g.cluster) {
-			<-slots
-			r.Log.V(1).Info("too many deleted dependents waited on in the workspace; the resync tries their targets", "cluster", g.cluster, "name", g.meta.Name)
-			continue
-		}
 		go func() {
 			defer func() { <-slots }()
-			defer r.releaseWait(g.cluster)
+			defer r.waits.end(g.pending())
 			var deferred []replayKey
 			for _, t := range g.targets {
 				if r.deferred(ctx, &t) {
@@ -205,25 +209,6 @@ func (r *Replayer) wait(ctx context.Context) {
 				r.queue.Add(t)
 			}
 		}()
-	}
-}
-
-// takeWait counts a wait in cluster, unless it has its share already.
-func (r *Replayer) takeWait(cluster string) bool {
-	r.waitsMu.Lock()
-	defer r.waitsMu.Unlock()
-	if r.waits[cluster] >= maxWaitingPerWorkspace {
-		return false
-	}
-	r.waits[cluster]++
-	return true
-}
-
-func (r *Replayer) releaseWait(cluster string) {
-	r.waitsMu.Lock()
-	defer r.waitsMu.Unlock()
-	if r.waits[cluster]--; r.waits[cluster] <= 0 {
-		delete(r.waits, cluster)
 	}
 }
 
@@ -440,6 +425,18 @@ func (r *Replayer) event(ctx context.Context, k replayKey, obj metav1.PartialObj
 	}
 }
 
+// ledgerGrace is how long after it was made an entry of the ledger that
+// its object does not carry is kept by the sweep: a deferral is written to
+// the ledger first and then to the object, within one admission request.
+const ledgerGrace = time.Minute
+
+// recordedWithin reports whether record was made less than grace before
+// now (a record that does not parse was not).
+func recordedWithin(record string, now time.Time, grace time.Duration) bool {
+	rec, err := v1alpha1.ParseDeferredDeletion(record)
+	return err == nil && now.Sub(rec.At.Time) < grace
+}
+
 // sweepEvery sweeps once a Resync, the first time at once.
 func (r *Replayer) sweepEvery(ctx context.Context) {
 	t := time.NewTicker(r.Resync)
@@ -471,6 +468,11 @@ func (r *Replayer) sweep(ctx context.Context) error {
 			continue
 		}
 		if !found || obj.Annotations[v1alpha1.DeletionDeferredAnnotation] != e.Record {
+			if found && recordedWithin(e.Record, time.Now(), ledgerGrace) {
+				// Written to the ledger first, and to the object
+				// a moment later: being recorded, not cancelled.
+				continue
+			}
 			if err := r.Ledger.Remove(ctx, e); err != nil {
 				r.Log.Error(err, "forgetting a deferred deletion")
 			}

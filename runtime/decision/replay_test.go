@@ -233,26 +233,79 @@ func TestReplayerTriggers(t *testing.T) {
 			t.Errorf("the ledger holds %d entries, want none: one carried out, one gone, one cancelled", n)
 		}
 	})
+	t.Run("the resync keeps a deferral being recorded", func(t *testing.T) {
+		// The ledger is written first, the object a moment later: a
+		// sweep in between finds the object without the record.
+		store, ledger := newFakeDeferralStore(), newFakeLedger()
+		store.put(vpcGVR, metav1.ObjectMeta{Name: "vpc-1", Namespace: "default", UID: "u1"})
+		value, err := v1alpha1.DeferredDeletion{User: "alice", At: metav1.NewTime(time.Now().Truncate(time.Second)), UID: "u1"}.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := LedgerEntry{Cluster: "consumer-1", Resource: vpcGVR, Namespace: "default", Name: "vpc-1", Record: value}
+		_ = ledger.Put(context.Background(), e)
+		r := NewReplayer(store, ledger, logr.Discard())
+		if err := r.sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := ledger.Holds(context.Background(), e); !held {
+			t.Fatal("the sweep forgot a deferral whose record is on its way to the object")
+		}
+		o, _ := store.get(vpcGVR, "default", "vpc-1")
+		if err := store.RecordDeferral(context.Background(), "consumer-1", vpcGVR, o.ObjectMeta, value); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := ledger.Holds(context.Background(), e); !held {
+			t.Fatal("the sweep forgot a deferral recorded on its object")
+		}
+	})
 	t.Run("one workspace's waits do not hold another's up", func(t *testing.T) {
 		store, ledger := newFakeDeferralStore(), newFakeLedger()
 		for i := range maxWaitingPerWorkspace + 1 {
 			name := "vpc-busy-" + strconv.Itoa(i)
 			deferredVPC(t, store, ledger, name, types.UID(name), types.UID(name))
 			// Dependents that stay: each wait lasts its deadline.
-			store.put(vmGVR, metav1.ObjectMeta{Name: "vm-stays-" + strconv.Itoa(i), Namespace: "default", UID: "vm-stays"})
+			store.put(vmGVR, metav1.ObjectMeta{Name: "vm-stays-" + strconv.Itoa(i), Namespace: "default", UID: types.UID("vm-stays-" + strconv.Itoa(i))})
 		}
 		r, cancel := run(t, store, ledger, false)
 		defer cancel()
 		for i := range maxWaitingPerWorkspace + 1 {
-			r.DependentDeleted("busy", vmGVR, metav1.ObjectMeta{Name: "vm-stays-" + strconv.Itoa(i), Namespace: "default", UID: "vm-stays"},
+			r.DependentDeleted("busy", vmGVR, metav1.ObjectMeta{Name: "vm-stays-" + strconv.Itoa(i), Namespace: "default", UID: types.UID("vm-stays-" + strconv.Itoa(i))},
 				[]index.Referenced{{Resource: vpcGVR, Name: "vpc-busy-" + strconv.Itoa(i)}})
 		}
 		time.Sleep(100 * time.Millisecond)
-		r.waitsMu.Lock()
-		busy := r.waits["busy"]
-		r.waitsMu.Unlock()
+		r.waits.mu.Lock()
+		busy := r.waits.waiting["busy"]
+		r.waits.mu.Unlock()
 		if busy != maxWaitingPerWorkspace {
 			t.Errorf("%d waits in the busy workspace, want its share, %d", busy, maxWaitingPerWorkspace)
+		}
+	})
+	t.Run("one workspace's deletions do not crowd another's out of the queue", func(t *testing.T) {
+		// Not started: nothing is taken from the queue.
+		r := NewReplayer(newFakeDeferralStore(), newFakeLedger(), logr.Discard())
+		targets := []index.Referenced{{Resource: vpcGVR, Name: "vpc-1"}}
+		for i := range maxWaiting {
+			// The same dependent's deletion asked for again and
+			// again, and as many others.
+			r.DependentDeleted("attacker", vmGVR, metav1.ObjectMeta{Name: "vm-held", Namespace: "default", UID: "vm-held"}, targets)
+			r.DependentDeleted("attacker", vmGVR, metav1.ObjectMeta{Name: "vm-" + strconv.Itoa(i), Namespace: "default", UID: types.UID("vm-" + strconv.Itoa(i))}, targets)
+		}
+		r.DependentDeleted("victim", vmGVR, metav1.ObjectMeta{Name: "vm-1", Namespace: "default", UID: "vm-victim"}, targets)
+		queued := map[string]int{}
+		held := 0
+		for len(r.waiting) > 0 {
+			g := <-r.waiting
+			queued[g.cluster]++
+			if g.meta.UID == "vm-held" {
+				held++
+			}
+		}
+		if queued["victim"] != 1 || queued["attacker"] != maxQueuedPerWorkspace || held != 1 {
+			t.Errorf("queued %v (the held dependent %d times), want the victim's one, the attacker's share %d, the held dependent once", queued, held, maxQueuedPerWorkspace)
 		}
 	})
 }

@@ -3,7 +3,9 @@ package decision
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -42,7 +44,7 @@ func (v *Validator) guardSettled(ctx context.Context, req *admissionv1.Admission
 // after "cannot <verb> <resource>/<name>: "), unless the webhook itself
 // makes it; logged as refused because of what.
 func (v *Validator) refuseUnlessSelf(ctx context.Context, req *admissionv1.AdmissionRequest, w written, what, why string) (*admissionv1.AdmissionResponse, string, bool) {
-	if v.isSelf(ctx, req.UserInfo.Username) {
+	if v.isSelf(ctx, req.UserInfo.Username, admission.ExtraOf(req)) {
 		return nil, "", false
 	}
 	name := w.obj.Name
@@ -54,9 +56,15 @@ func (v *Validator) refuseUnlessSelf(ctx context.Context, req *admissionv1.Admis
 		strings.ToLower(string(req.Operation)), req.Resource.Resource, name, why)), outcomeDenied, true
 }
 
-// isSelf reports whether user is the webhook's own; false when that cannot
-// be told, so that only a known self is trusted.
-func (v *Validator) isSelf(ctx context.Context, user string) bool {
+// isSelf reports whether user, with extra, is the webhook's own; false when
+// that cannot be told, so that only a known self is trusted. The name alone
+// does not say it: kcp lets a workspace authenticate users of its own
+// (WorkspaceAuthenticationConfiguration), whose names it does not reserve,
+// and marks them, and service accounts, with extras under
+// authentication.kcp.io/ (the workspace they are scoped to); those must be
+// the webhook's own too, so that a user of the webhook's name minted in one
+// workspace is not the webhook.
+func (v *Validator) isSelf(ctx context.Context, user string, extra map[string][]string) bool {
 	if v.opts.Self == nil {
 		return false
 	}
@@ -65,5 +73,22 @@ func (v *Validator) isSelf(ctx context.Context, user string) bool {
 		v.log.Error(err, "cannot tell the webhook's own writes from others'")
 		return false
 	}
-	return user == self
+	if user != self.Username {
+		return false
+	}
+	return maps.EqualFunc(kcpAuthentication(extra), kcpAuthentication(self.Extra), slices.Equal)
 }
+
+// kcpAuthentication is the part of a user's extra that kcp's
+// authentication sets (keys under authentication.kcp.io/).
+func kcpAuthentication[V ~[]string](extra map[string]V) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range extra {
+		if strings.HasPrefix(k, kcpAuthenticationPrefix) {
+			out[k] = []string(v)
+		}
+	}
+	return out
+}
+
+const kcpAuthenticationPrefix = "authentication.kcp.io/"

@@ -67,6 +67,11 @@ func TestGuardSettled(t *testing.T) {
 		{"update that keeps the label", writeRequest(admissionv1.Update, "alice", settled, settled), true, false},
 		{"update that removes the label", writeRequest(admissionv1.Update, "alice", settled, nil), true, false},
 		{"the webhook settling an object", writeRequest(admissionv1.Update, "webhook", nil, settled), true, false},
+		// A workspace may authenticate users of its own, of any name
+		// kcp does not reserve: kcp scopes them to that workspace.
+		{"a user of the webhook's name scoped to a workspace", withExtra(writeRequest(admissionv1.Update, "webhook", nil, settled), "authentication.kcp.io/scopes", "cluster:consumer-1"), false, false},
+		{"a service account of the webhook's name", withExtra(writeRequest(admissionv1.Update, "webhook", nil, settled), "authentication.kcp.io/cluster-name", "consumer-1"), false, false},
+		{"the webhook with extras of other kinds", withExtra(writeRequest(admissionv1.Update, "webhook", nil, settled), "example.org/session", "s"), true, false},
 		{"a dry-run create", func() *admissionv1.AdmissionRequest {
 			r := writeRequest(admissionv1.Create, "alice", nil, nil)
 			r.DryRun = ptr.To(true)
@@ -77,7 +82,7 @@ func TestGuardSettled(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var heard candidateLog
 			v := NewValidator(fakeProtections{}, &fakeFinder{}, admission.When(closed()), ValidatorOptions{
-				Self:       func(context.Context) (string, error) { return "webhook", nil },
+				Self:       selfNamed("webhook", nil),
 				Candidates: &heard,
 			}, logr.Discard())
 			resp, _ := v.Decide(context.Background(), tt.req)
@@ -89,6 +94,57 @@ func TestGuardSettled(t *testing.T) {
 			}
 			if got := len(heard) == 1 && heard[0] == "consumer-1 vpcs default"; got != tt.candidate {
 				t.Errorf("candidates heard %v, want a candidate: %v", heard, tt.candidate)
+			}
+		})
+	}
+}
+
+// withExtra sets the extra key of r's user to values.
+func withExtra(r *admissionv1.AdmissionRequest, key string, values ...string) *admissionv1.AdmissionRequest {
+	r.UserInfo.Extra = map[string]authenticationv1.ExtraValue{key: values}
+	return r
+}
+
+// selfNamed is ValidatorOptions.Self for a webhook that kcp knows by name,
+// with no extras of its own, or that cannot tell who it is (err).
+func selfNamed(name string, err error) func(context.Context) (authenticationv1.UserInfo, error) {
+	return func(context.Context) (authenticationv1.UserInfo, error) {
+		if err != nil {
+			return authenticationv1.UserInfo{}, err
+		}
+		return authenticationv1.UserInfo{Username: name}, nil
+	}
+}
+
+// TestIsSelf: the webhook is its name with kcp's authentication extras as
+// its own are: a service account's or a workspace-scoped user's extras make
+// another user of the same name.
+func TestIsSelf(t *testing.T) {
+	sa := map[string]authenticationv1.ExtraValue{"authentication.kcp.io/cluster-name": {"depctrl"}, "authentication.kcp.io/scopes": {"cluster:depctrl"}}
+	for _, tt := range []struct {
+		name  string
+		self  authenticationv1.UserInfo
+		user  string
+		extra map[string][]string
+		want  bool
+	}{
+		{name: "the same name, no extras", self: authenticationv1.UserInfo{Username: "webhook"}, user: "webhook", want: true},
+		{name: "another name", self: authenticationv1.UserInfo{Username: "webhook"}, user: "alice"},
+		{name: "scoped to a workspace", self: authenticationv1.UserInfo{Username: "webhook"}, user: "webhook",
+			extra: map[string][]string{"authentication.kcp.io/scopes": {"cluster:tenant"}}},
+		{name: "a service account webhook, as itself", self: authenticationv1.UserInfo{Username: "system:serviceaccount:depctrl:webhook", Extra: sa},
+			user: "system:serviceaccount:depctrl:webhook", extra: map[string][]string{"authentication.kcp.io/cluster-name": {"depctrl"}, "authentication.kcp.io/scopes": {"cluster:depctrl"}}, want: true},
+		{name: "a service account of the name in another workspace", self: authenticationv1.UserInfo{Username: "system:serviceaccount:depctrl:webhook", Extra: sa},
+			user: "system:serviceaccount:depctrl:webhook", extra: map[string][]string{"authentication.kcp.io/cluster-name": {"tenant"}, "authentication.kcp.io/scopes": {"cluster:tenant"}}},
+		{name: "other extras do not matter", self: authenticationv1.UserInfo{Username: "webhook"}, user: "webhook", extra: map[string][]string{"example.org/session": {"s"}}, want: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			self := tt.self
+			v := NewValidator(fakeProtections{}, &fakeFinder{}, admission.When(closed()), ValidatorOptions{
+				Self: func(context.Context) (authenticationv1.UserInfo, error) { return self, nil },
+			}, logr.Discard())
+			if got := v.isSelf(context.Background(), tt.user, tt.extra); got != tt.want {
+				t.Errorf("isSelf = %v, want %v", got, tt.want)
 			}
 		})
 	}

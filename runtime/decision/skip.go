@@ -31,7 +31,7 @@ import (
 // deferred ones it carries out) never skip: the annotation is anyone's who
 // may patch the object, and the webhook's DELETE is not theirs.
 func (v *Validator) skipProtection(ctx context.Context, d admission.Deletion, log logr.Logger) (allowed *admissionv1.AdmissionResponse, ignored bool) {
-	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" || v.isSelf(ctx, d.User) {
+	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" || v.isSelf(ctx, d.User, d.Extra) {
 		return nil, false
 	}
 	if !v.maySkip(d.Groups) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -77,7 +78,7 @@ type ValidatorOptions struct {
 	// Self tells the webhook's own user: only its updates of a protected
 	// object may drop a fresh intent or settle it. Without it no update
 	// may.
-	Self func(ctx context.Context) (string, error)
+	Self func(ctx context.Context) (authenticationv1.UserInfo, error)
 	// Candidates, when set, hears of every protected object created, and
 	// of the places where protected objects are deleted, to settle them.
 	Candidates Candidates

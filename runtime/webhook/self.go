@@ -11,30 +11,30 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// SelfUser returns a function that tells the webhook's own user name, as kcp
-// authenticates it, asking once with a SelfSubjectReview and remembering the
-// answer; a failed ask is tried again the next time.
-func SelfUser(cfg *rest.Config) (func(ctx context.Context) (string, error), error) {
+// SelfUser returns a function that tells the webhook's own user, as kcp
+// authenticates it (name and extra), asking once with a SelfSubjectReview
+// and remembering the answer; a failed ask is tried again the next time.
+func SelfUser(cfg *rest.Config) (func(ctx context.Context) (authenticationv1.UserInfo, error), error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a client to learn the webhook's own user: %w", err)
 	}
 	var mu sync.Mutex
-	name := ""
-	return func(ctx context.Context) (string, error) {
+	var self authenticationv1.UserInfo
+	return func(ctx context.Context) (authenticationv1.UserInfo, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if name != "" {
-			return name, nil
+		if self.Username != "" {
+			return self, nil
 		}
 		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		if err != nil {
-			return "", fmt.Errorf("asking kcp who the webhook is (SelfSubjectReview): %w", err)
+			return authenticationv1.UserInfo{}, fmt.Errorf("asking kcp who the webhook is (SelfSubjectReview): %w", err)
 		}
-		name = review.Status.UserInfo.Username
-		if name == "" {
-			return "", fmt.Errorf("asking kcp who the webhook is: the SelfSubjectReview names no user")
+		if review.Status.UserInfo.Username == "" {
+			return authenticationv1.UserInfo{}, fmt.Errorf("asking kcp who the webhook is: the SelfSubjectReview names no user")
 		}
-		return name, nil
+		self = review.Status.UserInfo
+		return self, nil
 	}, nil
 }
