@@ -57,12 +57,17 @@ func subjectsFrom(users, groups []string) []rbacv1.Subject {
 }
 
 // splitSubjects is the inverse of subjectsFrom, for reading a binding back.
+// A ServiceAccount subject, which the provider never writes, is read as the
+// user it stands for (system:serviceaccount:<namespace>:<name>), so that one
+// added by hand shows in the plan and apply takes it away.
 func splitSubjects(subjects []rbacv1.Subject) (users, groups types.Set) {
 	var us, gs []string
 	for _, s := range subjects {
 		switch s.Kind {
 		case rbacv1.UserKind:
 			us = append(us, s.Name)
+		case rbacv1.ServiceAccountKind:
+			us = append(us, "system:serviceaccount:"+s.Namespace+":"+s.Name)
 		case rbacv1.GroupKind:
 			gs = append(gs, s.Name)
 		}
