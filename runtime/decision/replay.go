@@ -146,7 +146,7 @@ func (r *Replayer) DependentDeleted(cluster string, gvr schema.GroupVersionResou
 
 // pending names g for the waitBook.
 func (g dependentGone) pending() pendingDependent {
-	return pendingDependent{cluster: g.cluster, gvr: g.gvr, uid: g.meta.UID}
+	return pendingDependent{cluster: g.cluster, gvr: g.gvr, namespace: g.meta.Namespace, name: g.meta.Name, uid: g.meta.UID}
 }
 
 // Start runs the workers, the waits on deleted dependents and the sweep

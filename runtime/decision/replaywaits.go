@@ -28,9 +28,10 @@ type waitBook struct {
 
 // pendingDependent names one deleted dependent in one workspace.
 type pendingDependent struct {
-	cluster string
-	gvr     schema.GroupVersionResource
-	uid     types.UID
+	cluster         string
+	gvr             schema.GroupVersionResource
+	namespace, name string
+	uid             types.UID
 }
 
 // maxQueuedPerWorkspace bounds the deleted dependents of one workspace
