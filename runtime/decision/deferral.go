@@ -79,7 +79,7 @@ type Deferrals interface {
 // deletion may be carried out (the security guide says what that leaves).
 func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, protections []registry.Protection, log logr.Logger) string {
 	store, ledger := v.opts.Deferral, v.opts.Ledger
-	if store == nil || ledger == nil || d.DryRun {
+	if store == nil || ledger == nil {
 		return ""
 	}
 	if v.isSelf(ctx, d.User, d.Extra) {
@@ -97,6 +97,11 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	if rec, err := v1alpha1.ParseDeferredDeletion(meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == meta.UID {
 		return fmt.Sprintf("; its deletion is deferred already (asked by %s at %s): depctrl deletes it once nothing references it",
 			rec.User, rec.At.UTC().Format(time.RFC3339))
+	}
+	if d.DryRun {
+		// A dry run (kubectl depctrl why) reads, and says whether a
+		// deletion is deferred already, but records nothing.
+		return ""
 	}
 	if ok, err := v.defers(ctx, d.Cluster, meta, protections); err != nil || !ok {
 		if err != nil {

@@ -360,6 +360,15 @@ func TestDeferDeletion(t *testing.T) {
 			if (rec.PropagationPolicy == nil) != (tt.wantPolicy == nil) || (tt.wantPolicy != nil && *rec.PropagationPolicy != *tt.wantPolicy) {
 				t.Errorf("record %+v keeps the propagation policy %v, want %v", rec, ptr.Deref(rec.PropagationPolicy, "none"), ptr.Deref(tt.wantPolicy, "none"))
 			}
+			// A dry run (kubectl depctrl why) says so too, and changes
+			// nothing.
+			dry := deleteRequest(vpcGVR, "vpc-1", review)
+			setUID(t, dry, "uid-vpc")
+			dry.UserInfo.Username, dry.DryRun = "carol", ptr.To(true)
+			resp, _ = v.Decide(context.Background(), dry)
+			if resp.Allowed || !strings.Contains(resp.Result.Message, "deferred already (asked by alice") {
+				t.Errorf("a dry run of the deferred object: %+v", resp.Result)
+			}
 			// Asked again, the deletion says it is deferred already and
 			// keeps the first record, also when the review leaves the
 			// record out (a forged one would, to replace it).
