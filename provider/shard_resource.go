@@ -311,11 +311,7 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 			// deferred deletion.
 			continue
 		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				*into = append(*into, rbac.ReadResource{Group: g, Resource: res})
-			}
-		}
+		*into = append(*into, resourcesOf(r)...)
 	}
 	return access, true
 }
@@ -326,17 +322,23 @@ func shardAccessFrom(rules []rbacv1.PolicyRule) (access rbac.ShardAccess, narrow
 func wildcardAccessFrom(rules []rbacv1.PolicyRule, reviews bool) rbac.ShardAccess {
 	var access rbac.ShardAccess
 	for _, r := range rules {
-		if !slices.Equal(r.Verbs, []string{"delete"}) {
-			continue
-		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				access.Protected = append(access.Protected, rbac.ReadResource{Group: g, Resource: res})
-			}
+		if slices.Equal(r.Verbs, []string{"delete"}) {
+			access.Protected = append(access.Protected, resourcesOf(r)...)
 		}
 	}
 	access.DeferredDeletion = reviews && len(access.Protected) > 0
 	return access
+}
+
+// resourcesOf is every group and resource rule r names.
+func resourcesOf(r rbacv1.PolicyRule) []rbac.ReadResource {
+	var out []rbac.ReadResource
+	for _, g := range r.APIGroups {
+		for _, res := range r.Resources {
+			out = append(out, rbac.ReadResource{Group: g, Resource: res})
+		}
+	}
+	return out
 }
 
 // grants reports whether rule r names verb on resource in group, as such
