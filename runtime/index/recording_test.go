@@ -428,7 +428,7 @@ func (f fakeDependents) StoredWith(_ context.Context, _ string, _ registry.Prote
 
 // TestStoredIntentsPruned: an object that carries more than pruneThreshold
 // fresh intents sheds those whose writes are stored and left their
-// dependents referencing it, but not the youngest, nor those of dependents
+// dependents referencing it, however young, but not those of dependents
 // not stored, no longer referencing, or not (yet) carrying the write's
 // label, nor one whose write's label another dependent carries.
 func TestStoredIntentsPruned(t *testing.T) {
@@ -458,10 +458,13 @@ func TestStoredIntentsPruned(t *testing.T) {
 			stored["apps/"+name] = Dependent{Found: true, Token: "other", References: true}
 		}
 	}
-	// An intent's time has a second's precision: one a second ahead is
-	// younger than pruneMinAge however it is rounded.
-	add("vm-young", now.Add(time.Second))
+	// However young, an intent whose write is stored and left its
+	// dependent referencing the object is shed.
+	want = append(want, add("vm-young", now))
 	stored["apps/vm-young"] = Dependent{Found: true, Token: "vm-young", References: true}
+	// One of a generateName write names no dependent to read.
+	v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", GenerateName: "vm-", At: metav1.NewTime(now.Add(-10 * time.Second))})
+	annotations[Key("vm-generated")] = v
 	// Another dependent carrying the label of the write that recorded
 	// vm-copied's intent: not the dependent the intent names.
 	add("vm-copied", now.Add(-10*time.Second))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,13 +17,11 @@ import (
 // pruneThreshold fresh intents, recording one more also removes those that
 // Judge finds held: their writes are over and left their dependents stored
 // and referencing the object, and a deletion finds such a dependent by
-// reading the dependents. Intents younger than pruneMinAge (an intent's
-// time has a second's precision) are left alone: their writes are most
-// likely still on their way, and reading for them would find nothing.
-const (
-	pruneThreshold = 8
-	pruneMinAge    = time.Second
-)
+// reading the dependents. Every fresh intent is read for, however young: a
+// write is most often stored a few milliseconds after its intent, and what
+// a popular object carries should be the writes really on their way, not
+// every write of the last second.
+const pruneThreshold = 8
 
 // DependentReader reads dependents (decision.FrontProxyFinder does).
 type DependentReader interface {
@@ -65,7 +62,8 @@ func (ix *Indexer) storedIntents(ctx context.Context, cluster string, target sch
 	}
 	groups := map[intentGroup][]Recorded{}
 	for _, in := range fresh {
-		if in.Name == "" || ix.now().Sub(in.At.Time) < pruneMinAge {
+		if in.Name == "" {
+			// A generateName write: no name to read it by.
 			continue
 		}
 		g := intentGroup{resource: in.Resource, version: in.Version, namespace: in.Namespace}
