@@ -25,7 +25,7 @@ import (
 // dependents, spread evenly over its writers.
 var (
 	concurrencyWriters = []int{1, 8, 32}
-	concurrencyCreates = 256
+	concurrencyCreates = 1024
 	// concurrencySpread is how many objects the references of the spread
 	// scenario go to.
 	concurrencySpread = 1000

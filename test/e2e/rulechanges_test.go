@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
+	"github.com/depctrl/terraform-provider-depctrl/runtime/settle"
 	"github.com/depctrl/terraform-provider-depctrl/test/check"
 	"github.com/depctrl/terraform-provider-depctrl/test/fixtures"
 	"github.com/depctrl/terraform-provider-depctrl/test/runtimetest"
@@ -68,6 +69,20 @@ type ruleChange struct {
 	// accepted (settle.Keeps) rather than be withdrawn; what it makes
 	// referenced is unsettled by the intent of the write that references it.
 	keeps bool
+	// bridges: the change only adds a rule, so the stamp before stays
+	// accepted as a bridge (settle.Bridges), and what the new rule makes
+	// referenced skips the webhook until the bridge ends: the new stamp's
+	// hold before it is published, then settle.TransitionFor.
+	bridges bool
+}
+
+// refusalWait is how long a step waits for the webhook to refuse what it
+// made referenced: a minute, and the bridge's time where there is one.
+func (c ruleChange) refusalWait() time.Duration {
+	if c.bridges {
+		return time.Minute + settle.TransitionFor(settleAfter)
+	}
+	return time.Minute
 }
 
 // newRuleChanges creates the VPCs and their dependents in every consumer
@@ -101,7 +116,7 @@ func (rc *ruleChanges) steps() []ruleChange {
 		change: func(ctx context.Context, t *testing.T) {
 			top.createRule(ctx, t, top.Compute, ruleObject("db-needs-vpc", fixtures.ManagedDBs, fixtures.VPCs, top.Network.Path, ".spec.vpcRef.name"))
 		},
-		refused: "by-created", by: "ManagedDB/db-created", ready: "db-needs-vpc", settles: "by-edited",
+		refused: "by-created", by: "ManagedDB/db-created", ready: "db-needs-vpc", settles: "by-edited", bridges: true,
 	}, {
 		name: "a rule edited",
 		change: func(ctx context.Context, t *testing.T) {
@@ -152,7 +167,7 @@ func (rc *ruleChanges) enforced(ctx context.Context, t *testing.T, step ruleChan
 func (rc *ruleChanges) refusedEverywhere(ctx context.Context, t *testing.T, step ruleChange, when string) {
 	t.Helper()
 	for _, s := range rc.consumers {
-		check.Eventually(ctx, t, time.Minute, fmt.Sprintf("%s: %s refused on shard %s", when, step.refused, s.ws.Shard), func() error {
+		check.Eventually(ctx, t, step.refusalWait(), fmt.Sprintf("%s: %s refused on shard %s", when, step.refused, s.ws.Shard), func() error {
 			return rc.top.decidedDenial(ctx, t, s.ws, fixtures.VPCs, step.refused, "still referenced by "+step.by)
 		})
 	}

@@ -166,12 +166,16 @@ func (top *Topology) bindConsumer(ctx context.Context, t *testing.T, ws env.Work
 }
 
 // newConsumer creates a consumer workspace of its own under root, for a
-// test that deletes it or its bindings.
+// test that deletes it or its bindings, and waits until it serves both
+// bound types: a binding is applied at once, its types served a moment
+// later.
 func (top *Topology) newConsumer(ctx context.Context, t *testing.T, prefix string, opts ...env.WorkspaceOption) env.Workspace {
 	t.Helper()
 	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName(prefix), opts...)
 	check.Must(t, err)
 	top.bindConsumer(ctx, t, ws)
+	top.waitServed(ctx, t, ws, fixtures.VPCs.GVR())
+	top.waitServed(ctx, t, ws, fixtures.VirtualMachines.GVR())
 	return ws
 }
 
