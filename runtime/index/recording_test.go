@@ -462,9 +462,6 @@ func TestStoredIntentsPruned(t *testing.T) {
 	// dependent referencing the object is shed.
 	want = append(want, add("vm-young", now))
 	stored["apps/vm-young"] = Dependent{Found: true, Token: "vm-young", References: true}
-	// One of a generateName write names no dependent to read.
-	v, _ := Encode(v1alpha1.Intent{Resource: vmGVR.GroupResource().String(), Version: "v1", Namespace: "apps", GenerateName: "vm-", At: metav1.NewTime(now.Add(-10 * time.Second))})
-	annotations[Key("vm-generated")] = v
 	// Another dependent carrying the label of the write that recorded
 	// vm-copied's intent: not the dependent the intent names.
 	add("vm-copied", now.Add(-10*time.Second))

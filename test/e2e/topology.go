@@ -140,8 +140,7 @@ func setupTopology(ctx context.Context, t *testing.T, e *env.Env, options ...top
 		top.waitServed(ctx, t, ws, rulesGVR)
 	}
 	for _, c := range top.Consumers {
-		top.waitServed(ctx, t, c, fixtures.VPCs.GVR())
-		top.waitServed(ctx, t, c, fixtures.VirtualMachines.GVR())
+		top.waitConsumerServed(ctx, t, c)
 	}
 	return top
 }
@@ -174,9 +173,16 @@ func (top *Topology) newConsumer(ctx context.Context, t *testing.T, prefix strin
 	ws, err := top.Env.CreateWorkspace(ctx, "root", env.UniqueName(prefix), opts...)
 	check.Must(t, err)
 	top.bindConsumer(ctx, t, ws)
+	top.waitConsumerServed(ctx, t, ws)
+	return ws
+}
+
+// waitConsumerServed waits until the consumer ws serves the types
+// bindConsumer binds.
+func (top *Topology) waitConsumerServed(ctx context.Context, t *testing.T, ws env.Workspace) {
+	t.Helper()
 	top.waitServed(ctx, t, ws, fixtures.VPCs.GVR())
 	top.waitServed(ctx, t, ws, fixtures.VirtualMachines.GVR())
-	return ws
 }
 
 func (top *Topology) admin(t *testing.T, path string) *rest.Config {
