@@ -42,14 +42,6 @@ func (o deleteOutcome) String() string {
 	return [...]string{"done", "deferred", "refused", "failed"}[o]
 }
 
-// Phrases of the dependency webhook's denials (runtime/decision): every
-// refusal for dependents says what still references the object, and a
-// deferred one says so, "deferred already" when asked again.
-const (
-	stillReferencedPhrase = "still referenced by"
-	deferredPhrase        = "its deletion is deferred"
-)
-
 // classifyDelete says what the answer err to a DELETE means. A failed UID
 // precondition (409) means the object of that name is another one: ours
 // is gone.
@@ -62,11 +54,16 @@ func classifyDelete(err error) deleteOutcome {
 	case !apierrors.IsForbidden(err):
 		return deleteFailed
 	}
+	// The dependency webhook's denials say what still references the
+	// object, and whether its deletion is deferred; one deferred and
+	// carried out while the webhook decided says the object is gone.
 	msg := statusMessage(err)
 	switch {
-	case strings.Contains(msg, deferredPhrase):
+	case strings.Contains(msg, v1alpha1.DeletedMeanwhilePhrase):
+		return deleteDone
+	case strings.Contains(msg, v1alpha1.DeletionDeferredPhrase):
 		return deleteDeferred
-	case strings.Contains(msg, stillReferencedPhrase):
+	case strings.Contains(msg, v1alpha1.StillReferencedPhrase):
 		return deleteRefused
 	}
 	return deleteFailed

@@ -317,8 +317,9 @@ func webhookDenial(message string) error {
 }
 
 const (
-	deferredMessage = "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1; its deletion is deferred: depctrl deletes it once nothing " +
-		"references it (remove the annotation dependencies.opendefense.cloud/deletion-deferred to cancel)"
+	deferredMessage = "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1; its deletion is deferred (asked by admin at " +
+		"2026-11-29T08:00:00Z): depctrl deletes it once nothing references it (remove the annotation dependencies.opendefense.cloud/deletion-deferred to cancel)"
+	// The words of a webhook of an earlier release.
 	deferredAlreadyMessage = "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1; its deletion is deferred already (asked by admin at " +
 		"2026-11-29T08:00:00Z): depctrl deletes it once nothing references it"
 	refusedMessage = "cannot delete vpcs/vpc-1: still referenced by VirtualMachine/vm-1"
@@ -338,7 +339,10 @@ func TestClassifyDelete(t *testing.T) {
 		{"gone already", apierrors.NewNotFound(gr, "vpc-1"), deleteDone},
 		{"another object of the name", apierrors.NewConflict(gr, "vpc-1", errors.New(uid)), deleteDone},
 		{"deferred", webhookDenial(deferredMessage), deleteDeferred},
-		{"deferred already", webhookDenial(deferredAlreadyMessage), deleteDeferred},
+		{"deferred already, as an earlier webhook said", webhookDenial(deferredAlreadyMessage), deleteDeferred},
+		// Deferred, and carried out before the webhook answered the API
+		// server's second ask on the stored object.
+		{"deferred and carried out meanwhile", webhookDenial(refusedMessage + "; it has been deleted meanwhile"), deleteDone},
 		{"refused, not opted in", webhookDenial(refusedMessage), deleteRefused},
 		{"refused, not deferrable", webhookDenial(refusedMessage + "; its deletion is not deferred: it names a resourceVersion precondition, which recording the deferral would break"), deleteRefused},
 		{"refused, recording failed", webhookDenial(refusedMessage + "; deferring its deletion failed, so it is only refused: retry later"), deleteRefused},

@@ -82,7 +82,7 @@ func denialMessage(target string, blockers []Blocker, more int, withNamespaces b
 			names[i] += " in namespace " + b.Namespace
 		}
 	}
-	msg := fmt.Sprintf("cannot delete %s: still referenced by %s", target, strings.Join(names, ", "))
+	msg := fmt.Sprintf("cannot delete %s: %s %s", target, v1alpha1.StillReferencedPhrase, strings.Join(names, ", "))
 	switch {
 	case more < 0:
 		msg += " and more"

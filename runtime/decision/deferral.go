@@ -88,19 +88,28 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	}
 	obj, found, err := store.Meta(ctx, d.Cluster, d.Resource, d.Namespace, d.Name)
 	meta := obj.ObjectMeta
-	if err != nil || !found || meta.UID != d.Meta.UID {
-		if err != nil {
-			log.Error(err, "cannot tell whether the deletion is to be deferred")
-		}
+	switch {
+	case err != nil:
+		log.Error(err, "cannot tell whether the deletion is to be deferred")
+		return ""
+	case !found:
+		// The API server decides a DELETE on its cached copy of the object
+		// first and, refused on a copy that is not current, asks again on
+		// the stored object. The record the first answer writes makes the
+		// copy stale, so every deferred deletion is decided twice, and
+		// the Replayer, told at once, may carry it out in between. The
+		// denial stands (an allowance never rests on a read alone); it
+		// says why nothing was deferred.
+		return "; " + v1alpha1.DeletedMeanwhilePhrase
+	case meta.UID != d.Meta.UID:
 		return ""
 	}
 	if rec, err := v1alpha1.ParseDeferredDeletion(meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == meta.UID {
-		return fmt.Sprintf("; its deletion is deferred already (asked by %s at %s): depctrl deletes it once nothing references it",
-			rec.User, rec.At.UTC().Format(time.RFC3339))
+		return deferredMessage(rec)
 	}
 	if d.DryRun {
 		// A dry run (kubectl depctrl why) reads, and says whether a
-		// deletion is deferred already, but records nothing.
+		// deletion is deferred, and by whom, but records nothing.
 		return ""
 	}
 	if ok, err := v.defers(ctx, d.Cluster, meta, protections); err != nil || !ok {
@@ -134,8 +143,17 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 		v.opts.Deferrals.Deferred(d.Cluster, d.Resource, d.Namespace, d.Name)
 	}
 	v.deferralEvent(d, meta)
-	return fmt.Sprintf("; its deletion is deferred: depctrl deletes it once nothing references it (remove the annotation %s to cancel)",
-		v1alpha1.DeletionDeferredAnnotation)
+	return deferredMessage(rec)
+}
+
+// deferredMessage is what a denial adds for a deletion deferred by rec.
+// The deletion that records it and every one after read the same: the API
+// server asks again on the stored object after a denial decided on its
+// cached copy, which the record made stale, so even the client whose
+// deletion was just deferred gets the second answer.
+func deferredMessage(rec v1alpha1.DeferredDeletion) string {
+	return fmt.Sprintf("; %s (asked by %s at %s): depctrl deletes it once nothing references it (remove the annotation %s to cancel)",
+		v1alpha1.DeletionDeferredPhrase, rec.User, rec.At.UTC().Format(time.RFC3339), v1alpha1.DeletionDeferredAnnotation)
 }
 
 // defers reports whether the object meta in cluster asks for its refused

@@ -246,9 +246,11 @@ func TestDeferDeletion(t *testing.T) {
 		stored, review map[string]string
 		namespace      map[string]string
 		storedUID      types.UID
-		edit           func(*admissionv1.AdmissionRequest)
-		finder         *fakeFinder
-		recordErr      error
+		// gone: the object is no longer stored when the denial is decided.
+		gone      bool
+		edit      func(*admissionv1.AdmissionRequest)
+		finder    *fakeFinder
+		recordErr error
 		// ruleDefers: the rule that protects VPCs sets deferDeletion;
 		// ruleUnbound: the workspace does not bind its dependent export.
 		ruleDefers, ruleUnbound bool
@@ -259,7 +261,7 @@ func TestDeferDeletion(t *testing.T) {
 		// wantPolicy is the propagation policy the record keeps.
 		wantPolicy *metav1.DeletionPropagation
 	}{
-		{name: "an object that opted in is deferred", stored: optIn, wantRecord: true, wantMessage: "its deletion is deferred: depctrl deletes it once nothing references it"},
+		{name: "an object that opted in is deferred", stored: optIn, wantRecord: true, wantMessage: "its deletion is deferred (asked by alice at "},
 		{name: "so is one whose namespace opted in", stored: cluster, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}, wantRecord: true, wantMessage: "its deletion is deferred"},
 		{name: "the object's false wins over its namespace", stored: optOut, namespace: map[string]string{v1alpha1.DeferDeletionAnnotation: "true"}},
 		{name: "an object that did not opt in is only refused", stored: cluster},
@@ -270,6 +272,10 @@ func TestDeferDeletion(t *testing.T) {
 		{name: "a ledger that cannot be written leaves the deletion refused", stored: optIn, ledgerErr: errors.New("forbidden"), wantMessage: "deferring its deletion failed, so it is only refused"},
 		{name: "an opt-in the review claims but the stored object lacks counts for nothing", stored: cluster, review: optIn},
 		{name: "a review whose object is not the stored one is not deferred", stored: optIn, storedUID: "another"},
+		// The API server asks again on the stored object after a denial on
+		// its cached copy, and the deletion may have been carried out in
+		// between: the second denial says so rather than nothing.
+		{name: "an object deleted before the denial is answered is not deferred, and the denial says so", stored: optIn, gone: true, wantMessage: "it has been deleted meanwhile"},
 		{name: "the propagation policy is kept", stored: optIn, wantRecord: true, wantMessage: "deferred", wantPolicy: &orphan, edit: func(r *admissionv1.AdmissionRequest) {
 			r.Options = runtime.RawExtension{Raw: mustJSON(metav1.DeleteOptions{PropagationPolicy: &orphan})}
 		}},
@@ -302,7 +308,9 @@ func TestDeferDeletion(t *testing.T) {
 			if uid == "" {
 				uid = "uid-vpc"
 			}
-			store.put(vpcGVR, metav1.ObjectMeta{Name: "vpc-1", Namespace: "default", UID: uid, Annotations: tt.stored})
+			if !tt.gone {
+				store.put(vpcGVR, metav1.ObjectMeta{Name: "vpc-1", Namespace: "default", UID: uid, Annotations: tt.stored})
+			}
 			store.namespaces["default"] = tt.namespace
 			review := tt.review
 			if review == nil {
@@ -366,17 +374,17 @@ func TestDeferDeletion(t *testing.T) {
 			setUID(t, dry, "uid-vpc")
 			dry.UserInfo.Username, dry.DryRun = "carol", ptr.To(true)
 			resp, _ = v.Decide(context.Background(), dry)
-			if resp.Allowed || !strings.Contains(resp.Result.Message, "deferred already (asked by alice") {
+			if resp.Allowed || !strings.Contains(resp.Result.Message, "deferred (asked by alice") {
 				t.Errorf("a dry run of the deferred object: %+v", resp.Result)
 			}
-			// Asked again, the deletion says it is deferred already and
+			// Asked again, the deletion says it is deferred, by whom, and
 			// keeps the first record, also when the review leaves the
 			// record out (a forged one would, to replace it).
 			again := deleteRequest(vpcGVR, "vpc-1", review)
 			setUID(t, again, "uid-vpc")
 			again.UserInfo.Username = "bob"
 			resp, _ = v.Decide(context.Background(), again)
-			if resp.Allowed || !strings.Contains(resp.Result.Message, "deferred already (asked by alice") {
+			if resp.Allowed || !strings.Contains(resp.Result.Message, "deferred (asked by alice") {
 				t.Errorf("asked again: %+v", resp.Result)
 			}
 			if o2, _ := store.get(vpcGVR, "default", "vpc-1"); o2.Annotations[v1alpha1.DeletionDeferredAnnotation] != value {

@@ -25,6 +25,20 @@ const (
 	CauseMoreDependents metav1.CauseType = Group + "/MoreDependents"
 )
 
+// Phrases of a refused deletion's message that tools read (the provider's
+// destroy tells a deferred deletion from a refusal by them): the webhook
+// writes them, and nothing else says them.
+const (
+	// StillReferencedPhrase begins the list of dependents a denial names.
+	StillReferencedPhrase = "still referenced by"
+	// DeletionDeferredPhrase: the refused deletion is deferred; the
+	// webhook deletes the object once nothing references it.
+	DeletionDeferredPhrase = "its deletion is deferred"
+	// DeletedMeanwhilePhrase: the object was gone when the webhook looked
+	// whether to defer its deletion (carried out in between, say).
+	DeletedMeanwhilePhrase = "it has been deleted meanwhile"
+)
+
 // MoreCause is the cause that says more dependents than named reference
 // the object: more of them, or an unknown number when more < 0.
 func MoreCause(more int) metav1.StatusCause {
