@@ -247,16 +247,9 @@ func propagationOf(o *metav1.DeleteOptions) *metav1.DeletionPropagation {
 // deferralEvent records on the object, in the background, that its
 // deletion was deferred and by whom.
 func (v *Validator) deferralEvent(d admission.Deletion, meta metav1.ObjectMeta) {
-	ev := process.Event{
-		Regarding: process.Regarding{APIVersion: d.Kind.GroupVersion().String(), Kind: d.Kind.Kind, Namespace: d.Namespace, Name: d.Name, UID: string(meta.UID)},
-		Type:      process.EventNormal,
-		Reason:    v1alpha1.DeferredReason,
-		Action:    "Delete",
-		Note: fmt.Sprintf("deletion of %s by %s refused while dependents reference it, and deferred: it is deleted once nothing does",
-			d, d.User),
-		Controller: webhookController,
-		Instance:   process.EventInstance("depctrl-webhook"),
-	}
+	ev := deletionEvent(regardingDeleted(d, meta.UID), process.EventNormal, v1alpha1.DeferredReason,
+		fmt.Sprintf("deletion of %s by %s refused while dependents reference it, and deferred: it is deleted once nothing does", d, d.User),
+		process.EventInstance("depctrl-webhook"))
 	store, cluster, log := v.opts.Deferral, d.Cluster, v.log
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -266,9 +259,6 @@ func (v *Validator) deferralEvent(d admission.Deletion, meta metav1.ObjectMeta) 
 		}
 	}()
 }
-
-// webhookController is the reporting controller of the webhook's Events.
-const webhookController = "dependencies.opendefense.cloud/webhook"
 
 // The front-proxy implementation of DeferralStore.
 

@@ -411,15 +411,8 @@ func causesOf(err error) []metav1.StatusCause {
 // deletion.
 func (r *Replayer) event(ctx context.Context, k replayKey, obj metav1.PartialObjectMetadata, typ, note string) {
 	meta := obj.ObjectMeta
-	ev := process.Event{
-		Regarding:  process.Regarding{APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: meta.Namespace, Name: meta.Name, UID: string(meta.UID)},
-		Type:       typ,
-		Reason:     v1alpha1.ReplayedReason,
-		Action:     "Delete",
-		Note:       note,
-		Controller: webhookController,
-		Instance:   r.instance,
-	}
+	ev := deletionEvent(process.Regarding{APIVersion: obj.APIVersion, Kind: obj.Kind, Namespace: meta.Namespace, Name: meta.Name, UID: string(meta.UID)},
+		typ, v1alpha1.ReplayedReason, note, r.instance)
 	if err := r.Store.CreateEvent(ctx, k.cluster, ev); err != nil {
 		r.Log.Error(err, "recording the deferred deletion's Event", "cluster", k.cluster, "name", meta.Name)
 	}

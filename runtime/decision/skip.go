@@ -191,20 +191,8 @@ func stateOf(stored metav1.ObjectMeta, found bool, uid types.UID) deletionState 
 
 // skipEvent is the Event for one skip-protection use.
 func skipEvent(d admission.Deletion, instance string, now time.Time) *unstructured.Unstructured {
-	return process.Event{
-		Regarding: process.Regarding{
-			APIVersion: d.Kind.GroupVersion().String(),
-			Kind:       d.Kind.Kind,
-			Namespace:  d.Namespace,
-			Name:       d.Name,
-			UID:        string(d.Meta.UID),
-		},
-		Type:   process.EventWarning,
-		Reason: reasonSkipProtection,
-		Action: "Delete",
-		Note: fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",
+	return deletionEvent(regardingDeleted(d, d.Meta.UID), process.EventWarning, reasonSkipProtection,
+		fmt.Sprintf("%s deleted with %s=true by %s (groups: %s): dependency protection was not applied",
 			d, v1alpha1.SkipProtectionAnnotation, d.User, strings.Join(d.Groups, ", ")),
-		Controller: webhookController,
-		Instance:   instance,
-	}.Object(now)
+		instance).Object(now)
 }
