@@ -42,12 +42,21 @@ func ratio(a, b time.Duration) float64 {
 }
 
 // verdict says whether a measured value meets its target, and by how much
-// it misses.
+// it misses. A miss too small for two decimals is shown with a third, so
+// that it never reads as the target itself missed by 0%.
 func verdict(got, target float64, lowerIsBetter bool) string {
 	if (lowerIsBetter && got <= target) || (!lowerIsBetter && got >= target) {
 		return fmt.Sprintf("%.2f (target %.2f: met)", got, target)
 	}
-	return fmt.Sprintf("%.2f (target %.2f: **missed** by %.0f%%)", got, target, math.Abs(got/target-1)*100)
+	shown, by := fmt.Sprintf("%.2f", got), math.Abs(got/target-1)*100
+	if shown == fmt.Sprintf("%.2f", target) {
+		shown = fmt.Sprintf("%.3f", got)
+	}
+	missed := fmt.Sprintf("%.0f%%", by)
+	if by < 1 {
+		missed = fmt.Sprintf("%.1f%%", by)
+	}
+	return fmt.Sprintf("%s (target %.2f: **missed** by %s)", shown, target, missed)
 }
 
 // met compares a duration with its target.

@@ -344,3 +344,24 @@ func TestDeferredSection(t *testing.T) {
 		t.Errorf("the page does not hold the section as rendered alone, followed by a blank line and the next section:\n%s", got)
 	}
 }
+
+// TestVerdict: a target is met or missed, and a miss says by how much,
+// also when it is too small for two decimals.
+func TestVerdict(t *testing.T) {
+	for _, tt := range []struct {
+		got, target   float64
+		lowerIsBetter bool
+		want          string
+	}{
+		{1.08, 1.10, true, "1.08 (target 1.10: met)"},
+		{1.10, 1.10, true, "1.10 (target 1.10: met)"},
+		{1.105, 1.10, true, "1.105 (target 1.10: **missed** by 0.5%)"},
+		{1.32, 1.10, true, "1.32 (target 1.10: **missed** by 20%)"},
+		{0.44, 0.80, false, "0.44 (target 0.80: **missed** by 45%)"},
+		{0.81, 0.80, false, "0.81 (target 0.80: met)"},
+	} {
+		if got := verdict(tt.got, tt.target, tt.lowerIsBetter); got != tt.want {
+			t.Errorf("verdict(%v, %v, %v) = %q, want %q", tt.got, tt.target, tt.lowerIsBetter, got, tt.want)
+		}
+	}
+}
