@@ -104,8 +104,18 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	case meta.UID != d.Meta.UID:
 		return ""
 	}
-	if rec, err := v1alpha1.ParseDeferredDeletion(meta.Annotations[v1alpha1.DeletionDeferredAnnotation]); err == nil && rec.UID == meta.UID {
-		return deferredMessage(rec)
+	if stored := meta.Annotations[v1alpha1.DeletionDeferredAnnotation]; stored != "" {
+		rec, err := v1alpha1.ParseDeferredDeletion(stored)
+		if err == nil && rec.UID == meta.UID {
+			held, herr := ledger.Holds(ctx, LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: stored})
+			if herr == nil && held {
+				return deferredMessage(rec)
+			}
+			// A record the ledger does not hold is not the webhook's: it
+			// defers nothing (the Replayer removes it), so it neither
+			// speaks for whoever it names nor stands in for this deletion's
+			// own record.
+		}
 	}
 	if d.DryRun {
 		// A dry run (kubectl depctrl why) reads, and says whether a
@@ -127,11 +137,22 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	}
 	rec.PropagationPolicy = propagationOf(d.Options)
 	value, err := rec.Encode()
+	entry := LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: value}
 	if err == nil {
-		err = ledger.Put(ctx, LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: value})
-	}
-	if err == nil {
-		err = store.RecordDeferral(ctx, d.Cluster, d.Resource, meta, value)
+		err = ledger.Put(ctx, entry)
+		if err == nil {
+			err = store.RecordDeferral(ctx, d.Cluster, d.Resource, meta, value)
+			if err != nil {
+				// The entry goes with the record that failed: each retry
+				// of a record that cannot be written (the record names its
+				// second) would leave one more otherwise. A record written
+				// all the same is then one the ledger does not hold, which
+				// the Replayer removes without deleting anything.
+				if rerr := ledger.Remove(context.WithoutCancel(ctx), entry); rerr != nil {
+					log.Error(rerr, "forgetting the ledger entry of a deferral not recorded")
+				}
+			}
+		}
 	}
 	if err != nil {
 		log.Error(err, "recording the deferred deletion failed")

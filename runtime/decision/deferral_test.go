@@ -237,6 +237,11 @@ func TestDeferDeletion(t *testing.T) {
 	cluster := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1"}
 	optIn := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.DeferDeletionAnnotation: "true"}
 	optOut := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.DeferDeletionAnnotation: "false"}
+	forgedRecord, err := v1alpha1.DeferredDeletion{User: "mallory", At: metav1.Now(), UID: "uid-vpc"}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.DeferDeletionAnnotation: "true", v1alpha1.DeletionDeferredAnnotation: forgedRecord}
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-1"}}}}
 	orphan := metav1.DeletePropagationOrphan
 	tests := []struct {
@@ -272,6 +277,10 @@ func TestDeferDeletion(t *testing.T) {
 		{name: "a ledger that cannot be written leaves the deletion refused", stored: optIn, ledgerErr: errors.New("forbidden"), wantMessage: "deferring its deletion failed, so it is only refused"},
 		{name: "an opt-in the review claims but the stored object lacks counts for nothing", stored: cluster, review: optIn},
 		{name: "a review whose object is not the stored one is not deferred", stored: optIn, storedUID: "another"},
+		// A record on the object that the ledger does not hold (written
+		// where the guard did not stand) is nobody's: the deletion is
+		// deferred for the user who asks, not said to be mallory's.
+		{name: "a record the ledger does not hold is replaced by the deletion's own", stored: forged, wantRecord: true, wantMessage: "its deletion is deferred (asked by alice at "},
 		// The API server asks again on the stored object after a denial on
 		// its cached copy, and the deletion may have been carried out in
 		// between: the second denial says so rather than nothing.
@@ -354,6 +363,10 @@ func TestDeferDeletion(t *testing.T) {
 			}
 			if held, _ := ledger.Holds(context.Background(), LedgerEntry{Cluster: "consumer-1", Resource: vpcGVR, Namespace: "default", Name: "vpc-1", Record: value}); held != tt.wantRecord {
 				t.Errorf("the ledger holds the record: %v, want %v", held, tt.wantRecord)
+			}
+			// Nothing else: a deferral not recorded leaves no entry behind.
+			if n, want := ledger.size(), map[bool]int{true: 1}[tt.wantRecord]; n != want {
+				t.Errorf("the ledger holds %d entries, want %d", n, want)
 			}
 			if !tt.wantRecord {
 				return
@@ -494,15 +507,29 @@ func TestNotDeferrable(t *testing.T) {
 // anyone else's skips as before.
 func TestWebhookNeverSkipsProtection(t *testing.T) {
 	blocked := &fakeFinder{blockers: map[schema.GroupVersionResource][]Blocker{vmGVR: {{Dependent: vmGVR, Kind: "VirtualMachine", Namespace: "default", Name: "vm-1"}}}}
-	v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}, blocked, admission.When(closed()), ValidatorOptions{
-		Self: selfNamed("webhook", nil),
-	}, logr.Discard())
 	skip := map[string]string{v1alpha1.ClusterAnnotation: "consumer-1", v1alpha1.SkipProtectionAnnotation: "true"}
-	for user, allowed := range map[string]bool{"webhook": false, "alice": true} {
-		req := deleteRequest(vpcGVR, "vpc-1", skip)
-		req.UserInfo.Username = user
-		if resp, _ := v.Decide(context.Background(), req); resp.Allowed != allowed {
-			t.Errorf("%s deleting with skip-protection: allowed %v, want %v (%+v)", user, resp.Allowed, allowed, resp.Result)
-		}
+	for _, tt := range []struct {
+		name string
+		// selfErr: the webhook cannot read who it is (its
+		// SelfSubjectReview fails, as on a replica just started).
+		selfErr error
+		user    string
+		allowed bool
+	}{
+		{name: "the webhook's own deletion", user: "webhook"},
+		{name: "anyone else's", user: "alice", allowed: true},
+		{name: "the webhook's own, while it cannot tell who it is", selfErr: errors.New("connection refused"), user: "webhook"},
+		{name: "anyone's, while the webhook cannot tell who it is", selfErr: errors.New("connection refused"), user: "alice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewValidator(fakeProtections{vpcGVR: {{Rule: "c/r", Dependent: vmGVR, DependentKind: "VirtualMachine"}}}, blocked, admission.When(closed()), ValidatorOptions{
+				Self: selfNamed("webhook", tt.selfErr),
+			}, logr.Discard())
+			req := deleteRequest(vpcGVR, "vpc-1", skip)
+			req.UserInfo.Username = tt.user
+			if resp, _ := v.Decide(context.Background(), req); resp.Allowed != tt.allowed {
+				t.Errorf("%s deleting with skip-protection: allowed %v, want %v (%+v)", tt.user, resp.Allowed, tt.allowed, resp.Result)
+			}
+		})
 	}
 }

@@ -221,7 +221,9 @@ func (r *Replayer) waitGone(ctx context.Context, g dependentGone) {
 		if err != nil {
 			return stillThere, err
 		}
-		return stateOf(obj.ObjectMeta, found, g.meta.UID), nil
+		// By UID alone: the dependent's deletion may be tried again on a
+		// later revision, and its targets wait for that too.
+		return stateOf(obj.ObjectMeta, found, metav1.ObjectMeta{UID: g.meta.UID}), nil
 	})
 }
 

@@ -65,18 +65,35 @@ func (v *Validator) refuseUnlessSelf(ctx context.Context, req *admissionv1.Admis
 // the webhook's own too, so that a user of the webhook's name minted in one
 // workspace is not the webhook.
 func (v *Validator) isSelf(ctx context.Context, user string, extra map[string][]string) bool {
+	is, known := v.whetherSelf(ctx, user, extra)
+	return is && known
+}
+
+// notSelf reports whether user, with extra, is known not to be the
+// webhook's own; false when that cannot be told, so that what must never
+// apply to the webhook (skip-protection on the deletions it carries out)
+// fails closed.
+func (v *Validator) notSelf(ctx context.Context, user string, extra map[string][]string) bool {
+	is, known := v.whetherSelf(ctx, user, extra)
+	return !is && known
+}
+
+// whetherSelf tells whether user, with extra, is the webhook's own, and
+// whether that is known (the webhook's identity could be read). With no
+// identity configured (Self nil), nobody is the webhook.
+func (v *Validator) whetherSelf(ctx context.Context, user string, extra map[string][]string) (is, known bool) {
 	if v.opts.Self == nil {
-		return false
+		return false, true
 	}
 	self, err := v.opts.Self(ctx)
 	if err != nil {
 		v.log.Error(err, "cannot tell the webhook's own writes from others'")
-		return false
+		return false, false
 	}
 	if user != self.Username {
-		return false
+		return false, true
 	}
-	return maps.EqualFunc(kcpAuthentication(extra), kcpAuthentication(self.Extra), slices.Equal)
+	return maps.EqualFunc(kcpAuthentication(extra), kcpAuthentication(self.Extra), slices.Equal), true
 }
 
 // kcpAuthentication is the part of a user's extra that kcp's

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -29,9 +28,14 @@ import (
 // user may not use it; the deletion is decided as usual, and a denial says
 // why the annotation did not count. The webhook's own deletions (the
 // deferred ones it carries out) never skip: the annotation is anyone's who
-// may patch the object, and the webhook's DELETE is not theirs.
+// may patch the object, and the webhook's DELETE is not theirs. Nor does
+// anyone's while the webhook cannot tell who it is.
 func (v *Validator) skipProtection(ctx context.Context, d admission.Deletion, log logr.Logger) (allowed *admissionv1.AdmissionResponse, ignored bool) {
-	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" || v.isSelf(ctx, d.User, d.Extra) {
+	if d.Meta.Annotations[v1alpha1.SkipProtectionAnnotation] != "true" {
+		return nil, false
+	}
+	if !v.notSelf(ctx, d.User, d.Extra) {
+		log.Info("skip-protection annotation not applied: the deletion is the webhook's own, or the webhook cannot tell")
 		return nil, false
 	}
 	if !v.maySkip(d.Groups) {
@@ -143,6 +147,11 @@ const (
 	// deletionShown: gone, replaced by another of its name, or being
 	// deleted.
 	deletionShown
+	// movedOn: the same object, not being deleted, at another revision
+	// than the review's. The API server stores a deletion only against the
+	// revision it was decided on, so the one the review allowed never
+	// will be; it decides (and the webhook audits) a later try anew.
+	movedOn
 )
 
 // deletionShows polls state until it shows the deletion or deadline
@@ -150,8 +159,12 @@ const (
 // the one before, up to maxPoll (poll itself, for a steady pace).
 func deletionShows(ctx context.Context, deadline time.Time, poll, maxPoll time.Duration, state func(context.Context) (deletionState, error)) bool {
 	for {
-		if st, err := state(ctx); err == nil && st == deletionShown {
+		switch st, err := state(ctx); {
+		case err != nil:
+		case st == deletionShown:
 			return true
+		case st == movedOn:
+			return false
 		}
 		if time.Now().Add(poll).After(deadline) {
 			return false
@@ -176,15 +189,20 @@ func (f *FrontProxyFinder) deletionState(ctx context.Context, cluster string, gv
 	if err != nil {
 		return stillThere, err
 	}
-	return stateOf(obj.ObjectMeta, found, meta.UID), nil
+	return stateOf(obj.ObjectMeta, found, meta), nil
 }
 
 // stateOf is what a read of an object found (stored, when found) says of
-// the one with uid: gone, replaced by another of its name, or being
-// deleted shows its deletion.
-func stateOf(stored metav1.ObjectMeta, found bool, uid types.UID) deletionState {
-	if !found || stored.UID != uid || stored.DeletionTimestamp != nil {
+// the one a review named (reviewed): gone, replaced by another of its
+// name, or being deleted shows its deletion; still there at another
+// revision than the reviewed one, when that is known, that the deletion
+// the review allowed was not stored.
+func stateOf(stored metav1.ObjectMeta, found bool, reviewed metav1.ObjectMeta) deletionState {
+	switch {
+	case !found || stored.UID != reviewed.UID || stored.DeletionTimestamp != nil:
 		return deletionShown
+	case reviewed.ResourceVersion != "" && stored.ResourceVersion != reviewed.ResourceVersion:
+		return movedOn
 	}
 	return stillThere
 }

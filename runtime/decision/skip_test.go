@@ -111,6 +111,9 @@ func TestDeletionShows(t *testing.T) {
 		{"gone after a while", states(stillThere, stillThere, deletionShown), true},
 		{"never deleted (a forged review, or refused elsewhere)", states(stillThere), false},
 		{"unreadable", func(context.Context) (deletionState, error) { return stillThere, errors.New("forbidden") }, false},
+		// The review was of a copy the API server then found stale: it
+		// decides again on the stored object, and audits that anew.
+		{"moved on to another revision, then deleted by another try", states(movedOn, deletionShown), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,6 +123,31 @@ func TestDeletionShows(t *testing.T) {
 			}
 			if got := deletionShows(context.Background(), time.Now().Add(wait), 5*time.Millisecond, 5*time.Millisecond, tt.state); got != tt.want {
 				t.Fatalf("deletionShows = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStateOf: what a read of the object says of the deletion a review
+// allowed.
+func TestStateOf(t *testing.T) {
+	reviewed := metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "5"}
+	deleting := metav1.Now()
+	for _, tt := range []struct {
+		name   string
+		stored metav1.ObjectMeta
+		found  bool
+		want   deletionState
+	}{
+		{"gone", metav1.ObjectMeta{}, false, deletionShown},
+		{"another object of the name", metav1.ObjectMeta{UID: "uid-2", ResourceVersion: "9"}, true, deletionShown},
+		{"being deleted (finalizers)", metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "6", DeletionTimestamp: &deleting}, true, deletionShown},
+		{"still there, as reviewed", metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "5"}, true, stillThere},
+		{"still there, written since", metav1.ObjectMeta{UID: "uid-1", ResourceVersion: "6"}, true, movedOn},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stateOf(tt.stored, tt.found, reviewed); got != tt.want {
+				t.Errorf("stateOf = %v, want %v", got, tt.want)
 			}
 		})
 	}
