@@ -88,6 +88,9 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	}
 	obj, found, err := store.Meta(ctx, d.Cluster, d.Resource, d.Namespace, d.Name)
 	meta := obj.ObjectMeta
+	entry := func(record string) LedgerEntry {
+		return LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: record}
+	}
 	switch {
 	case err != nil:
 		log.Error(err, "cannot tell whether the deletion is to be deferred")
@@ -107,7 +110,7 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	if stored := meta.Annotations[v1alpha1.DeletionDeferredAnnotation]; stored != "" {
 		rec, err := v1alpha1.ParseDeferredDeletion(stored)
 		if err == nil && rec.UID == meta.UID {
-			held, herr := ledger.Holds(ctx, LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: stored})
+			held, herr := ledger.Holds(ctx, entry(stored))
 			if herr == nil && held {
 				return deferredMessage(rec)
 			}
@@ -137,22 +140,8 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	}
 	rec.PropagationPolicy = propagationOf(d.Options)
 	value, err := rec.Encode()
-	entry := LedgerEntry{Cluster: d.Cluster, Resource: d.Resource, Namespace: meta.Namespace, Name: meta.Name, Record: value}
 	if err == nil {
-		err = ledger.Put(ctx, entry)
-		if err == nil {
-			err = store.RecordDeferral(ctx, d.Cluster, d.Resource, meta, value)
-			if err != nil {
-				// The entry goes with the record that failed: each retry
-				// of a record that cannot be written (the record names its
-				// second) would leave one more otherwise. A record written
-				// all the same is then one the ledger does not hold, which
-				// the Replayer removes without deleting anything.
-				if rerr := ledger.Remove(context.WithoutCancel(ctx), entry); rerr != nil {
-					log.Error(rerr, "forgetting the ledger entry of a deferral not recorded")
-				}
-			}
-		}
+		err = recordDeferral(ctx, ledger, store, entry(value), meta, log)
 	}
 	if err != nil {
 		log.Error(err, "recording the deferred deletion failed")
@@ -165,6 +154,24 @@ func (v *Validator) deferDeletion(ctx context.Context, d admission.Deletion, pro
 	}
 	v.deferralEvent(d, meta)
 	return deferredMessage(rec)
+}
+
+// recordDeferral writes e to the ledger first, then its record on the
+// object meta. The entry goes with a record that fails: each retry of a
+// record that cannot be written (the record names its second) would leave
+// one more otherwise. A record written all the same is then one the ledger
+// does not hold, which the Replayer removes without deleting anything.
+func recordDeferral(ctx context.Context, ledger DeferralLedger, store DeferralStore, e LedgerEntry, meta metav1.ObjectMeta, log logr.Logger) error {
+	if err := ledger.Put(ctx, e); err != nil {
+		return err
+	}
+	err := store.RecordDeferral(ctx, e.Cluster, e.Resource, meta, e.Record)
+	if err != nil {
+		if rerr := ledger.Remove(context.WithoutCancel(ctx), e); rerr != nil {
+			log.Error(rerr, "forgetting the ledger entry of a deferral not recorded")
+		}
+	}
+	return err
 }
 
 // deferredMessage is what a denial adds for a deletion deferred by rec.
