@@ -165,3 +165,30 @@ func (e *Env) TailLogs(lines int) string {
 	}
 	return b.String()
 }
+
+// ProxyErrors returns the last lines of the front-proxy's log that report a
+// request it could not carry to a shard (answered 502 Bad Gateway with an
+// empty body, which clients show as `an error on the server ("")`), to
+// explain a failure; "" when there are none. Requests their client gave up
+// on are left out.
+func (e *Env) ProxyErrors(lines int) string {
+	var found []string
+	for _, f := range e.LogFiles {
+		if filepath.Base(f) != "kcp-front-proxy.log" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, "proxy error") && !strings.Contains(l, "context canceled") {
+				found = append(found, l)
+			}
+		}
+	}
+	if len(found) > lines {
+		found = found[len(found)-lines:]
+	}
+	return strings.Join(found, "\n")
+}

@@ -33,6 +33,21 @@ func ForTest(t testing.TB, topology Topology) *Env {
 	}
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
+	e := sharedEnvFor(t, topology)
+	t.Cleanup(func() {
+		if t.Failed() {
+			if s := e.ProxyErrors(20); s != "" {
+				t.Logf("the front-proxy could not carry these requests to a shard:\n%s", s)
+			}
+		}
+	})
+	return e
+}
+
+// sharedEnvFor returns the package's environment of topology, starting it
+// on first use; sharedMu is held.
+func sharedEnvFor(t testing.TB, topology Topology) *Env {
+	t.Helper()
 	if e := sharedEnv[topology]; e != nil {
 		return e
 	}

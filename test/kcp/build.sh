@@ -40,6 +40,22 @@ if [ ! -f "$vwf/pkg/forwardingregistry/zz_validation_backport.go" ]; then
   cp patches/vwf_validation.go.txt "$vwf/pkg/forwardingregistry/zz_validation_backport.go"
 fi
 
+# kcp-front-proxy answers 502 to a write that races a shard closing an idle
+# connection (both sides wait 90 s); patches/kcp_front_proxy_idle_conn.patch,
+# kept ready for upstream, closes idle connections first. It is applied to a
+# copy of kcp's module, which a copy of go.mod replaces kcp with.
+go mod download github.com/kcp-dev/kcp
+kcp_dir=$(go list -m -f '{{.Dir}}' github.com/kcp-dev/kcp)
+work=$(mktemp -d); trap 'rm -rf "$work" ${tmp:+"$tmp"}' EXIT
+cp -r "$kcp_dir" "$work/kcp"; chmod -R u+w "$work/kcp"
+if command -v patch >/dev/null; then
+  patch -s -p1 -d "$work/kcp" < "$here/patches/kcp_front_proxy_idle_conn.patch"
+else
+  (cd "$work/kcp" && GIT_CEILING_DIRECTORIES="$work" git apply -p1 "$here/patches/kcp_front_proxy_idle_conn.patch")
+fi
+cp go.mod go.sum "$work/"
+go mod edit -replace "github.com/kcp-dev/kcp=$work/kcp" "$work/go.mod"
+
 ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags="$ldflags -X $p.gitVersion=v1.36.0+kcp-$kcp_version -X $p.gitMajor=1 -X $p.gitMinor=36 -X $p.gitTreeState=clean"
@@ -47,7 +63,7 @@ done
 for c in "${cmds[@]}"; do
   start=$(date +%s)
   echo "building $c ($kcp_version) ..."
-  go build -ldflags "$ldflags" -o "$out/$c" "github.com/kcp-dev/kcp/cmd/$c"
+  go build -modfile "$work/go.mod" -ldflags "$ldflags" -o "$out/$c" "github.com/kcp-dev/kcp/cmd/$c"
   echo "built $c in $(( $(date +%s) - start ))s"
 done
 echo "$stamp_want" > "$stamp_file"
