@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,6 +77,7 @@ func NewFrontProxyFinder(base *rest.Config) (*FrontProxyFinder, error) {
 	// would spend the shard's CPU on every protected DELETE to save little.
 	cfg.DisableCompression = true
 	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return retryLost{next: rt} })
 	raw, err := rest.UnversionedRESTClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building REST client for the front-proxy: %w", err)
