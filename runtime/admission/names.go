@@ -9,11 +9,17 @@ import (
 )
 
 // Name checks that s can be the name of an object the rules protect or
-// read: the kinds APIExports serve take DNS-1123 subdomains, as
-// kube-apiserver requires of every custom resource.
+// read: one URL path segment (Segment). kube-apiserver asks a DNS-1123
+// subdomain of a custom resource's name, but kcp serves the types of an
+// APIResourceSchema that says `nameValidation: PathSegmentName` with any
+// name that is one path segment ("VPC_1", "a,b=c"), and a stricter check
+// here would leave their objects unprotected: a reference to one would be
+// taken for no reference at all. A name is never more than a segment of
+// a path the webhook builds (Path) or a value it hashes (index labels); a
+// selector that carries one escapes it.
 func Name(s string) error {
-	if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
-		return fmt.Errorf("%q is not an object name: %s", s, strings.Join(errs, "; "))
+	if err := Segment(s); err != nil {
+		return fmt.Errorf("not an object name: %w", err)
 	}
 	return nil
 }

@@ -15,9 +15,10 @@ func TestNames(t *testing.T) {
 		{value: "../../clusters/b/apis/network.test.io/v1/namespaces/prod/vpcs/core", name: false, ns: false, seg: false, clustr: false},
 		{value: "a%2F..", name: false, ns: false, seg: false, clustr: false},
 		{value: "a/b", name: false, ns: false, seg: false, clustr: false},
-		{value: "Upper", name: false, ns: false, seg: true, clustr: false},
-		{value: "a,metadata.namespace=b", name: false, ns: false, seg: true, clustr: false},
-		{value: "system:admin", name: false, ns: false, seg: true, clustr: true},
+		{value: "VPC_1", name: true, ns: false, seg: true, clustr: false},
+		{value: "Upper", name: true, ns: false, seg: true, clustr: false},
+		{value: "a,metadata.namespace=b", name: true, ns: false, seg: true, clustr: false},
+		{value: "system:admin", name: true, ns: false, seg: true, clustr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {

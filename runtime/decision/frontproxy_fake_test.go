@@ -10,6 +10,7 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -115,7 +116,15 @@ func (s *fakeFrontProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if name == "" {
-		wantName := strings.TrimPrefix(r.URL.Query().Get("fieldSelector"), "metadata.name=")
+		wantName := ""
+		if fs := r.URL.Query().Get("fieldSelector"); fs != "" {
+			sel, err := fields.ParseSelector(fs)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			wantName, _ = sel.RequiresExactMatch("metadata.name")
+		}
 		var byLabel labels.Selector
 		if resource == "apibindings" {
 			var err error

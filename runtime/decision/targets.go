@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -183,14 +184,14 @@ func (f *FrontProxyFinder) send(ctx context.Context, cluster, namespace string, 
 // name, read with one LIST across the workspace (metadata only).
 func (f *FrontProxyFinder) namespacesOf(ctx context.Context, cluster string, target schema.GroupVersionResource, name string) ([]string, error) {
 	if err := admission.Name(name); err != nil {
-		// Not a name any object can have, nor one to put in a selector.
+		// Not a name any object can have.
 		return nil, nil
 	}
 	path, err := admission.Path(cluster, target, "", "")
 	if err != nil {
 		return nil, err
 	}
-	res := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("fieldSelector", "metadata.name="+name).Do(ctx)
+	res := path.On(f.raw.Get()).SetHeader("Accept", metadataOnly).Param("fieldSelector", fields.OneTermEqualSelector("metadata.name", name).String()).Do(ctx)
 	err = res.Error()
 	if apierrors.IsNotFound(err) {
 		return nil, nil

@@ -42,7 +42,8 @@ func TestDependentDeleted(t *testing.T) {
 		{name: "its references are told", old: vmReferencing("", "vpc-a", "vpc-b"), want: []string{"vpc-a", "vpc-b"}},
 		{name: "a dry run tells nothing", old: vmReferencing("", "vpc-a"), dryRun: true},
 		{name: "a dependent referencing nothing tells nothing", old: vmReferencing("")},
-		{name: "values that cannot be names are left out", old: vmReferencing("", "vpc-a", "../x", "A_B"), want: []string{"vpc-a"}},
+		{name: "values that cannot be names are left out", old: vmReferencing("", "vpc-a", "../x", "a/b", "a%2Fb"), want: []string{"vpc-a"}},
+		{name: "a path-segment name is one (nameValidation PathSegmentName)", old: vmReferencing("", "vpc-a", "A_B"), want: []string{"A_B", "vpc-a"}},
 		{name: "no logical cluster tells nothing", old: `{"metadata":{"name":"vm","namespace":"apps"},"spec":{"networks":[{"vpc":"vpc-a"}]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/depctrl/terraform-provider-depctrl/runtime/admission"
 	"github.com/depctrl/terraform-provider-depctrl/runtime/api/v1alpha1"
@@ -136,7 +137,7 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 		return nil, "", "", nil
 	}
 	name, _ := md["name"].(string)
-	generateName, _ := md["generateName"].(string)
+	generateName := generatedPrefix(md)
 	// The namespace is the request's: the API server takes it from the URL
 	// and refuses an object that names another one before admission.
 	namespace := req.Namespace
@@ -172,14 +173,21 @@ func (ix *Indexer) recordIntents(ctx context.Context, req *admissionv1.Admission
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
 		}
 		now := ix.now()
-		value, err := Encode(v1alpha1.Intent{
+		intent := v1alpha1.Intent{
 			Resource: schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}.String(), Version: req.Resource.Version,
 			Namespace: namespace, Name: name, GenerateName: generateName, At: metav1.NewTime(now),
 			// The rules it is recorded under: it counts while one stands.
 			Rules: s.RuleUIDs,
-		})
+		}
+		value, err := Encode(intent)
 		if err != nil {
 			return admission.Deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error()), admission.OutcomeError, "", nil
+		}
+		if !Addressable(intent) {
+			// Every reader would take it for no intent (expired), and the
+			// write would be admitted with nothing to stand for it.
+			return admission.Deny(http.StatusBadRequest, metav1.StatusReasonBadRequest,
+				fmt.Sprintf("cannot record that %s references anything: it has no name to record", self)), admission.OutcomeBadRequest, "", nil
 		}
 		set = map[string]*string{Key(token): &value}
 		label = LabelValue(token, now)
@@ -382,4 +390,17 @@ func (ix *Indexer) withdrawRecordedBy(ctx context.Context, req *admissionv1.Admi
 			ix.log.Info("withdrawing an intent failed; it expires on its own", "cluster", cluster, "object", ref.String(), "error", err.Error())
 		}
 	}
+}
+
+// generatedPrefix returns what the name the API server generates for a
+// create without one starts with: its generateName, cut to the length the
+// generator keeps (it appends random characters to at most that much of
+// it, however long a prefix the object's validation accepts), so that the
+// intent names the object that is stored.
+func generatedPrefix(md map[string]interface{}) string {
+	prefix, _ := md["generateName"].(string)
+	if len(prefix) > names.MaxGeneratedNameLength {
+		prefix = prefix[:names.MaxGeneratedNameLength]
+	}
+	return prefix
 }

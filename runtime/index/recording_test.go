@@ -593,3 +593,61 @@ func TestPrunedIntentsRideTheNextWrite(t *testing.T) {
 		t.Fatal("the next write's patch removed nothing")
 	}
 }
+
+// TestIntentsNameWhatIsStored: the intent a write records names the object
+// the API server stores, whatever name it has, so that every reader of
+// intents counts it (On, and through it a deletion's pendingBlockers and the
+// settler): an intent no reader can use is no intent, and a write recorded
+// with one could be stored after its target's deletion. Names are what kcp
+// accepts: a DNS-1123 subdomain, or any path segment for the types of a
+// schema with nameValidation PathSegmentName.
+func TestIntentsNameWhatIsStored(t *testing.T) {
+	long := strings.Repeat("a", 253) // the longest generateName the API server accepts
+	for _, tc := range []struct {
+		name string
+		// meta is the VM's name or generateName, as JSON members.
+		meta string
+		// vpc is what the VM references; the target exists.
+		vpc string
+		// stored is the name the API server stores the VM under.
+		stored string
+		// refused, when set, is a phrase of the refusal.
+		refused string
+	}{
+		{name: "a long generateName names the prefix the generator keeps", meta: `"generateName":"` + long + `"`, vpc: "vpc-a", stored: long[:58] + "b2z4k"},
+		{name: "a path-segment name", meta: `"name":"VM_1"`, vpc: "vpc-a", stored: "VM_1"},
+		{name: "a reference to a path-segment name", meta: `"name":"vm"`, vpc: "VPC_1", stored: "vm"},
+		{name: "no name at all is refused, not recorded unreadable", meta: `"generateName":""`, vpc: "vpc-a", refused: "no name to record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			targets := &fakeTargets{objects: map[string]*TargetState{"apps/" + tc.vpc: {Found: true}}}
+			ready := make(chan struct{})
+			close(ready)
+			ix := NewIndexer(schemaSource(vmIndexSchema), admission.When(ready), logr.Discard())
+			ix.Targets = targets
+			obj := `{"metadata":{` + tc.meta + `,"namespace":"apps","annotations":{"kcp.io/cluster":"c1"}},"spec":{"vpcRef":{"name":"` + tc.vpc + `"}}}`
+			dry := false
+			resp, outcome := ix.Decide(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, DryRun: &dry,
+				Resource: metav1.GroupVersionResource(vmGVR), Namespace: "apps", Object: runtime.RawExtension{Raw: []byte(obj)}})
+			if tc.refused != "" {
+				if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, tc.refused) {
+					t.Fatalf("allowed %v (%s, %+v), want refused with %q", resp.Allowed, outcome, resp.Result, tc.refused)
+				}
+				if n := len(targets.objects["apps/"+tc.vpc].Annotations); n != 0 {
+					t.Errorf("%d intents recorded on the target, want none", n)
+				}
+				return
+			}
+			if !resp.Allowed {
+				t.Fatalf("refused (%s): %+v", outcome, resp.Result)
+			}
+			fresh, expired := On(targets.objects["apps/"+tc.vpc].Annotations, ix.now(), DefaultLifetime)
+			if len(fresh) != 1 || len(expired) != 0 {
+				t.Fatalf("intents on %s: %d fresh, expired %v; want the write's, fresh", tc.vpc, len(fresh), expired)
+			}
+			if !fresh[0].Names(vmGVR.GroupResource().String(), "apps", tc.stored) {
+				t.Errorf("the intent %+v does not name %s, the VM stored", fresh[0].Intent, tc.stored)
+			}
+		})
+	}
+}
