@@ -35,7 +35,7 @@ cd "$(dirname "$0")/.."
 # (the README's figures): they run in one process and every other test in
 # another, so that both take about as long. A test not named here, a new
 # one too, runs in the other.
-slowest='^(TestControllerPartitionedFromAShard|TestInvariantUnderLoad|TestWebhookReplicaCutOffFromTheRules|TestControllerStalledFromAShard|TestResolveGrantRemoved|TestSettled)$'
+slowest='^(TestControllerPartitionedFromAShard|TestInvariantUnderLoad|TestWebhookReplicaCutOffFromTheRules|TestControllerStalledFromAShard|TestResolveGrantRemoved|TestSettled|TestDeferredDeletion)$'
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/depctrl-acceptance-XXXXXX")
 trap 'rm -rf "$logs"' EXIT
