@@ -526,12 +526,10 @@ func droppedFields(want v1alpha1.DependencyRuleSpec, got *v1alpha1.DependencyRul
 }
 
 // ruleState describes why a rule is not enforced yet, from its conditions.
-// Indexed is left out: it never holds a rule back, and naming it here
-// would send the reader after the wrong problem.
 func ruleState(rule *v1alpha1.DependencyRule) string {
 	var parts []string
 	for _, c := range rule.Status.Conditions {
-		if c.Type != v1alpha1.ConditionReady && c.Type != v1alpha1.ConditionIndexed && c.Status != metav1.ConditionTrue {
+		if c.Type != v1alpha1.ConditionReady && c.Status != metav1.ConditionTrue {
 			parts = append(parts, fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message))
 		}
 	}

@@ -61,8 +61,8 @@ func TestRuleSpecSkipsUnknownValues(t *testing.T) {
 	}
 }
 
-// TestRuleStateNamesWhatHoldsTheRuleBack: the missing reference index never
-// holds a rule back, so a timeout does not send anyone after it.
+// TestRuleStateNamesWhatHoldsTheRuleBack: a timeout names every condition
+// that holds the rule back, the missing reference index among them.
 func TestRuleStateNamesWhatHoldsTheRuleBack(t *testing.T) {
 	condition := func(typ, status, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: reason + " message"}
@@ -78,11 +78,18 @@ func TestRuleStateNamesWhatHoldsTheRuleBack(t *testing.T) {
 			condition(v1alpha1.ConditionIndexed, "False", "ClaimNotAccepted"),
 			condition(v1alpha1.ConditionReady, "False", "Propagating"),
 		},
-		want: "WebhookInstalled=False Propagating: Propagating message",
+		want: "WebhookInstalled=False Propagating: Propagating message; Indexed=False ClaimNotAccepted: ClaimNotAccepted message",
 	}, {
 		name: "only the index missing",
 		conds: []metav1.Condition{
 			condition(v1alpha1.ConditionIndexed, "False", "ClaimNotAccepted"),
+			condition(v1alpha1.ConditionReady, "False", "ClaimNotAccepted"),
+		},
+		want: "Indexed=False ClaimNotAccepted: ClaimNotAccepted message",
+	}, {
+		name: "nothing missing but the webhook's enforcement",
+		conds: []metav1.Condition{
+			condition(v1alpha1.ConditionIndexed, "True", "Indexed"),
 			condition(v1alpha1.ConditionReady, "False", "NotYetEnforced"),
 		},
 		want: "Ready=False NotYetEnforced: NotYetEnforced message",

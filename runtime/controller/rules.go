@@ -194,12 +194,15 @@ func changedConditions(before, after *v1alpha1.DependencyRuleStatus) []string {
 
 // readiness summarizes the other conditions: Ready only when the workspaces
 // resolved, the exports serve every type the rule names, the webhook is
-// installed, the webhook enforces this generation and no cycle makes
-// objects undeletable. A rule whose types are not served protects nothing,
-// so it is never Ready, installed or not. Indexed is left out: without the
-// index deletes are decided all the same, only slower.
+// installed, the reference index is, the webhook enforces this generation
+// and no cycle makes objects undeletable. A rule whose types are not served
+// protects nothing, so it is never Ready, installed or not. Nor is one
+// without its reference index: deletes are decided all the same, but only
+// the index webhook sees the dependents' writes and records their intents,
+// so without it a deletion decided while a write is admitted and not yet
+// stored misses that write, and its reference dangles.
 func readiness(rule *v1alpha1.DependencyRule) Outcome {
-	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionTypesServed, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionAcyclic} {
+	for _, t := range []string{v1alpha1.ConditionWorkspacesResolved, v1alpha1.ConditionTypesServed, v1alpha1.ConditionWebhookInstalled, v1alpha1.ConditionIndexed, v1alpha1.ConditionAcyclic} {
 		c := meta.FindStatusCondition(rule.Status.Conditions, t)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			if c == nil {

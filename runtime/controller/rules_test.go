@@ -50,7 +50,7 @@ func TestReadinessNeedsTypesServed(t *testing.T) {
 		for _, c := range []metav1.Condition{
 			cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), served,
 			cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
-			cond(v1alpha1.ConditionEnforced, "True", "Enforced"),
+			cond(v1alpha1.ConditionIndexed, "True", "Indexed"), cond(v1alpha1.ConditionEnforced, "True", "Enforced"),
 		} {
 			c.ObservedGeneration = 1
 			r.Status.Conditions = append(r.Status.Conditions, c)
@@ -130,5 +130,37 @@ func TestRuleInputSpec(t *testing.T) {
 				t.Fatalf("spec %+v, want %+v", got, tt.spec)
 			}
 		})
+	}
+}
+
+// TestReadinessNeedsTheIndex: a rule whose dependent type has no reference
+// index is not Ready, however installed and enforced it is: no webhook
+// records the intents of its dependents' writes, so a deletion decided
+// while one is on its way would miss it.
+func TestReadinessNeedsTheIndex(t *testing.T) {
+	for _, tt := range []struct {
+		indexed metav1.Condition
+		ready   bool
+		reason  string
+	}{
+		{cond(v1alpha1.ConditionIndexed, "True", "Indexed"), true, "Ready"},
+		{cond(v1alpha1.ConditionIndexed, "False", "ClaimNotAccepted"), false, "ClaimNotAccepted"},
+		{cond(v1alpha1.ConditionIndexed, "False", "ExportNotBound"), false, "ExportNotBound"},
+		{cond(v1alpha1.ConditionIndexed, "False", "InstallFailed"), false, "InstallFailed"},
+		{cond("Other", "True", "Other"), false, "Pending"},
+	} {
+		r := &v1alpha1.DependencyRule{}
+		r.Generation = 1
+		for _, c := range []metav1.Condition{
+			cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), cond(v1alpha1.ConditionTypesServed, "True", ReasonTypesServed),
+			cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
+			cond(v1alpha1.ConditionEnforced, "True", "Enforced"), tt.indexed,
+		} {
+			c.ObservedGeneration = 1
+			r.Status.Conditions = append(r.Status.Conditions, c)
+		}
+		if got := readiness(r); got.OK != tt.ready || got.Reason != tt.reason {
+			t.Errorf("Indexed %s %s: readiness %+v, want ok=%v reason %s", tt.indexed.Status, tt.indexed.Reason, got, tt.ready, tt.reason)
+		}
 	}
 }
