@@ -44,19 +44,6 @@ func TestStatusEqual(t *testing.T) {
 // TestReadinessNeedsTypesServed: a rule whose types are not served, or not
 // known to be, is never Ready, however installed and enforced it is.
 func TestReadinessNeedsTypesServed(t *testing.T) {
-	rule := func(served metav1.Condition) *v1alpha1.DependencyRule {
-		r := &v1alpha1.DependencyRule{}
-		r.Generation = 1
-		for _, c := range []metav1.Condition{
-			cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), served,
-			cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
-			cond(v1alpha1.ConditionIndexed, "True", "Indexed"), cond(v1alpha1.ConditionEnforced, "True", "Enforced"),
-		} {
-			c.ObservedGeneration = 1
-			r.Status.Conditions = append(r.Status.Conditions, c)
-		}
-		return r
-	}
 	tests := []struct {
 		served metav1.Condition
 		ready  bool
@@ -68,7 +55,7 @@ func TestReadinessNeedsTypesServed(t *testing.T) {
 		{cond("Other", "True", "Other"), false, "Pending"},
 	}
 	for _, tt := range tests {
-		if got := readiness(rule(tt.served)); got.OK != tt.ready || got.Reason != tt.reason {
+		if got := readiness(readyBut(v1alpha1.ConditionTypesServed, tt.served)); got.OK != tt.ready || got.Reason != tt.reason {
 			t.Errorf("TypesServed %s %s: readiness %+v, want ok=%v reason %s", tt.served.Status, tt.served.Reason, got, tt.ready, tt.reason)
 		}
 	}
@@ -149,18 +136,28 @@ func TestReadinessNeedsTheIndex(t *testing.T) {
 		{cond(v1alpha1.ConditionIndexed, "False", "InstallFailed"), false, "InstallFailed"},
 		{cond("Other", "True", "Other"), false, "Pending"},
 	} {
-		r := &v1alpha1.DependencyRule{}
-		r.Generation = 1
-		for _, c := range []metav1.Condition{
-			cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), cond(v1alpha1.ConditionTypesServed, "True", ReasonTypesServed),
-			cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
-			cond(v1alpha1.ConditionEnforced, "True", "Enforced"), tt.indexed,
-		} {
-			c.ObservedGeneration = 1
-			r.Status.Conditions = append(r.Status.Conditions, c)
-		}
-		if got := readiness(r); got.OK != tt.ready || got.Reason != tt.reason {
+		if got := readiness(readyBut(v1alpha1.ConditionIndexed, tt.indexed)); got.OK != tt.ready || got.Reason != tt.reason {
 			t.Errorf("Indexed %s %s: readiness %+v, want ok=%v reason %s", tt.indexed.Status, tt.indexed.Reason, got, tt.ready, tt.reason)
 		}
 	}
+}
+
+// readyBut is a rule of generation 1 whose conditions for it all hold but
+// the condition of type missing, which c stands in for (c of another type
+// leaves it missing).
+func readyBut(missing string, c metav1.Condition) *v1alpha1.DependencyRule {
+	r := &v1alpha1.DependencyRule{}
+	r.Generation = 1
+	for _, have := range []metav1.Condition{
+		cond(v1alpha1.ConditionWorkspacesResolved, "True", "Resolved"), cond(v1alpha1.ConditionTypesServed, "True", ReasonTypesServed),
+		cond(v1alpha1.ConditionWebhookInstalled, "True", "Installed"), cond(v1alpha1.ConditionAcyclic, "True", "NoCycle"),
+		cond(v1alpha1.ConditionIndexed, "True", "Indexed"), cond(v1alpha1.ConditionEnforced, "True", "Enforced"), c,
+	} {
+		if have.Type == missing && have != c {
+			continue
+		}
+		have.ObservedGeneration = 1
+		r.Status.Conditions = append(r.Status.Conditions, have)
+	}
+	return r
 }
